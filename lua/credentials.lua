@@ -1,0 +1,31 @@
+--[[
+  get-token, step one: count the attempt against the license key's limit, then read the
+  credentials. The limit is counted before any password is hashed, so guessing is bounded.
+
+    KEYS[1] credentials hash    {k:<licenseKey>}:c   fields f firma id, h password hash
+    KEYS[2] rate-limit counter  {k:<licenseKey>}:rg
+
+    ARGV[1] rate limit per window (0 = off)
+    ARGV[2] rate window, ms
+
+  Returns:
+    {0, firmaId, passwordHash}
+    {1, ms until the window resets}   rate limited
+    {4}                                no copy: the caller hydrates from Postgres
+]]
+local limit = tonumber(ARGV[1])
+if limit > 0 then
+  local count = redis.call('INCR', KEYS[2])
+  if count == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
+  if count > limit then
+    local ttl = redis.call('PTTL', KEYS[2])
+    if ttl < 0 then
+      redis.call('PEXPIRE', KEYS[2], ARGV[2])
+      ttl = tonumber(ARGV[2])
+    end
+    return {1, ttl}
+  end
+end
+local cred = redis.call('HMGET', KEYS[1], 'f', 'h')
+if not cred[1] then return {4} end
+return {0, cred[1], cred[2]}

@@ -1,0 +1,54 @@
+--[[
+  Issue one sign token (get-token, sign-token): checks the license and records the token.
+
+  The marker makes the token redeemable; the stream event puts it in the Postgres audit
+  trail with status "issued". A refusal changes nothing but the rate-limit count.
+
+    KEYS[1] license hash        {b}:l:<firmaId>
+    KEYS[2] token marker        {b}:t:<tokenId>
+    KEYS[3] rate-limit counter  {b}:rs:<firmaId>
+    KEYS[4] usage stream        {b}:ev
+
+    ARGV[1] now, ms since epoch
+    ARGV[2] rate limit per window (0 = off; get-token limits per license key before hashing)
+    ARGV[3] rate window, ms
+    ARGV[4] token id
+    ARGV[5] firma id
+    ARGV[6] imza tipi
+    ARGV[7] token expiry, ms since epoch
+    ARGV[8] marker lifetime, ms (a little past the expiry)
+
+  Returns {code, a, b}:
+    0 OK                  a = remaining quota, b = organization name
+    1 RATE_LIMITED        a = ms until the window resets
+    4 LICENSE_MISS        the caller hydrates from Postgres and retries
+    8 LICENSE_EXPIRED
+    9 LICENSE_INACTIVE
+    10 INSUFFICIENT_QUOTA a = remaining (0)
+]]
+local now = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+
+if limit > 0 then
+  local count = redis.call('INCR', KEYS[3])
+  if count == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[3]) end
+  if count > limit then
+    local ttl = redis.call('PTTL', KEYS[3])
+    if ttl < 0 then
+      redis.call('PEXPIRE', KEYS[3], ARGV[3])
+      ttl = tonumber(ARGV[3])
+    end
+    return {1, ttl}
+  end
+end
+
+local lic = redis.call('HMGET', KEYS[1], 'q', 'u', 'a', 'x', 'n')
+if not lic[1] then return {4} end
+if tonumber(lic[4]) <= now then return {8} end
+if lic[3] ~= '1' then return {9} end
+local remaining = tonumber(lic[1]) - tonumber(lic[2])
+if remaining <= 0 then return {10, 0} end
+
+redis.call('SET', KEYS[2], 'i', 'PX', ARGV[8])
+redis.call('XADD', KEYS[4], '*', 'k', 'i', 't', ARGV[4], 'f', ARGV[5], 'i', ARGV[6], 's', ARGV[1], 'e', ARGV[7])
+return {0, remaining, lic[5]}

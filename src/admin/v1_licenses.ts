@@ -1,0 +1,150 @@
+import { randomUUID, timingSafeEqual, createHash } from 'node:crypto';
+import type { Route } from '../http/server.js';
+import { codeShape, reply, type Reply } from '../http/reply.js';
+import { type ApiContext, bearer, canonicalKey } from '../api/context.js';
+import { quotaPercentage } from '../api/license_checkQuota.js';
+import { AddQuotaBody, bodyParser, CreateLicenseBody, PatchLicenseBody, UUID } from '../api/schemas.js';
+import { normaliseDomain } from '../licenses/origin.js';
+import type { LicenseRow } from '../licenses/store.js';
+
+const unauthorized = reply(401, { success: false, error: { code: 'UNAUTHORIZED', message: 'Yönetici yetkisi gerekli' } });
+const notFound = reply(404, { success: false, error: { code: 'LICENSE_NOT_FOUND', message: 'Lisans bulunamadı' } });
+const exists = reply(409, { success: false, error: { code: 'LICENSE_EXISTS', message: 'Bu lisans anahtarı zaten kayıtlı' } });
+
+function invalid(field: string, why = 'geçersiz'): Reply {
+  return reply(400, { success: false, error: { code: 'INVALID_REQUEST', message: `${field}: ${why}` } });
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** Domains normalised, or the first bad entry. */
+function domainsOf(entries: string[] | undefined): string[] | Reply | undefined {
+  if (entries === undefined) return undefined;
+  const out = new Set<string>();
+  for (const entry of entries) {
+    const domain = normaliseDomain(entry);
+    if (domain === null) return invalid('domains', `"${entry}" bir alan adı değil`);
+    out.add(domain);
+  }
+  return [...out];
+}
+
+/** The admin API (CONTRACT.md): Postgres first, then the Redis copy, then every instance's cache. */
+export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
+  const expected = digest(adminToken);
+  const parseCreate = bodyParser(CreateLicenseBody);
+  const parsePatch = bodyParser(PatchLicenseBody);
+  const parseQuota = bodyParser(AddQuotaBody);
+  const limit = ctx.config.adminBodyLimitBytes;
+
+  function authorised(header: string): boolean {
+    const token = bearer(header);
+    return token !== null && timingSafeEqual(digest(token), expected);
+  }
+
+  /** Puts a committed change in force: Redis copy, then the check-quota caches. */
+  async function publish(row: LicenseRow): Promise<Reply | null> {
+    await ctx.hot.write(row);
+    ctx.quotaCache.evict(row.licenseKey);
+    await ctx.redis.publish(ctx.keys.invalidationChannel, row.licenseKey);
+    return null;
+  }
+
+  async function view(row: LicenseRow, status = 200): Promise<Reply> {
+    const live = await ctx.hot.read(row.licenseKey);
+    const usedQuota = live?.usedQuota ?? row.usedQuota;
+    const totalQuota = live?.totalQuota ?? row.totalQuota;
+    return reply(status, {
+      success: true,
+      data: {
+        licenseKey: row.licenseKey,
+        firmaId: row.firmaId,
+        organizationName: row.organizationName,
+        totalQuota,
+        usedQuota,
+        remainingQuota: Math.max(0, totalQuota - usedQuota),
+        quotaPercentage: quotaPercentage(totalQuota, usedQuota),
+        expiryDate: row.expiryDate.toISOString(),
+        isActive: row.isActive,
+        domains: row.domains,
+      },
+    });
+  }
+
+  function keyParam(raw: string | undefined): string | null {
+    return raw !== undefined && UUID.test(raw) ? canonicalKey(raw) : null;
+  }
+
+  const guard = (handler: Route['handler']): Route['handler'] => (req) =>
+    authorised(req.authorization) ? handler(req) : unauthorized;
+
+  return [
+    {
+      method: 'post', path: '/admin/v1/licenses', errors: codeShape, bodyLimit: limit,
+      handler: guard(async (req) => {
+        const parsed = parseCreate(req.body);
+        if (!parsed.ok) return invalid(parsed.field);
+        const body = parsed.value;
+        const domains = domainsOf(body.domains);
+        if (domains && !Array.isArray(domains)) return domains;
+        const row = await ctx.store.create({
+          licenseKey: canonicalKey(body.licenseKey ?? randomUUID()),
+          organizationName: body.organizationName,
+          passwordHash: await ctx.passwords.hash(body.password),
+          totalQuota: body.totalQuota,
+          expiryDate: new Date(body.expiryDate),
+          isActive: body.isActive ?? true,
+          domains: domains ?? [],
+        });
+        if (row === null) return exists;
+        await publish(row);
+        return view(row, 201);
+      }),
+    },
+    {
+      method: 'get', path: '/admin/v1/licenses/:licenseKey', errors: codeShape,
+      handler: guard(async (req) => {
+        const key = keyParam(req.params[0]);
+        const row = key === null ? null : await ctx.store.byKey(key);
+        return row === null ? notFound : view(row);
+      }),
+    },
+    {
+      method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codeShape, bodyLimit: limit,
+      handler: guard(async (req) => {
+        const key = keyParam(req.params[0]);
+        if (key === null) return notFound;
+        const parsed = parsePatch(req.body);
+        if (!parsed.ok) return invalid(parsed.field);
+        const body = parsed.value;
+        const domains = domainsOf(body.domains);
+        if (domains && !Array.isArray(domains)) return domains;
+        const row = await ctx.store.update(key, {
+          organizationName: body.organizationName,
+          passwordHash: body.password === undefined ? undefined : await ctx.passwords.hash(body.password),
+          expiryDate: body.expiryDate === undefined ? undefined : new Date(body.expiryDate),
+          isActive: body.isActive,
+          domains,
+        });
+        if (row === null) return notFound;
+        await publish(row);
+        return view(row);
+      }),
+    },
+    {
+      method: 'post', path: '/admin/v1/licenses/:licenseKey/quota', errors: codeShape, bodyLimit: limit,
+      handler: guard(async (req) => {
+        const key = keyParam(req.params[0]);
+        if (key === null) return notFound;
+        const parsed = parseQuota(req.body);
+        if (!parsed.ok) return invalid(parsed.field);
+        const row = await ctx.store.addQuota(key, parsed.value.add);
+        if (row === null) return notFound;
+        await publish(row);
+        return view(row);
+      }),
+    },
+  ];
+}

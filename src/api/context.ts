@@ -1,0 +1,37 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Sql } from '../db/pg.js';
+import type { HotLicenses } from '../licenses/hot.js';
+import type { Passwords } from '../licenses/passwords.js';
+import type { LicenseStore } from '../licenses/store.js';
+import type { RedisClient } from '../redis/client.js';
+import type { KeySpace } from '../redis/keys.js';
+import type { TokenService } from '../tokens/jwt.js';
+import type { QuotaCache } from './quotaCache.js';
+
+/** What the endpoints share, built once at start. */
+export interface ApiContext {
+  config: Config;
+  log: Logger;
+  sql: Sql;
+  redis: RedisClient;
+  keys: KeySpace;
+  tokens: TokenService;
+  store: LicenseStore;
+  hot: HotLicenses;
+  passwords: Passwords;
+  quotaCache: QuotaCache;
+}
+
+export const RATE_WINDOW_MS = 60_000;
+
+/** The token of an "Authorization: Bearer <token>" header, or null. */
+export function bearer(header: string): string | null {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? (match[1] as string) : null;
+}
+
+/** License keys are UUIDs, compared case-insensitively. */
+export function canonicalKey(licenseKey: string): string {
+  return licenseKey.toLowerCase();
+}

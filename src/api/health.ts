@@ -1,0 +1,24 @@
+import type { Route } from '../http/server.js';
+import { codeShape, reply } from '../http/reply.js';
+import type { UsageWorker } from '../usage/worker.js';
+import type { ApiContext } from './context.js';
+
+/** GET /healthz: Redis and Postgres reachable, and the usage worker's lag (events not yet in Postgres). */
+export function healthRoute(ctx: ApiContext, worker: UsageWorker | null): Route {
+  return {
+    method: 'get',
+    path: '/healthz',
+    errors: codeShape,
+    async handler() {
+      const [redis, postgres] = await Promise.allSettled([ctx.redis.ping(), ctx.sql`select 1`]);
+      const ok = redis.status === 'fulfilled' && postgres.status === 'fulfilled';
+      const usageLag = redis.status === 'fulfilled' && worker ? await worker.lag() : null;
+      return reply(ok ? 200 : 503, {
+        success: ok,
+        redis: redis.status === 'fulfilled' ? 'ok' : 'down',
+        postgres: postgres.status === 'fulfilled' ? 'ok' : 'down',
+        usageLag,
+      });
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import { randomUUID } from 'node:crypto';
+import type { Reply } from '../http/reply.js';
+import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
+import { type ApiContext, RATE_WINDOW_MS } from './context.js';
+import { issueRefusals, rateLimited, ScriptResult } from './results.js';
+
+export interface Issued {
+  signToken: string;
+  remainingQuota: number;
+  iat: number;
+}
+
+// markers outlive their token a little, so an expired token is refused as expired, not unknown
+const MARKER_SLACK_MS = 60_000;
+
+/**
+ * Issues one sign token for a license through issue.lua (one EVALSHA; a second only after
+ * a Redis miss has been repaired from Postgres). null: the license does not exist.
+ */
+export async function issueSignToken(
+  ctx: ApiContext, firmaId: string, imzaTipi: 0 | 1, rateLimit: number,
+): Promise<Issued | Reply | null> {
+  const k = ctx.keys.forLicense(firmaId);
+  const tokenId = randomUUID();
+  const nowMs = Date.now();
+  const iat = Math.floor(nowMs / 1000);
+  const exp = iat + SIGN_TOKEN_SECONDS;
+  let limit = rateLimit;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const result = await ctx.redis.issue(
+      k.license, k.tokenPrefix + tokenId, k.rateSign, k.stream,
+      nowMs, limit, RATE_WINDOW_MS, tokenId, firmaId, imzaTipi, exp * 1000, exp * 1000 - nowMs + MARKER_SLACK_MS,
+    );
+    const code = result[0] as ScriptResult;
+    if (code === ScriptResult.OK) {
+      const signToken = ctx.tokens.signSignToken({
+        firma_id: firmaId, firma_adi: String(result[2] ?? ''), token_id: tokenId, imza_tipi: imzaTipi, iat, exp,
+      });
+      return { signToken, remainingQuota: Number(result[1]), iat };
+    }
+    if (code === ScriptResult.RATE_LIMITED) return rateLimited(Number(result[1]));
+    if (code !== ScriptResult.LICENSE_MISS) return issueRefusals[code] as Reply;
+    if (!(await ctx.hot.hydrateFirma(firmaId))) return null;
+    limit = 0; // this request has been counted already
+  }
+  return null;
+}

@@ -1,0 +1,39 @@
+import { ConfigError, loadConfig } from '../config.js';
+import { connectPostgres } from '../db/pg.js';
+import { createLogger } from '../log.js';
+import { createRedis } from '../redis/client.js';
+import { KeySpace } from '../redis/keys.js';
+import { startWorker } from '../service.js';
+
+// npm run worker: the usage worker alone (any number of copies may run).
+async function main(): Promise<void> {
+  let config;
+  try {
+    // the worker signs nothing and serves nothing: those settings do not apply to it
+    config = loadConfig({ ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(32), ...process.env });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`license-worker: refusing to start: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel);
+  const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 4);
+  const redis = createRedis(config, 'license-worker');
+  const worker = await startWorker(config, log, redis, sql, new KeySpace(config.redisPrefix));
+  log.info({ consumer: worker.consumer }, 'usage worker running');
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    void worker.stop().then(async () => {
+      await Promise.allSettled([redis.quit(), sql.end({ timeout: 5 })]);
+      process.exit(0);
+    });
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+void main();

@@ -1,0 +1,108 @@
+// Configuration comes from the environment only, validated once at start so that a
+// misconfigured deployment refuses to start with one clear line instead of failing later.
+
+export interface Config {
+  port: number;
+  host: string;
+  redisUrl: string;
+  redisClusterNodes: { host: string; port: number }[];
+  redisPrefix: string;
+  databaseUrl: string;
+  pgSchema: string;
+  jwtSecret: string;
+  adminToken: string | null;
+  tls: { certFile: string; keyFile: string } | null;
+  rate: { getToken: number; signToken: number; validate: number; checkQuota: number };
+  quotaCacheSeconds: number;
+  logLevel: string;
+  runWorker: boolean;
+  bodyLimitBytes: number;
+  adminBodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+  worker: { batchSize: number; blockMs: number; claimIdleMs: number };
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function parseClusterNodes(raw: string | undefined): { host: string; port: number }[] {
+  if (!raw) return [];
+  return raw.split(',').map((entry) => {
+    const match = /^\s*([^:\s]+):(\d+)\s*$/.exec(entry);
+    if (!match) throw new ConfigError(`REDIS_CLUSTER_NODES must be host:port,... got "${entry}"`);
+    return { host: match[1] as string, port: Number(match[2]) };
+  });
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const jwtSecret = env.JWT_SECRET ?? '';
+  if (Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError('JWT_SECRET is required and must be at least 32 bytes (e.g. `openssl rand -hex 32`)');
+  }
+  const certFile = env.TLS_CERT_FILE ?? '';
+  const keyFile = env.TLS_KEY_FILE ?? '';
+  if ((certFile === '') !== (keyFile === '')) {
+    throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  const tls = certFile ? { certFile, keyFile } : null;
+  if (!tls && env.ALLOW_HTTP !== '1') {
+    throw new ConfigError(
+      'HTTPS is mandatory: set TLS_CERT_FILE and TLS_KEY_FILE, or ALLOW_HTTP=1 behind a TLS-terminating proxy',
+    );
+  }
+  const prefix = env.REDIS_PREFIX ?? 'lic';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) {
+    throw new ConfigError(`REDIS_PREFIX may hold only letters, digits, "_", "." and "-", got "${prefix}"`);
+  }
+  const schema = env.PG_SCHEMA ?? 'public';
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new ConfigError(`PG_SCHEMA must be a lower-case SQL identifier, got "${schema}"`);
+  }
+  const databaseUrl = env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/licensing';
+  if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// URL');
+  }
+  const adminToken = env.ADMIN_TOKEN ? env.ADMIN_TOKEN : null;
+  if (adminToken !== null && adminToken.length < 16) {
+    throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
+  }
+  return {
+    port: intVar(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST || '127.0.0.1',
+    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
+    redisPrefix: prefix,
+    databaseUrl,
+    pgSchema: schema,
+    jwtSecret,
+    adminToken,
+    tls,
+    rate: {
+      getToken: intVar(env, 'RATE_GET_TOKEN_PER_MIN', 10, 0, 1e9),
+      signToken: intVar(env, 'RATE_SIGN_TOKEN_PER_MIN', 100, 0, 1e9),
+      validate: intVar(env, 'RATE_VALIDATE_PER_MIN', 100, 0, 1e9),
+      checkQuota: intVar(env, 'RATE_CHECK_QUOTA_PER_MIN', 10, 0, 1e9),
+    },
+    quotaCacheSeconds: intVar(env, 'QUOTA_CACHE_SECONDS', 30, 0, 86400),
+    logLevel: env.LOG_LEVEL || 'info',
+    runWorker: env.RUN_WORKER !== '0',
+    bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 8192, 256, 1 << 20),
+    adminBodyLimitBytes: 65536,
+    shutdownTimeoutMs: intVar(env, 'SHUTDOWN_TIMEOUT_MS', 15000, 0, 600000),
+    worker: {
+      batchSize: intVar(env, 'WORKER_BATCH_SIZE', 1000, 1, 100000),
+      blockMs: intVar(env, 'WORKER_BLOCK_MS', 50, 1, 10000),
+      claimIdleMs: intVar(env, 'WORKER_CLAIM_IDLE_MS', 30000, 100, 3600000),
+    },
+  };
+}

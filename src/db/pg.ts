@@ -1,0 +1,64 @@
+import postgres from 'postgres';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { sqlDir } from '../paths.js';
+
+export type Sql = postgres.Sql;
+
+const quiet = { onnotice: () => {} };
+
+/** Creates the database named in the URL when it is missing and the server allows it. */
+async function ensureDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  if (!name || name === 'postgres') return;
+  const maintenance = new URL(url);
+  maintenance.pathname = '/postgres';
+  const admin = postgres(maintenance.toString(), { ...quiet, max: 1 });
+  try {
+    const found = await admin`select 1 from pg_database where datname = ${name}`;
+    if (found.length === 0) {
+      await admin.unsafe(`create database "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04') throw err; // created meanwhile by another starter
+      });
+    }
+  } catch (err) {
+    // No right to look or create: the connection below reports the real problem.
+    if ((err as { code?: string }).code === '42P04') return;
+  } finally {
+    await admin.end({ timeout: 1 });
+  }
+}
+
+/** Applies sql/NNN_*.sql in order, once each, under an advisory lock so starters can race. */
+async function migrate(sql: Sql, schema: string): Promise<void> {
+  const files = (await readdir(sqlDir)).filter((f) => /^\d+_.*\.sql$/.test(f)).sort();
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext(${'license-migrations:' + schema}))`;
+    await tx.unsafe(`create schema if not exists "${schema}"`);
+    await tx.unsafe(
+      `create table if not exists "${schema}".schema_migrations (name text primary key, applied_at timestamptz not null default now())`,
+    );
+    const done = new Set(
+      (await tx.unsafe(`select name from "${schema}".schema_migrations`)).map((r) => r.name as string),
+    );
+    for (const file of files) {
+      if (done.has(file)) continue;
+      await tx.unsafe(`set local search_path to "${schema}"`);
+      await tx.unsafe(await readFile(path.join(sqlDir, file), 'utf8'));
+      await tx.unsafe(`insert into "${schema}".schema_migrations (name) values ($1)`, [file]);
+    }
+  });
+}
+
+export async function connectPostgres(url: string, schema: string, max = 10): Promise<Sql> {
+  await ensureDatabase(url);
+  const sql = postgres(url, {
+    ...quiet,
+    max,
+    connection: { search_path: schema, application_name: 'license-service' },
+    connect_timeout: 5,
+  });
+  await migrate(sql, schema);
+  return sql;
+}

@@ -1,0 +1,83 @@
+import type { RedisClient } from '../redis/client.js';
+import type { KeySpace } from '../redis/keys.js';
+import { encodeDomains } from './origin.js';
+import type { LicenseRow, LicenseStore } from './store.js';
+
+/** The live state of a license as the request path sees it (Redis, ahead of Postgres). */
+export interface LiveLicense {
+  firmaId: string;
+  licenseKey: string;
+  organizationName: string;
+  totalQuota: number;
+  usedQuota: number;
+  expiryMs: number;
+  isActive: boolean;
+}
+
+/**
+ * The Redis copy of the licenses: written from Postgres rows (hydration and admin changes,
+ * both through sync.lua so they commute) and read back for check-quota and the admin API.
+ */
+export class HotLicenses {
+  // license key -> firma id never changes once created, so it may be remembered forever
+  private readonly firmaIds = new Map<string, string>();
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: KeySpace,
+    private readonly store: LicenseStore,
+  ) {}
+
+  async write(row: LicenseRow): Promise<void> {
+    const k = this.keys.forLicense(row.firmaId);
+    await Promise.all([
+      this.redis.sync(k.license, row.version, row.usedQuota,
+        'q', row.totalQuota, 'a', row.isActive ? '1' : '0', 'x', row.expiryDate.getTime(),
+        'd', encodeDomains(row.domains), 'n', row.organizationName, 'k', row.licenseKey),
+      this.redis.sync(this.keys.credentials(row.licenseKey), row.version, '',
+        'f', row.firmaId, 'h', row.passwordHash),
+    ]);
+    this.firmaIds.set(row.licenseKey, row.firmaId);
+  }
+
+  /** Reloads one license from Postgres after a Redis miss; false when it does not exist. */
+  async hydrateFirma(firmaId: string): Promise<boolean> {
+    const row = await this.store.byFirmaId(firmaId);
+    if (!row) return false;
+    await this.write(row);
+    return true;
+  }
+
+  async hydrateKey(licenseKey: string): Promise<LicenseRow | null> {
+    const row = await this.store.byKey(licenseKey);
+    if (row) await this.write(row);
+    return row;
+  }
+
+  async firmaIdOf(licenseKey: string): Promise<string | null> {
+    const known = this.firmaIds.get(licenseKey);
+    if (known !== undefined) return known;
+    let firmaId = await this.redis.hget(this.keys.credentials(licenseKey), 'f');
+    if (firmaId === null) firmaId = (await this.hydrateKey(licenseKey))?.firmaId ?? null;
+    if (firmaId !== null) this.firmaIds.set(licenseKey, firmaId);
+    return firmaId;
+  }
+
+  /** The live license, hydrating it once if Redis has lost it; null when it does not exist. */
+  async read(licenseKey: string): Promise<LiveLicense | null> {
+    const firmaId = await this.firmaIdOf(licenseKey);
+    if (firmaId === null) return null;
+    const key = this.keys.forLicense(firmaId).license;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const [q, u, a, x, n] = await this.redis.hmget(key, 'q', 'u', 'a', 'x', 'n');
+      if (q != null) {
+        return {
+          firmaId, licenseKey, organizationName: n ?? '', totalQuota: Number(q), usedQuota: Number(u),
+          expiryMs: Number(x), isActive: a === '1',
+        };
+      }
+      if (!(await this.hydrateFirma(firmaId))) return null;
+    }
+    return null;
+  }
+}

@@ -1,0 +1,39 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Redis, Cluster } from 'ioredis';
+import { luaDir } from '../paths.js';
+
+type Reply = (string | number | null)[];
+
+/** The Lua scripts, loaded once at start; ioredis sends EVALSHA and falls back to EVAL. */
+export interface ScriptClient {
+  redeem(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  issue(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  credentials(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  rate(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  sync(...keysAndArgs: (string | number)[]): Promise<number>;
+}
+
+const definitions: [keyof ScriptClient, number][] = [
+  ['redeem', 4],
+  ['issue', 4],
+  ['credentials', 2],
+  ['rate', 1],
+  ['sync', 1],
+];
+
+const sources = new Map<string, string>();
+function source(name: string): string {
+  let lua = sources.get(name);
+  if (lua === undefined) {
+    lua = readFileSync(path.join(luaDir, `${name}.lua`), 'utf8');
+    sources.set(name, lua);
+  }
+  return lua;
+}
+
+export function defineScripts(client: Redis | Cluster): void {
+  for (const [name, numberOfKeys] of definitions) {
+    client.defineCommand(name, { numberOfKeys, lua: source(name) });
+  }
+}

@@ -1,0 +1,75 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { adminRoutes } from './admin/v1_licenses.js';
+import type { ApiContext } from './api/context.js';
+import { checkQuotaRoute } from './api/license_checkQuota.js';
+import { historyRoute } from './api/license_history.js';
+import { validateRoute } from './api/license_validate.js';
+import { QuotaCache } from './api/quotaCache.js';
+import { getTokenRoute } from './api/v1_auth_getToken.js';
+import { signTokenRoute } from './api/v1_auth_signToken.js';
+import { connectPostgres, type Sql } from './db/pg.js';
+import { healthRoute } from './api/health.js';
+import { codeShape } from './http/reply.js';
+import { createHttpServer, type Route } from './http/server.js';
+import { HotLicenses } from './licenses/hot.js';
+import { Passwords } from './licenses/passwords.js';
+import { LicenseStore } from './licenses/store.js';
+import { createRedis, duplicateRedis, type RedisClient } from './redis/client.js';
+import { KeySpace } from './redis/keys.js';
+import { TokenService } from './tokens/jwt.js';
+import { UsageWorker } from './usage/worker.js';
+
+export interface Service {
+  port: number;
+  worker: UsageWorker | null;
+  /** graceful: stop accepting, answer what was accepted, flush the worker, close connections */
+  stop(): Promise<void>;
+}
+
+/** Connects everything, applies migrations, listens. Everything here is built once. */
+export async function startService(config: Config, log: Logger): Promise<Service> {
+  const sql = await connectPostgres(config.databaseUrl, config.pgSchema);
+  const redis = createRedis(config, 'license-api');
+  const subscriber = duplicateRedis(redis);
+  const keys = new KeySpace(config.redisPrefix);
+  const store = new LicenseStore(sql);
+  const quotaCache = new QuotaCache(config.quotaCacheSeconds * 1000);
+  const ctx: ApiContext = {
+    config, log, sql, redis, keys, store, quotaCache,
+    tokens: new TokenService(config.jwtSecret),
+    hot: new HotLicenses(redis, keys, store),
+    passwords: new Passwords(),
+  };
+
+  // admin changes made on any instance evict this instance's check-quota answers
+  await subscriber.subscribe(keys.invalidationChannel);
+  subscriber.on('message', (_channel: string, licenseKey: string) => quotaCache.evict(licenseKey));
+
+  const worker = config.runWorker ? await startWorker(config, log, redis, sql, keys) : null;
+
+  const routes: Route[] = [
+    getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
+    healthRoute(ctx, worker),
+  ];
+  if (config.adminToken) routes.push(...adminRoutes(ctx, config.adminToken));
+  const http = createHttpServer({ routes, fallbackErrors: codeShape, tls: config.tls, bodyLimit: config.bodyLimitBytes, log });
+  const port = await http.listen(config.host, config.port);
+  log.info({ host: config.host, port, tls: config.tls !== null, worker: worker !== null }, 'listening');
+
+  return {
+    port,
+    worker,
+    async stop() {
+      await http.drain(config.shutdownTimeoutMs);
+      await worker?.stop();
+      await Promise.allSettled([subscriber.quit(), redis.quit(), sql.end({ timeout: 5 })]);
+    },
+  };
+}
+
+export async function startWorker(config: Config, log: Logger, redis: RedisClient, sql: Sql, keys: KeySpace): Promise<UsageWorker> {
+  const worker = new UsageWorker(duplicateRedis(redis), sql, keys, config.worker, log);
+  await worker.start();
+  return worker;
+}

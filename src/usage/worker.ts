@@ -1,0 +1,186 @@
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { Sql } from '../db/pg.js';
+import { isCluster, type RedisClient } from '../redis/client.js';
+import type { KeySpace } from '../redis/keys.js';
+import { persistEvents, type UsageEvent } from './persist.js';
+
+export const GROUP = 'usage';
+
+type StreamEntry = [id: string, fields: string[] | null];
+type StreamReply = [key: string, entries: StreamEntry[]][] | null;
+
+export interface WorkerOptions {
+  batchSize: number;
+  blockMs: number;
+  claimIdleMs: number;
+}
+
+function parseEntry(stream: string, [id, fields]: StreamEntry): UsageEvent | null {
+  if (fields === null) return null; // deleted while pending: nothing left to persist
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
+  if ((f.k !== 'i' && f.k !== 'u') || !f.t || !f.f) return { stream, id, kind: 'bad' };
+  return {
+    stream, id, kind: f.k === 'i' ? 'issued' : 'used',
+    tokenId: f.t, firmaId: f.f, imzaTipi: Number(f.i ?? 0), atMs: Number(f.s ?? 0),
+    expiresMs: f.e === undefined ? null : Number(f.e), issuedMs: f.c === undefined ? null : Number(f.c),
+    origin: f.o ?? null,
+  };
+}
+
+/**
+ * Moves usage events from the Redis streams to Postgres: one transaction per batch,
+ * idempotent by token id; XACK (and XDEL, so the streams stay small) only after COMMIT.
+ * Events stay in the streams while Postgres is down; a dead consumer's are reclaimed.
+ */
+export class UsageWorker {
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private lastClaim = 0;
+  readonly consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  persisted = 0;
+
+  /** redis: a connection of its own, since reads block */
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly sql: Sql,
+    private readonly keys: KeySpace,
+    private readonly options: WorkerOptions,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    for (const stream of this.keys.streams) {
+      await this.redis.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
+        if (!String(err.message).includes('BUSYGROUP')) throw err;
+      });
+    }
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Stops reading, finishes the batch in hand (its events stay pending if Postgres is down). */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    await this.redis.quit().catch(() => {});
+  }
+
+  /** Events written to the streams and not yet in Postgres. */
+  async lag(): Promise<number> {
+    const lengths = await Promise.all(this.keys.streams.map((s) => this.redis.xlen(s)));
+    return lengths.reduce((a, b) => a + b, 0);
+  }
+
+  private async run(): Promise<void> {
+    let backoff = 100;
+    while (this.running) {
+      let events: UsageEvent[] = [];
+      try {
+        events = await this.next();
+        if (events.length === 0) continue;
+        await this.flush(events);
+        backoff = 100;
+      } catch (err) {
+        this.log.warn({ err: (err as Error).message, pending: events.length }, 'usage worker: will retry');
+        await this.sleep(backoff);
+        backoff = Math.min(backoff * 2, 5000);
+      }
+    }
+  }
+
+  /** Persists with retries; while stopping it gives up after a few tries and leaves them pending. */
+  private async flush(events: UsageEvent[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await persistEvents(this.sql, events);
+        break;
+      } catch (err) {
+        if (!this.running && attempt >= 3) throw err;
+        this.log.warn({ err: (err as Error).message, events: events.length }, 'usage worker: Postgres write failed, retrying');
+        await this.sleep(Math.min(100 * 2 ** attempt, 5000));
+      }
+    }
+    await this.ack(events);
+    this.persisted += events.length;
+  }
+
+  private async ack(events: UsageEvent[]): Promise<void> {
+    const byStream = new Map<string, string[]>();
+    for (const e of events) {
+      const ids = byStream.get(e.stream);
+      if (ids) ids.push(e.id);
+      else byStream.set(e.stream, [e.id]);
+    }
+    await Promise.all([...byStream].map(async ([stream, ids]) => {
+      await this.redis.xack(stream, GROUP, ...ids);
+      await this.redis.xdel(stream, ...ids);
+    }));
+  }
+
+  private async next(): Promise<UsageEvent[]> {
+    const now = Date.now();
+    if (now - this.lastClaim >= Math.min(this.options.claimIdleMs, 5000)) {
+      this.lastClaim = now;
+      const claimed = await this.claim();
+      if (claimed.length > 0) return claimed;
+    }
+    return this.read();
+  }
+
+  /** Takes over events another consumer read and never acknowledged (it died), and our own. */
+  private async claim(): Promise<UsageEvent[]> {
+    const out: UsageEvent[] = [];
+    for (const stream of this.keys.streams) {
+      const [, entries] = (await this.redis.xautoclaim(
+        stream, GROUP, this.consumer, this.options.claimIdleMs, '0-0', 'COUNT', this.options.batchSize,
+      )) as [string, StreamEntry[]];
+      for (const entry of entries) {
+        const event = parseEntry(stream, entry);
+        out.push(event ?? { stream, id: entry[0], kind: 'bad' });
+      }
+      if (out.length >= this.options.batchSize) break;
+    }
+    return out;
+  }
+
+  private async read(): Promise<UsageEvent[]> {
+    const { batchSize, blockMs } = this.options;
+    let replies: StreamReply[];
+    if (isCluster(this.redis)) {
+      // streams live in different slots: one read each, then a pause when all were empty
+      replies = await Promise.all(this.keys.streams.map((s) =>
+        this.redis.xreadgroup('GROUP', GROUP, this.consumer, 'COUNT', batchSize, 'STREAMS', s, '>') as Promise<StreamReply>));
+      if (replies.every((r) => r === null) && this.running) await this.sleep(blockMs);
+    } else {
+      const ids = this.keys.streams.map(() => '>');
+      replies = [(await this.redis.xreadgroup(
+        'GROUP', GROUP, this.consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', ...this.keys.streams, ...ids,
+      )) as StreamReply];
+    }
+    const out: UsageEvent[] = [];
+    for (const reply of replies) {
+      for (const [stream, entries] of reply ?? []) {
+        for (const entry of entries) out.push(parseEntry(stream, entry) ?? { stream, id: entry[0], kind: 'bad' });
+      }
+    }
+    return out;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+}
