@@ -62,6 +62,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     worker,
     async stop() {
       await http.drain(config.shutdownTimeoutMs);
+      http.close();
       await worker?.stop();
       await Promise.allSettled([subscriber.quit(), redis.quit(), sql.end({ timeout: 5 })]);
     },

@@ -43,6 +43,8 @@ export interface HttpServer {
   listen(host: string, port: number): Promise<number>;
   /** stop accepting, then wait for the requests already accepted to be answered */
   drain(timeoutMs: number): Promise<void>;
+  /** close every connection (idle keep-alive ones included) */
+  close(): void;
 }
 
 function decodeSegment(segment: string): string {
@@ -230,6 +232,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           resolve();
         };
       });
+    },
+    close() {
+      // present at run time since uWS v20.12, missing from this build's type definitions
+      (app as unknown as { close(): void }).close();
     },
   };
 }
