@@ -1,0 +1,46 @@
+# The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
+SHELL := /bin/bash
+.DEFAULT_GOAL := run
+.PHONY: run test build deps lint typecheck services clean stop-services
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.installed
+
+build: deps
+	npm run build
+
+services:
+	@scripts/services.sh
+
+# Development server: generated secrets in .env.dev, plain HTTP on localhost, private
+# Redis/Postgres started when none answer.
+run: build
+	@scripts/dev-env.sh
+	@set -a; source .env.dev; set +a; REDIS_URL="$$REDIS_URL" DATABASE_URL="$$DATABASE_URL" scripts/services.sh
+	@set -a; source .env.dev; set +a; \
+	  echo ""; \
+	  echo "  License service (development): http://$$HOST:$$PORT  (plain HTTP on localhost: ALLOW_HTTP=1)"; \
+	  echo "  Admin token: $$ADMIN_TOKEN"; \
+	  echo "  export ADMIN_TOKEN=$$ADMIN_TOKEN BASE=http://$$HOST:$$PORT   # for the README walk-through"; \
+	  echo ""; \
+	  exec node dist/src/cli/server.js
+
+test: build
+	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
+
+lint: deps
+	npm run lint
+
+typecheck: deps
+	npm run typecheck
+
+stop-services:
+	-@[ -f .run/redis/redis.pid ] && kill $$(cat .run/redis/redis.pid); true
+	-@[ -f .run/pg/data/postmaster.pid ] && kill -INT $$(head -1 .run/pg/data/postmaster.pid); true
+
+clean:
+	rm -rf dist .build-* .tap

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Makes sure Redis and Postgres answer where the service will look for them. When one does
+# not, starts a private instance from the installed binaries under .run/ (kept between
+# runs, never committed), or says exactly what to install.
+#   REDIS_URL     default redis://127.0.0.1:6379
+#   DATABASE_URL  default postgres://postgres@127.0.0.1:5432/licensing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+run="$root/.run"
+mkdir -p "$run"
+
+redis_url=${REDIS_URL:-redis://127.0.0.1:6379}
+redis_hostport=${redis_url#redis://}; redis_hostport=${redis_hostport##*@}; redis_hostport=${redis_hostport%%/*}
+redis_host=${redis_hostport%%:*}; redis_port=${redis_hostport##*:}
+[ "$redis_port" = "$redis_hostport" ] && redis_port=6379
+
+db_url=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/licensing}
+db_rest=${db_url#*://}; db_rest=${db_rest##*@}; db_hostport=${db_rest%%/*}
+db_host=${db_hostport%%:*}; db_port=${db_hostport##*:}
+[ "$db_port" = "$db_hostport" ] && db_port=5432
+
+say() { echo "services: $*" >&2; }
+
+redis_up() {
+  if command -v redis-cli >/dev/null; then
+    [ "$(redis-cli -h "$redis_host" -p "$redis_port" ping 2>/dev/null)" = PONG ]
+  else
+    (exec 3<>"/dev/tcp/$redis_host/$redis_port" && printf 'PING\r\n' >&3 && read -r -t 2 line <&3 && [[ $line == +PONG* ]]) 2>/dev/null
+  fi
+}
+
+pg_bin() {
+  local dir
+  for dir in /usr/lib/postgresql/*/bin /usr/local/pgsql/bin; do
+    [ -x "$dir/$1" ] && { echo "$dir/$1"; return 0; }
+  done
+  command -v "$1"
+}
+
+pg_up() {
+  local isready
+  isready=$(pg_bin pg_isready 2>/dev/null) || return 1
+  "$isready" -q -h "$db_host" -p "$db_port" -t 2
+}
+
+start_redis() {
+  if ! command -v redis-server >/dev/null; then
+    say "Redis is not answering on $redis_host:$redis_port and redis-server is not installed."
+    say "Install it (Debian/Ubuntu: apt-get install redis-server) or set REDIS_URL."
+    exit 1
+  fi
+  say "Redis not answering on $redis_host:$redis_port: starting a private one (.run/redis)"
+  mkdir -p "$run/redis"
+  redis-server --daemonize yes --bind "$redis_host" --port "$redis_port" --save '' --appendonly no \
+    --dir "$run/redis" --logfile "$run/redis/redis.log" --pidfile "$run/redis/redis.pid" >/dev/null
+  for _ in $(seq 50); do redis_up && return 0; sleep 0.1; done
+  say "the private Redis did not start; see .run/redis/redis.log"; exit 1
+}
+
+start_postgres() {
+  local initdb pgctl as=()
+  initdb=$(pg_bin initdb 2>/dev/null) && pgctl=$(pg_bin pg_ctl 2>/dev/null) || {
+    say "Postgres is not answering on $db_host:$db_port and its server binaries are not installed."
+    say "Install them (Debian/Ubuntu: apt-get install postgresql) or set DATABASE_URL."
+    exit 1
+  }
+  # Postgres refuses to run as root: run the private instance as the postgres user
+  if [ "$(id -u)" = 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+    as=(runuser -u postgres --)
+  fi
+  local data="$run/pg/data"
+  if [ ! -f "$data/PG_VERSION" ]; then
+    say "initialising a private Postgres in .run/pg (user postgres, trust auth on loopback)"
+    mkdir -p "$run/pg"
+    [ ${#as[@]} -gt 0 ] && chown -R postgres "$run/pg"
+    "${as[@]}" "$initdb" -D "$data" -U postgres --auth=trust -E UTF8 >"$run/pg/initdb.log" 2>&1 || {
+      say "initdb failed; see .run/pg/initdb.log"; exit 1; }
+  fi
+  say "Postgres not answering on $db_host:$db_port: starting the private one (.run/pg)"
+  "${as[@]}" "$pgctl" -D "$data" -l "$run/pg/postgres.log" -w -t 30 \
+    -o "-c listen_addresses=$db_host -p $db_port -c unix_socket_directories=$run/pg" start >/dev/null || {
+    say "the private Postgres did not start; see .run/pg/postgres.log"; exit 1; }
+}
+
+redis_up || start_redis
+pg_up || start_postgres
+say "Redis on $redis_host:$redis_port and Postgres on $db_host:$db_port are answering"
