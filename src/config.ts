@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+
 // Configuration comes from the environment only, validated once at start so that a
 // misconfigured deployment refuses to start with one clear line instead of failing later.
 
@@ -53,6 +55,9 @@ export function loadConfig(env: Env = process.env): Config {
   const keyFile = env.TLS_KEY_FILE ?? '';
   if ((certFile === '') !== (keyFile === '')) {
     throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE must be set together');
+  }
+  for (const [name, file] of [['TLS_CERT_FILE', certFile], ['TLS_KEY_FILE', keyFile]] as const) {
+    if (file && !existsSync(file)) throw new ConfigError(`${name} names a file that does not exist: ${file}`);
   }
   const tls = certFile ? { certFile, keyFile } : null;
   if (!tls && env.ALLOW_HTTP !== '1') {

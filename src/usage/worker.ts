@@ -52,11 +52,7 @@ export class UsageWorker {
   ) {}
 
   async start(): Promise<void> {
-    for (const stream of this.keys.streams) {
-      await this.redis.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
-        if (!String(err.message).includes('BUSYGROUP')) throw err;
-      });
-    }
+    await this.ensureGroups();
     this.running = true;
     this.loop = this.run();
   }
@@ -75,6 +71,15 @@ export class UsageWorker {
     return lengths.reduce((a, b) => a + b, 0);
   }
 
+  /** From '0', so events written before the group existed (a Redis restart) are read too. */
+  private async ensureGroups(): Promise<void> {
+    for (const stream of this.keys.streams) {
+      await this.redis.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
+        if (!String(err.message).includes('BUSYGROUP')) throw err;
+      });
+    }
+  }
+
   private async run(): Promise<void> {
     let backoff = 100;
     while (this.running) {
@@ -85,7 +90,10 @@ export class UsageWorker {
         await this.flush(events);
         backoff = 100;
       } catch (err) {
-        this.log.warn({ err: (err as Error).message, pending: events.length }, 'usage worker: will retry');
+        const message = (err as Error).message;
+        // Redis lost its data (restart without persistence, FLUSH): the groups must be made again
+        if (message.includes('NOGROUP')) await this.ensureGroups().catch(() => {});
+        this.log.warn({ err: message, pending: events.length }, 'usage worker: will retry');
         await this.sleep(backoff);
         backoff = Math.min(backoff * 2, 5000);
       }
