@@ -13,18 +13,12 @@
     {1, ms until the window resets}   rate limited
     {4}                                no copy: the caller hydrates from Postgres
 ]]
+-- @include rateLimit
+
 local limit = tonumber(ARGV[1])
 if limit > 0 then
-  local count = redis.call('INCR', KEYS[2])
-  if count == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[2]) end
-  if count > limit then
-    local ttl = redis.call('PTTL', KEYS[2])
-    if ttl < 0 then
-      redis.call('PEXPIRE', KEYS[2], ARGV[2])
-      ttl = tonumber(ARGV[2])
-    end
-    return {1, ttl}
-  end
+  local wait = overRateLimit(KEYS[2], limit, ARGV[2])
+  if wait then return {1, wait} end
 end
 local cred = redis.call('HMGET', KEYS[1], 'f', 'h')
 if not cred[1] then return {4} end

@@ -26,20 +26,14 @@
     9 LICENSE_INACTIVE
     10 INSUFFICIENT_QUOTA a = remaining (0)
 ]]
+-- @include rateLimit
+
 local now = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 
 if limit > 0 then
-  local count = redis.call('INCR', KEYS[3])
-  if count == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[3]) end
-  if count > limit then
-    local ttl = redis.call('PTTL', KEYS[3])
-    if ttl < 0 then
-      redis.call('PEXPIRE', KEYS[3], ARGV[3])
-      ttl = tonumber(ARGV[3])
-    end
-    return {1, ttl}
-  end
+  local wait = overRateLimit(KEYS[3], limit, ARGV[3])
+  if wait then return {1, wait} end
 end
 
 local lic = redis.call('HMGET', KEYS[1], 'q', 'u', 'a', 'x', 'n')

@@ -8,14 +8,8 @@
 
   Returns {0} when allowed, {1, ms until the window resets} when over the limit.
 ]]
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if count > tonumber(ARGV[1]) then
-  local ttl = redis.call('PTTL', KEYS[1])
-  if ttl < 0 then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    ttl = tonumber(ARGV[2])
-  end
-  return {1, ttl}
-end
+-- @include rateLimit
+
+local wait = overRateLimit(KEYS[1], tonumber(ARGV[1]), ARGV[2])
+if wait then return {1, wait} end
 return {0}

@@ -29,20 +29,14 @@
     6 ORIGIN_DENIED
     7 QUOTA_EXHAUSTED  a = remaining (0)
 ]]
+-- @include rateLimit
+
 local now = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 
 if limit > 0 then
-  local count = redis.call('INCR', KEYS[3])
-  if count == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[3]) end
-  if count > limit then
-    local ttl = redis.call('PTTL', KEYS[3])
-    if ttl < 0 then
-      redis.call('PEXPIRE', KEYS[3], ARGV[3])
-      ttl = tonumber(ARGV[3])
-    end
-    return {1, ttl}
-  end
+  local wait = overRateLimit(KEYS[3], limit, ARGV[3])
+  if wait then return {1, wait} end
 end
 
 local marker = redis.call('GET', KEYS[2])

@@ -46,9 +46,14 @@ function parseClusterNodes(raw: string | undefined): { host: string; port: numbe
   });
 }
 
-export function loadConfig(env: Env = process.env): Config {
+/**
+ * role "worker": the standalone usage worker signs nothing and serves nothing, so it needs
+ * neither JWT_SECRET nor TLS settings.
+ */
+export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = 'server'): Config {
+  const serving = role === 'server';
   const jwtSecret = env.JWT_SECRET ?? '';
-  if (Buffer.byteLength(jwtSecret) < 32) {
+  if (serving && Buffer.byteLength(jwtSecret) < 32) {
     throw new ConfigError('JWT_SECRET is required and must be at least 32 bytes (e.g. `openssl rand -hex 32`)');
   }
   const certFile = env.TLS_CERT_FILE ?? '';
@@ -60,7 +65,7 @@ export function loadConfig(env: Env = process.env): Config {
     if (file && !existsSync(file)) throw new ConfigError(`${name} names a file that does not exist: ${file}`);
   }
   const tls = certFile ? { certFile, keyFile } : null;
-  if (!tls && env.ALLOW_HTTP !== '1') {
+  if (serving && !tls && env.ALLOW_HTTP !== '1') {
     throw new ConfigError(
       'HTTPS is mandatory: set TLS_CERT_FILE and TLS_KEY_FILE, or ALLOW_HTTP=1 behind a TLS-terminating proxy',
     );

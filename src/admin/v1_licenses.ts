@@ -45,11 +45,10 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
   }
 
   /** Puts a committed change in force: Redis copy, then the check-quota caches. */
-  async function publish(row: LicenseRow): Promise<Reply | null> {
+  async function publish(row: LicenseRow): Promise<void> {
     await ctx.hot.write(row);
     ctx.quotaCache.evict(row.licenseKey);
     await ctx.redis.publish(ctx.keys.invalidationChannel, row.licenseKey);
-    return null;
   }
 
   async function view(row: LicenseRow, status = 200): Promise<Reply> {

@@ -9,8 +9,7 @@ import { startWorker } from '../service.js';
 async function main(): Promise<void> {
   let config;
   try {
-    // the worker signs nothing and serves nothing: those settings do not apply to it
-    config = loadConfig({ ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(32), ...process.env });
+    config = loadConfig(process.env, 'worker');
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`license-worker: refusing to start: ${err.message}\n`);

@@ -23,10 +23,13 @@ const definitions: [keyof ScriptClient, number][] = [
 ];
 
 const sources = new Map<string, string>();
+
+/** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
 function source(name: string): string {
   let lua = sources.get(name);
   if (lua === undefined) {
-    lua = readFileSync(path.join(luaDir, `${name}.lua`), 'utf8');
+    lua = readFileSync(path.join(luaDir, `${name}.lua`), 'utf8').replace(/^-- @include (\w+)$/gm, (_, include: string) =>
+      readFileSync(path.join(luaDir, 'includes', `${include}.lua`), 'utf8'));
     sources.set(name, lua);
   }
   return lua;
