@@ -6,6 +6,7 @@ import type { KeySpace } from '../redis/keys.js';
 import { persistEvents, type UsageEvent } from './persist.js';
 
 export const GROUP = 'usage';
+const STOP_DRAIN_MS = 5000;
 
 type StreamEntry = [id: string, fields: string[] | null];
 type StreamReply = [key: string, entries: StreamEntry[]][] | null;
@@ -80,16 +81,27 @@ export class UsageWorker {
     }
   }
 
+  /**
+   * Reads and persists until stopped; once stopping, goes on until the streams are empty
+   * (the server has answered its last request by then), for at most STOP_DRAIN_MS.
+   */
   private async run(): Promise<void> {
     let backoff = 100;
-    while (this.running) {
+    let stopBy = Infinity;
+    for (;;) {
+      if (!this.running && stopBy === Infinity) stopBy = Date.now() + STOP_DRAIN_MS;
+      if (Date.now() > stopBy) break;
       let events: UsageEvent[] = [];
       try {
         events = await this.next();
-        if (events.length === 0) continue;
+        if (events.length === 0) {
+          if (!this.running) break;
+          continue;
+        }
         await this.flush(events);
         backoff = 100;
       } catch (err) {
+        if (!this.running) break; // what is left stays in Redis for the next worker
         const message = (err as Error).message;
         // Redis lost its data (restart without persistence, FLUSH): the groups must be made again
         if (message.includes('NOGROUP')) await this.ensureGroups().catch(() => {});
