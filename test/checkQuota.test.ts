@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import t from 'tap';
+import { startHarness, type Answer, type Harness } from './helpers/harness.js';
+import { adminOk, NO_RATE_LIMITS, sleep, TokenSource } from './helpers/validate.js';
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+const DAY_MS = 86_400_000;
+
+type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match' | 'strictSame' | 'type'>;
+
+/** check-quota with the request's time window, to check the timestamp is the answer's own. */
+async function timedCheck(h: Harness, path: string): Promise<Answer & { before: number; after: number }> {
+  const before = Date.now();
+  const res = await h.request('GET', path);
+  return { ...res, before, after: Date.now() };
+}
+
+function currentTimestamp(t: Asserts, res: { body: { timestamp?: unknown }; before: number; after: number }, what: string): void {
+  const ts = res.body?.timestamp;
+  t.type(ts, 'string', `${what}: timestamp is a string`);
+  t.match(ts, ISO_UTC, `${what}: timestamp is ISO 8601 UTC`);
+  const at = Date.parse(ts as string);
+  t.ok(at >= res.before && at <= res.after, `${what}: timestamp is the time of this answer`);
+}
+
+function error(t: Asserts, res: Answer, status: number, code: string, what: string, data?: unknown): void {
+  t.equal(res.status, status, `${what}: status ${status}`);
+  const expected: Record<string, unknown> = {
+    success: false,
+    error: { code, message: res.body?.error?.message },
+    timestamp: res.body?.timestamp,
+  };
+  if (data !== undefined) expected.data = data;
+  t.strictSame(res.body, expected, `${what}: body`);
+  t.type(res.body?.error?.message, 'string', `${what}: message is a string`);
+  t.ok((res.body?.error?.message ?? '').length > 0, `${what}: message not empty`);
+  t.match(res.body?.timestamp, ISO_UTC, `${what}: timestamp ISO UTC`);
+}
+
+t.test('answers and errors (default 30 s cache)', async (t) => {
+  const h = await startHarness(t, 'cq-shape', NO_RATE_LIMITS);
+
+  t.test('200 body: success, data with every field, message, current timestamp', async (t) => {
+    const expiryDate = new Date(Date.now() + 90 * DAY_MS).toISOString();
+    const lic = await h.createLicense({ totalQuota: 4, expiryDate, organizationName: 'Özgür Eczane Ltd. Şti.' });
+    const token = await new TokenSource(h, lic).next();
+    t.equal((await h.validate(token)).status, 200, 'one redemption before the first look');
+    const res = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
+    t.equal(res.status, 200);
+    t.match(res.headers.get('content-type') ?? '', /^application\/json/);
+    t.strictSame(res.body, {
+      success: true,
+      data: {
+        licenseKey: lic.licenseKey,
+        remainingQuota: 3,
+        totalQuota: 4,
+        usedQuota: 1,
+        quotaPercentage: 75,
+        expiryDate,
+        isActive: true,
+        organizationName: 'Özgür Eczane Ltd. Şti.',
+      },
+      message: res.body?.message,
+      timestamp: res.body?.timestamp,
+    });
+    t.type(res.body?.message, 'string', 'message is a string');
+    t.match(res.body?.data?.expiryDate, ISO_UTC, 'expiryDate ISO 8601 UTC');
+    currentTimestamp(t, res, 'first');
+    await sleep(15);
+    const again = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
+    t.equal(again.status, 200, 'cached answer');
+    currentTimestamp(t, again, 'cached answer');
+  });
+
+  t.test('quotaPercentage is the remaining share, 0-100', async (t) => {
+    const full = await h.createLicense({ totalQuota: 10 });
+    const res = await h.checkQuota(full.licenseKey);
+    t.equal(res.body?.data?.quotaPercentage, 100, 'untouched license: 100');
+    t.equal(res.body?.data?.remainingQuota, 10);
+    t.equal(res.body?.data?.usedQuota, 0);
+  });
+
+  t.test('both path casings name the same resource', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 7 });
+    for (const path of ['/api/License/check-quota/', '/api/license/check-quota/', '/API/LICENSE/CHECK-QUOTA/', '/Api/License/Check-Quota/']) {
+      const res = await h.request('GET', path + lic.licenseKey);
+      t.equal(res.status, 200, `${path}: 200`);
+      t.equal(res.body?.data?.licenseKey, lic.licenseKey, `${path}: the license`);
+      t.equal(res.body?.data?.remainingQuota, 7, `${path}: its quota`);
+    }
+  });
+
+  t.test('400 INVALID_LICENSE_KEY for keys not in UUID format', async (t) => {
+    for (const key of ['not-a-uuid', '12345', 'ABC-123-XYZ', `${randomUUID()}0`, randomUUID().replace(/-/g, ''), 'g'.repeat(8) + randomUUID().slice(8)]) {
+      const res = await timedCheck(h, `/api/License/check-quota/${encodeURIComponent(key)}`);
+      error(t, res, 400, 'INVALID_LICENSE_KEY', key);
+      currentTimestamp(t, res, key);
+    }
+  });
+
+  t.test('404 LICENSE_NOT_FOUND for an unknown UUID', async (t) => {
+    const res = await timedCheck(h, `/api/License/check-quota/${randomUUID()}`);
+    error(t, res, 404, 'LICENSE_NOT_FOUND', 'unknown key');
+    currentTimestamp(t, res, 'unknown key');
+  });
+
+  t.test('410 LICENSE_EXPIRED with data {expiryDate, daysExpired}', async (t) => {
+    const expiryDate = new Date(Date.now() - 3.5 * DAY_MS).toISOString();
+    const lic = await h.createLicense({ totalQuota: 5, expiryDate });
+    const res = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
+    error(t, res, 410, 'LICENSE_EXPIRED', 'expired 3.5 days ago', { expiryDate, daysExpired: 3 });
+    currentTimestamp(t, res, 'expired');
+    const recent = await h.createLicense({ totalQuota: 5, expiryDate: new Date(Date.now() - 3_600_000).toISOString() });
+    const res2 = await h.checkQuota(recent.licenseKey);
+    t.equal(res2.status, 410, 'expired an hour ago: 410');
+    t.equal(res2.body?.data?.daysExpired, 0, 'expired an hour ago: 0 whole days');
+  });
+
+  t.test('403 LICENSE_INACTIVE', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 5, isActive: false });
+    const res = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
+    error(t, res, 403, 'LICENSE_INACTIVE', 'inactive');
+    currentTimestamp(t, res, 'inactive');
+  });
+
+  t.test('429 QUOTA_EXCEEDED with data {remainingQuota 0, totalQuota, usedQuota}', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 2 });
+    for (const token of await new TokenSource(h, lic).many(2)) t.equal((await h.validate(token)).status, 200);
+    const res = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
+    error(t, res, 429, 'QUOTA_EXCEEDED', 'used up', { remainingQuota: 0, totalQuota: 2, usedQuota: 2 });
+    currentTimestamp(t, res, 'used up');
+    const empty = await h.createLicense({ totalQuota: 0 });
+    error(t, await h.checkQuota(empty.licenseKey), 429, 'QUOTA_EXCEEDED', 'bought none', {
+      remainingQuota: 0, totalQuota: 0, usedQuota: 0,
+    });
+  });
+});
+
+t.test('default cache: a redemption may stay hidden for 30 s, an admin change shows at once', async (t) => {
+  const h = await startHarness(t, 'cq-cache', NO_RATE_LIMITS);
+  const lic = await h.createLicense({ totalQuota: 5 });
+  const source = new TokenSource(h, lic);
+  const first = await h.checkQuota(lic.licenseKey);
+  t.equal(first.body?.data?.remainingQuota, 5, 'first look: 5 left');
+
+  t.equal((await h.validate(await source.next())).status, 200, 'one redemption');
+  const cached = await h.checkQuota(lic.licenseKey);
+  t.equal(cached.status, 200);
+  t.equal(cached.body?.data?.remainingQuota, 5, 'the redemption is not visible yet (cached answer)');
+  t.equal(cached.body?.data?.usedQuota, 0, 'cached usedQuota');
+
+  await adminOk(h, 'POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 3 });
+  const afterAdd = await h.checkQuota(lic.licenseKey);
+  t.equal(afterAdd.status, 200);
+  t.strictSame(
+    [afterAdd.body?.data?.totalQuota, afterAdd.body?.data?.usedQuota, afterAdd.body?.data?.remainingQuota],
+    [8, 1, 7],
+    'added quota visible on the very next check (and the redemption with it)',
+  );
+
+  await adminOk(h, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false });
+  const inactive = await h.checkQuota(lic.licenseKey);
+  t.equal(inactive.status, 403, 'deactivation visible on the very next check');
+  t.equal(inactive.body?.error?.code, 'LICENSE_INACTIVE');
+
+  await adminOk(h, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: true });
+  const active = await h.checkQuota(lic.licenseKey);
+  t.equal(active.status, 200, 'reactivation visible on the very next check');
+  t.equal(active.body?.data?.isActive, true);
+
+  await adminOk(h, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { organizationName: 'Yeni Ad A.Ş.' });
+  t.equal((await h.checkQuota(lic.licenseKey)).body?.data?.organizationName, 'Yeni Ad A.Ş.', 'rename visible at once');
+});
+
+t.test('QUOTA_CACHE_SECONDS=0: redemptions are visible immediately', async (t) => {
+  const h = await startHarness(t, 'cq-nocache', { ...NO_RATE_LIMITS, QUOTA_CACHE_SECONDS: '0' });
+  const lic = await h.createLicense({ totalQuota: 4 });
+  const source = new TokenSource(h, lic);
+  t.equal((await h.checkQuota(lic.licenseKey)).body?.data?.remainingQuota, 4, 'before: 4');
+  for (let i = 1; i <= 3; i++) {
+    t.equal((await h.validate(await source.next())).status, 200, `redemption ${i}`);
+    const res = await h.checkQuota(lic.licenseKey);
+    t.equal(res.body?.data?.usedQuota, i, `after ${i}: usedQuota`);
+    t.equal(res.body?.data?.remainingQuota, 4 - i, `after ${i}: remainingQuota`);
+  }
+});
+
+/** check-quota through `h` until `done` holds or ~200 ms have passed (pub/sub is asynchronous). */
+async function pollCheck(h: Harness, licenseKey: string, done: (res: Answer) => boolean): Promise<{ res: Answer; tries: number }> {
+  let res = await h.checkQuota(licenseKey);
+  let tries = 1;
+  const until = Date.now() + 200;
+  while (!done(res) && Date.now() < until) {
+    await sleep(10);
+    res = await h.checkQuota(licenseKey);
+    tries++;
+  }
+  return { res, tries };
+}
+
+t.test('two instances sharing Redis and Postgres: an admin change on A evicts B\'s cached answer', async (t) => {
+  const a = await startHarness(t, 'cq-pair', NO_RATE_LIMITS);
+  const b = await startHarness(t, 'cq-pair-b', {
+    ...NO_RATE_LIMITS,
+    REDIS_PREFIX: a.config.redisPrefix,
+    PG_SCHEMA: a.config.pgSchema,
+    JWT_SECRET: a.config.jwtSecret,
+    RUN_WORKER: '0',
+  });
+  const lic = await a.createLicense({ totalQuota: 5 });
+  t.equal((await b.checkQuota(lic.licenseKey)).body?.data?.remainingQuota, 5, 'B sees the license made through A');
+
+  // B caches: a redemption through A is hidden on B
+  t.equal((await a.validate(await new TokenSource(a, lic).next())).status, 200, 'redemption through A');
+  t.equal((await b.checkQuota(lic.licenseKey)).body?.data?.remainingQuota, 5, 'B answers from its cache');
+
+  await adminOk(a, 'POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 3 });
+  const added = await pollCheck(b, lic.licenseKey, (r) => r.body?.data?.totalQuota === 8);
+  t.strictSame(
+    [added.res.body?.data?.totalQuota, added.res.body?.data?.usedQuota, added.res.body?.data?.remainingQuota],
+    [8, 1, 7],
+    `quota added through A visible through B (after ${added.tries} check(s))`,
+  );
+
+  t.equal((await a.checkQuota(lic.licenseKey)).status, 200, 'A caches an active answer');
+  await adminOk(b, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false });
+  t.equal((await b.checkQuota(lic.licenseKey)).status, 403, 'B itself: deactivation visible at once');
+  const inactive = await pollCheck(a, lic.licenseKey, (r) => r.status === 403);
+  t.equal(inactive.res.status, 403, `deactivation through B visible through A (after ${inactive.tries} check(s))`);
+  t.equal(inactive.res.body?.error?.code, 'LICENSE_INACTIVE');
+
+  await a.drainWorker();
+});
