@@ -1,0 +1,173 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { loadConfig } from '../src/config.js';
+
+// Configuration (CONTRACT.md "Starting the service"): the defaults, and a misconfigured
+// deployment refusing to start with one clear line on stderr instead of failing later.
+
+type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
+
+// the server of the same build as this test file (works from dist/ and from any outDir)
+const SERVER = fileURLToPath(new URL('../src/cli/server.js', import.meta.url));
+const SECRET = randomBytes(32).toString('hex');
+
+// files that exist (their content does not matter to loadConfig)
+const DIR = mkdtempSync(path.join(tmpdir(), 'lic-config-'));
+t.teardown(() => rmSync(DIR, { recursive: true, force: true }));
+const CERT = path.join(DIR, 'cert.pem');
+const KEY = path.join(DIR, 'key.pem');
+writeFileSync(CERT, 'not really a certificate');
+writeFileSync(KEY, 'not really a key');
+
+/** Nothing reachable: if a check were missing the process would fail later, with another message. */
+const BASE_ENV: Record<string, string> = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  DATABASE_URL: 'postgres://postgres@127.0.0.1:1/unreachable',
+  REDIS_URL: 'redis://127.0.0.1:1',
+  PORT: '0',
+  LOG_LEVEL: 'silent',
+};
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  stdout: string;
+}
+
+function runServer(env: Record<string, string>): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SERVER], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
+    // a process still running after this long did not refuse: kill it, the assertions fail
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stderr, stdout });
+    });
+  });
+}
+
+function assertRefused(t: TestT, exit: Exit, mention: RegExp): void {
+  t.equal(exit.signal, null, 'exited by itself (not killed after hanging)');
+  t.ok(exit.code !== null && exit.code !== 0, `non-zero exit code (${exit.code})`);
+  const lines = exit.stderr.trim().split('\n').filter((l) => l.trim() !== '');
+  t.equal(lines.length, 1, `one line on stderr: ${JSON.stringify(exit.stderr)}`);
+  t.match(lines[0] ?? '', mention, `the line names the problem: ${lines[0]}`);
+}
+
+t.test('the server process refuses a bad configuration with one line', async (t) => {
+  t.test('JWT_SECRET missing', async (t) => {
+    assertRefused(t, await runServer({ ...BASE_ENV, ALLOW_HTTP: '1' }), /JWT_SECRET/);
+  });
+  t.test('JWT_SECRET empty', async (t) => {
+    assertRefused(t, await runServer({ ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: '' }), /JWT_SECRET/);
+  });
+  t.test('JWT_SECRET of 31 bytes', async (t) => {
+    assertRefused(t, await runServer({ ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/);
+  });
+  t.test('no TLS files and no ALLOW_HTTP', async (t) => {
+    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET }), /TLS|HTTPS/);
+  });
+  t.test('ALLOW_HTTP=0 is not ALLOW_HTTP=1', async (t) => {
+    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '0' }), /TLS|HTTPS/);
+  });
+  t.test('a certificate without its key', async (t) => {
+    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, TLS_CERT_FILE: CERT }), /TLS/);
+  });
+  t.test('TLS files that do not exist', async (t) => {
+    const missing = path.join(DIR, 'missing.pem');
+    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, TLS_CERT_FILE: missing, TLS_KEY_FILE: missing }), /TLS/);
+  });
+  t.test('PORT abc', async (t) => {
+    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', PORT: 'abc' }), /PORT/);
+  });
+  t.test('PORT out of range', async (t) => {
+    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', PORT: '70000' }), /PORT/);
+  });
+  t.test('a rate limit that is not a number', async (t) => {
+    const exit = await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', RATE_VALIDATE_PER_MIN: 'lots' });
+    assertRefused(t, exit, /RATE_VALIDATE_PER_MIN/);
+  });
+  t.test('the secret never appears in the refusal', async (t) => {
+    const exit = await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, PORT: 'abc', ALLOW_HTTP: '1' });
+    t.notMatch(exit.stderr + exit.stdout, SECRET);
+  });
+});
+
+t.test('loadConfig: defaults', async (t) => {
+  const config = loadConfig({ JWT_SECRET: SECRET, ALLOW_HTTP: '1' });
+  t.equal(config.port, 8080);
+  t.equal(config.host, '127.0.0.1');
+  t.equal(config.redisPrefix, 'lic');
+  t.equal(config.redisUrl, 'redis://127.0.0.1:6379');
+  t.same(config.redisClusterNodes, []);
+  t.equal(config.databaseUrl, 'postgres://127.0.0.1:5432/licensing');
+  t.equal(config.pgSchema, 'public');
+  t.equal(config.jwtSecret, SECRET);
+  t.equal(config.adminToken, null, 'no admin API without ADMIN_TOKEN');
+  t.equal(config.tls, null);
+  t.equal(config.rate.getToken, 10);
+  t.equal(config.rate.validate, 100);
+  t.equal(config.rate.checkQuota, 10);
+  t.equal(config.quotaCacheSeconds, 30);
+});
+
+t.test('loadConfig: overrides', async (t) => {
+  const config = loadConfig({
+    JWT_SECRET: SECRET, TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY, PORT: '0', HOST: '0.0.0.0',
+    REDIS_PREFIX: 'other', PG_SCHEMA: 'tenant_a', ADMIN_TOKEN: 'a-long-enough-admin-token',
+    RATE_GET_TOKEN_PER_MIN: '0', RATE_VALIDATE_PER_MIN: '500', RATE_CHECK_QUOTA_PER_MIN: '0', QUOTA_CACHE_SECONDS: '0',
+    REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001',
+  });
+  t.same(config.tls, { certFile: CERT, keyFile: KEY }, 'TLS files need no ALLOW_HTTP');
+  t.equal(config.port, 0, 'PORT 0 picks a free port');
+  t.equal(config.host, '0.0.0.0');
+  t.equal(config.redisPrefix, 'other');
+  t.equal(config.pgSchema, 'tenant_a');
+  t.equal(config.adminToken, 'a-long-enough-admin-token');
+  t.equal(config.rate.getToken, 0, '0 disables');
+  t.equal(config.rate.validate, 500);
+  t.equal(config.rate.checkQuota, 0);
+  t.equal(config.quotaCacheSeconds, 0);
+  t.same(config.redisClusterNodes, [{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }]);
+  t.equal(loadConfig({ JWT_SECRET: SECRET, ALLOW_HTTP: '1', ADMIN_TOKEN: '' }).adminToken, null, 'empty ADMIN_TOKEN: no admin API');
+});
+
+t.test('loadConfig: JWT_SECRET is measured in bytes', async (t) => {
+  t.equal(loadConfig({ JWT_SECRET: 'ş'.repeat(16), ALLOW_HTTP: '1' }).jwtSecret, 'ş'.repeat(16), '16 two-byte characters = 32 bytes');
+  t.throws(() => loadConfig({ JWT_SECRET: `${'ş'.repeat(15)}a`, ALLOW_HTTP: '1' }), /JWT_SECRET/, '31 bytes refused');
+  t.equal(loadConfig({ JWT_SECRET: 'k'.repeat(32), ALLOW_HTTP: '1' }).jwtSecret.length, 32, '32 ASCII bytes accepted');
+});
+
+t.test('loadConfig: refusals name the variable', async (t) => {
+  const ok = { JWT_SECRET: SECRET, ALLOW_HTTP: '1' };
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ ALLOW_HTTP: '1' }, /JWT_SECRET/],
+    [{ JWT_SECRET: SECRET }, /TLS|HTTPS/],
+    [{ JWT_SECRET: SECRET, TLS_KEY_FILE: KEY }, /TLS/],
+    [{ JWT_SECRET: SECRET, TLS_CERT_FILE: path.join(DIR, 'missing.pem'), TLS_KEY_FILE: KEY }, /TLS_CERT_FILE/],
+    [{ ...ok, PORT: 'abc' }, /PORT/],
+    [{ ...ok, PORT: '-1' }, /PORT/],
+    [{ ...ok, PORT: '65536' }, /PORT/],
+    [{ ...ok, PORT: '80.5' }, /PORT/],
+    [{ ...ok, RATE_GET_TOKEN_PER_MIN: 'ten' }, /RATE_GET_TOKEN_PER_MIN/],
+    [{ ...ok, RATE_VALIDATE_PER_MIN: '-1' }, /RATE_VALIDATE_PER_MIN/],
+    [{ ...ok, RATE_CHECK_QUOTA_PER_MIN: '1e3' }, /RATE_CHECK_QUOTA_PER_MIN/],
+    [{ ...ok, QUOTA_CACHE_SECONDS: 'half' }, /QUOTA_CACHE_SECONDS/],
+    [{ ...ok, DATABASE_URL: 'mysql://127.0.0.1/x' }, /DATABASE_URL/],
+    [{ ...ok, REDIS_CLUSTER_NODES: 'nohostport' }, /REDIS_CLUSTER_NODES/],
+  ];
+  for (const [env, name] of cases) {
+    t.throws(() => loadConfig(env), name, `${JSON.stringify(env).replace(SECRET, '<secret>')} -> ${name}`);
+  }
+});
