@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startHarness } from './helpers/harness.js';
+import { LIVE_COUNTS, startHarness } from './helpers/harness.js';
 import { mintTokens } from './helpers/durable.js';
 
 // Races against one token and against the last units of quota: the Lua scripts must make
@@ -8,16 +8,9 @@ import { mintTokens } from './helpers/durable.js';
 const USED = 'Bu token zaten kullanılmış. Yeni token alınız.';
 const QUOTA_GONE = 'İmza kotası doldu';
 
-const noLimits = {
-  RATE_GET_TOKEN_PER_MIN: '0',
-  RATE_SIGN_TOKEN_PER_MIN: '0',
-  RATE_VALIDATE_PER_MIN: '0',
-  RATE_CHECK_QUOTA_PER_MIN: '0',
-  QUOTA_CACHE_SECONDS: '0',
-};
 
 t.test('200 parallel validates of one token: exactly one succeeds', async (t) => {
-  const h = await startHarness(t, 'conc-one', noLimits);
+  const h = await startHarness(t, 'conc-one', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
   const got = await h.getToken(lic.licenseKey, lic.password, 0);
   t.equal(got.status, 200);
@@ -53,7 +46,7 @@ t.test('200 parallel validates of one token: exactly one succeeds', async (t) =>
 t.test('60 distinct tokens against 25 units of quota, all in parallel', async (t) => {
   const Q = 25;
   const N = 60;
-  const h = await startHarness(t, 'conc-many', noLimits);
+  const h = await startHarness(t, 'conc-many', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: Q });
   const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, N, 1);
   t.equal(new Set(tokens).size, N, `${N} distinct sign tokens minted`);

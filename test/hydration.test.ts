@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { LIVE_COUNTS, startHarness, type Harness } from './helpers/harness.js';
 import { licenseHashOf, mintTokens } from './helpers/durable.js';
 
 // Redis holds only a hot copy: when it is lost (after the worker has drained) the service
@@ -7,13 +7,6 @@ import { licenseHashOf, mintTokens } from './helpers/durable.js';
 
 const USED = { success: false, message: 'Bu token zaten kullanılmış. Yeni token alınız.' };
 
-const noLimits = {
-  RATE_GET_TOKEN_PER_MIN: '0',
-  RATE_SIGN_TOKEN_PER_MIN: '0',
-  RATE_VALIDATE_PER_MIN: '0',
-  RATE_CHECK_QUOTA_PER_MIN: '0',
-  QUOTA_CACHE_SECONDS: '0',
-};
 
 async function pgUsed(h: Harness, firmaId: string): Promise<number | undefined> {
   const [row] = await h.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
@@ -21,7 +14,7 @@ async function pgUsed(h: Harness, firmaId: string): Promise<number | undefined> 
 }
 
 t.test('the service carries on after every Redis key is lost', async (t) => {
-  const h = await startHarness(t, 'hydrate-flush', noLimits);
+  const h = await startHarness(t, 'hydrate-flush', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10, organizationName: 'Hidrasyon A.Ş.' });
   const other = await h.createLicense({ totalQuota: 3 });
   const { accessToken, tokens } = await mintTokens(h, lic.licenseKey, lic.password, 4, 0);
@@ -104,7 +97,7 @@ t.test('the service carries on after every Redis key is lost', async (t) => {
 });
 
 t.test('a second flush keeps counting from Postgres', async (t) => {
-  const h = await startHarness(t, 'hydrate-twice', noLimits);
+  const h = await startHarness(t, 'hydrate-twice', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 3 });
   const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 4, 1);
   t.equal((await h.validate(tokens[0])).body.usedQuota, 1);
@@ -123,7 +116,7 @@ t.test('a second flush keeps counting from Postgres', async (t) => {
 });
 
 t.test('losing only the license hash', async (t) => {
-  const h = await startHarness(t, 'hydrate-hash', noLimits);
+  const h = await startHarness(t, 'hydrate-hash', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 6, 0);
   const hash = licenseHashOf(h.prefix, lic.firmaId);

@@ -1,19 +1,12 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { DATABASE_URL, REDIS_URL, startHarness, type Harness } from './helpers/harness.js';
+import { DATABASE_URL, REDIS_URL, LIVE_COUNTS, startHarness, type Harness } from './helpers/harness.js';
 import { allStreams, claimsOf, CuttableProxy, mintTokens, streamOf, waitFor } from './helpers/durable.js';
 
 // The usage worker: events written by the Lua scripts reach Postgres once, whatever is
 // replayed, duplicated, interrupted or left behind by a dead consumer.
 
-const noLimits = {
-  RATE_GET_TOKEN_PER_MIN: '0',
-  RATE_SIGN_TOKEN_PER_MIN: '0',
-  RATE_VALIDATE_PER_MIN: '0',
-  RATE_CHECK_QUOTA_PER_MIN: '0',
-  QUOTA_CACHE_SECONDS: '0',
-};
 
 const workerCli = fileURLToPath(new URL('../src/cli/worker.js', import.meta.url));
 
@@ -46,7 +39,7 @@ async function usedEventsOf(h: Harness, firmaId: string, tokenId: string): Promi
 }
 
 t.test('issued and redeemed tokens reach Postgres; a replayed event changes nothing', async (t) => {
-  const h = await startHarness(t, 'worker-rows', noLimits);
+  const h = await startHarness(t, 'worker-rows', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 3, 1);
   const [a, b, c] = tokens as [string, string, string];
@@ -100,7 +93,7 @@ t.test('issued and redeemed tokens reach Postgres; a replayed event changes noth
 
 t.test('duplicate events within one batch count once', async (t) => {
   // no worker in the serving harness: events pile up, then one worker reads them in one batch
-  const h = await startHarness(t, 'worker-dup', { ...noLimits, RUN_WORKER: '0' });
+  const h = await startHarness(t, 'worker-dup', { ...LIVE_COUNTS, RUN_WORKER: '0' });
   t.equal(h.service.worker, null);
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 3, 0);
@@ -133,7 +126,7 @@ t.test('events survive Postgres being down', async (t) => {
   t.teardown(() => proxy.close()); // registered first: runs after the harness has stopped
   const via = new URL(DATABASE_URL);
   via.port = String(port);
-  const h = await startHarness(t, 'worker-pgdown', { ...noLimits, DATABASE_URL: via.toString() });
+  const h = await startHarness(t, 'worker-pgdown', { ...LIVE_COUNTS, DATABASE_URL: via.toString() });
   const worker = h.service.worker;
   if (!worker) throw new Error('no worker');
   const lic = await h.createLicense({ totalQuota: 8 });
@@ -168,7 +161,7 @@ t.test('events survive Postgres being down', async (t) => {
 });
 
 t.test('a standalone worker process moves the events', async (t) => {
-  const h = await startHarness(t, 'worker-cli', { ...noLimits, RUN_WORKER: '0' });
+  const h = await startHarness(t, 'worker-cli', { ...LIVE_COUNTS, RUN_WORKER: '0' });
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 4, 0);
   for (const token of tokens.slice(0, 3)) t.equal((await h.validate(token)).status, 200);
@@ -209,7 +202,7 @@ t.test('a standalone worker process moves the events', async (t) => {
 });
 
 t.test('pending events of a dead consumer are reclaimed', async (t) => {
-  const h = await startHarness(t, 'worker-claim', { ...noLimits, RUN_WORKER: '0' });
+  const h = await startHarness(t, 'worker-claim', { ...LIVE_COUNTS, RUN_WORKER: '0' });
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 3, 1);
   for (const token of tokens.slice(0, 2)) t.equal((await h.validate(token)).status, 200);

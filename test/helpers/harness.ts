@@ -12,6 +12,17 @@ export const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgre
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
+/** Every rate limit off, for tests that send many requests. */
+export const NO_RATE_LIMITS: Record<string, string> = {
+  RATE_GET_TOKEN_PER_MIN: '0',
+  RATE_SIGN_TOKEN_PER_MIN: '0',
+  RATE_VALIDATE_PER_MIN: '0',
+  RATE_CHECK_QUOTA_PER_MIN: '0',
+};
+
+/** No rate limits and no check-quota cache: every answer shows the live counts. */
+export const LIVE_COUNTS: Record<string, string> = { ...NO_RATE_LIMITS, QUOTA_CACHE_SECONDS: '0' };
+
 export interface Teardown {
   teardown(fn: () => unknown): void;
 }

@@ -4,13 +4,7 @@ import type { Answer, Harness } from './harness.js';
 // Shared helpers of the validate and check-quota tests: rate limits off, sign tokens in
 // bulk (one get-token, then sign-token with the access token), JWTs crafted by hand.
 
-/** Every public rate limit disabled, for tests that need many requests. */
-export const NO_RATE_LIMITS: Record<string, string> = {
-  RATE_GET_TOKEN_PER_MIN: '0',
-  RATE_SIGN_TOKEN_PER_MIN: '0',
-  RATE_VALIDATE_PER_MIN: '0',
-  RATE_CHECK_QUOTA_PER_MIN: '0',
-};
+export { NO_RATE_LIMITS } from './harness.js';
 
 export const MSG = {
   EMPTY: 'Token boş olamaz',
