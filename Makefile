@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test build deps lint typecheck services clean stop-services
+.PHONY: run test build deps lint typecheck services clean stop-services bench
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -31,6 +31,13 @@ run: build
 test: build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
+
+# Performance: the service against its ceiling servers in one run (bench/README.md).
+bench: build
+	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
+	@command -v taskset >/dev/null || { echo "taskset is missing: apt-get install util-linux"; exit 1; }
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	node dist/bench/load/run.js
 
 lint: deps
 	npm run lint

@@ -64,6 +64,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       await http.drain(config.shutdownTimeoutMs);
       http.close();
       await worker?.stop();
+      ctx.passwords.close();
       await Promise.allSettled([subscriber.quit(), redis.quit(), sql.end({ timeout: 5 })]);
     },
   };

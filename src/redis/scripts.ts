@@ -25,7 +25,7 @@ const definitions: [keyof ScriptClient, number][] = [
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
-function source(name: string): string {
+export function scriptSource(name: string): string {
   let lua = sources.get(name);
   if (lua === undefined) {
     lua = readFileSync(path.join(luaDir, `${name}.lua`), 'utf8').replace(/^-- @include (\w+)$/gm, (_, include: string) =>
@@ -37,6 +37,6 @@ function source(name: string): string {
 
 export function defineScripts(client: Redis | Cluster): void {
   for (const [name, numberOfKeys] of definitions) {
-    client.defineCommand(name, { numberOfKeys, lua: source(name) });
+    client.defineCommand(name, { numberOfKeys, lua: scriptSource(name) });
   }
 }

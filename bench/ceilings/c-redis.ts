@@ -1,0 +1,36 @@
+import { createVerifier } from 'fast-jwt';
+import { Redis } from 'ioredis';
+import { scriptSource } from '../../src/redis/scripts.js';
+import { KeySpace } from '../../src/redis/keys.js';
+import { send, serve } from './common.js';
+
+// Ceiling (c): (b) plus one EVALSHA of lua/redeem.lua itself (same keys, same commands,
+// same arguments) per request: the one-round-trip design with nothing around it.
+const verify = createVerifier({ key: Buffer.from(process.env.JWT_SECRET ?? ''), algorithms: ['HS256'] });
+const keys = new KeySpace(process.env.REDIS_PREFIX ?? 'lic');
+const limit = Number(process.env.RATE_VALIDATE_PER_MIN ?? 0);
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false });
+redis.defineCommand('redeem', { numberOfKeys: 4, lua: scriptSource('redeem') });
+const redeem = (redis as unknown as { redeem(...a: (string | number)[]): Promise<number[]> }).redeem.bind(redis);
+
+const bad = '{"success":false,"message":"Geçersiz token"}';
+
+serve('/api/license/validate', (body, res, state) => {
+  const { token } = JSON.parse(body.toString('utf8')) as { token: string };
+  let c: { firma_id: string; token_id: string; imza_tipi: number; iat: number };
+  try {
+    c = verify(token);
+  } catch {
+    send(res, state, '401 Unauthorized', bad);
+    return;
+  }
+  const k = keys.forLicense(c.firma_id);
+  redeem(k.license, k.tokenPrefix + c.token_id, k.rateValidate, k.stream,
+    Date.now(), limit, 60000, '', c.token_id, c.firma_id, c.imza_tipi, c.iat * 1000).then((r) => {
+    if (r[0] === 0) {
+      send(res, state, '200 OK', `{"success":true,"message":"Token doğrulandı, imza kotası düşüldü","usedQuota":${r[1]},"remainingQuota":${r[2]}}`);
+    } else {
+      send(res, state, '400 Bad Request', `{"success":false,"code":${r[0]}}`);
+    }
+  }, () => send(res, state, '503 Service Unavailable', '{"success":false}'));
+});

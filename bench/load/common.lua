@@ -1,0 +1,8 @@
+-- Shared by the wrk scripts: one JSON line with the figures the driver reads.
+function report(summary, latency)
+  local e = summary.errors
+  io.write(string.format(
+    'WRK {"requests":%d,"duration_us":%d,"status_errors":%d,"socket_errors":%d,"p50":%d,"p99":%d,"p999":%d}\n',
+    summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9)))
+end

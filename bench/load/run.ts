@@ -1,0 +1,186 @@
+import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { connectPostgres } from '../../src/db/pg.js';
+import { KeySpace } from '../../src/redis/keys.js';
+import { createRedis } from '../../src/redis/client.js';
+import { loadConfig } from '../../src/config.js';
+import { UsageWorker } from '../../src/usage/worker.js';
+import { cpuMicros, rssKiB } from './proc.js';
+import { runWrk, type WrkResult } from './wrk.js';
+import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, type Pinned } from './services.js';
+import { printTable, type Sample } from './table.js';
+
+// make bench: the service against its ceilings, interleaved in one run, same connections,
+// same pinning. SERVER_CPU runs the HTTP servers, LOAD_CPU runs wrk and Redis beside it.
+const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0';
+const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '16,64,256').split(',').map(Number);
+const LICENSES = 32;
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_PORT = 6391;
+const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103 };
+
+const work = mkdtempSync(path.join(tmpdir(), 'bench-'));
+const samples: Sample[] = [];
+
+async function api(method: string, url: string, body?: unknown, token?: string): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await fetch(url, {
+    method, body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+  });
+  const json = await res.json();
+  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function measure(name: string, connections: number, target: Pinned, redis: Pinned, script: string,
+  args: string[], path_: string): Promise<WrkResult & Sample> {
+  const cpu0 = cpuMicros(target.pid);
+  const rcpu0 = cpuMicros(redis.pid);
+  const rss0 = rssKiB(target.pid);
+  const r = await runWrk({ cpu: LOAD_CPU, url: `http://127.0.0.1:${target.port}${path_}`, script, connections, seconds: SECONDS, args });
+  const sample: Sample = {
+    name, connections, rps: r.rps, p50: r.p50, p99: r.p99, p999: r.p999,
+    serverUs: (cpuMicros(target.pid) - cpu0) / r.requests, redisUs: (cpuMicros(redis.pid) - rcpu0) / r.requests,
+    non200: r.statusErrors + r.socketErrors, rssBefore: rss0, rssAfter: rssKiB(target.pid), requests: r.requests,
+  };
+  samples.push(sample);
+  process.stderr.write(`  ${name.padEnd(22)} c=${connections} ${Math.round(r.rps)} req/s p99 ${(r.p99 / 1000).toFixed(2)} ms ` +
+    `server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us non-200 ${sample.non200}\n`);
+  return { ...r, ...sample };
+}
+
+async function main(): Promise<void> {
+  const redis = await startRedis(LOAD_CPU, REDIS_PORT);
+  const env = serviceEnv(REDIS_PORT, DATABASE_URL, PORTS.service);
+  const sqlSetup = await connectPostgres(DATABASE_URL, 'public', 1);
+  await sqlSetup.unsafe('drop schema if exists bench cascade');
+  await sqlSetup.end();
+  const service = await startService(SERVER_CPU, env, PORTS.service);
+  const ceilings = {
+    a: await startCeiling('a', SERVER_CPU, env, PORTS.a),
+    b: await startCeiling('b', SERVER_CPU, env, PORTS.b),
+    c: await startCeiling('c', SERVER_CPU, env, PORTS.c),
+  };
+  const all = [redis, service, ceilings.a, ceilings.b, ceilings.c];
+  process.on('exit', () => stopAll(all));
+
+  // the usage worker, run by the driver between measured runs so streams stay small
+  const config = loadConfig(env, 'worker');
+  const sql = await connectPostgres(DATABASE_URL, 'bench', 2);
+  const drainer = new UsageWorker(createRedis(config, 'bench-drain'), sql, new KeySpace('bench'),
+    { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000 }, pino({ level: 'silent' }));
+  await drainer.start();
+  const drain = async () => {
+    while ((await drainer.lag()) > 0) await new Promise((r) => setTimeout(r, 50));
+  };
+
+  const base = `http://127.0.0.1:${PORTS.service}`;
+  process.stderr.write(`bench: ${LICENSES} licenses, ${SECONDS}s runs x${RUNS}, connections ${CONNECTIONS.join('/')}, ` +
+    `servers on cpu ${SERVER_CPU}, wrk + Redis on cpu ${LOAD_CPU}\n`);
+  const licenses: { key: string; password: string; access: string }[] = [];
+  for (let i = 0; i < LICENSES; i++) {
+    const password = `bench-password-${i}`;
+    const created = await api('POST', `${base}/admin/v1/licenses`, {
+      organizationName: `Bench ${i}`, password, totalQuota: 1e12, expiryDate: '2099-01-01T00:00:00Z',
+    }, ADMIN_TOKEN);
+    const got = await api('POST', `${base}/api/v1/auth/get-token`, { licenseKey: created.data.licenseKey, password, imzaTipi: 0 });
+    licenses.push({ key: created.data.licenseKey, password, access: got.accessToken });
+  }
+  const accessFile = path.join(work, 'access.txt');
+  writeFileSync(accessFile, licenses.map((l) => l.access).join('\n') + '\n');
+  const keyFile = path.join(work, 'keys.txt');
+  writeFileSync(keyFile, licenses.map((l) => l.key).join('\n') + '\n');
+  const credFile = path.join(work, 'credentials.txt');
+  writeFileSync(credFile, licenses.map((l) => `${l.key} ${l.password}`).join('\n') + '\n');
+
+  const usedTotal = async () => {
+    let sum = 0;
+    for (const l of licenses) sum += (await api('GET', `${base}/admin/v1/licenses/${l.key}`, undefined, ADMIN_TOKEN)).data.usedQuota;
+    return sum;
+  };
+  const redisClient = new Redis(REDIS_PORT);
+  let tokenFile = '';
+  let minted = 0;
+  const mint = async () => {
+    tokenFile = path.join(work, `tokens-${minted++}.txt`);
+    writeFileSync(tokenFile, '');
+    await runWrk({ cpu: LOAD_CPU, url: `${base}/api/v1/auth/sign-token`, script: 'mint.lua', connections: 64,
+      seconds: Math.ceil(SECONDS * 1.6), args: [accessFile, tokenFile] });
+    await drain();
+  };
+  const books: string[] = [];
+  // wrk abandons the requests in flight when its time is up: the server may still redeem
+  // them, unseen. So the books balance when 200s <= increment <= 200s + connections.
+  const checkBooks = async (name: string, before: number, r: WrkResult, connections: number) => {
+    const after = await usedTotal();
+    const ok200 = r.requests - r.statusErrors - r.socketErrors;
+    const spent = after - before;
+    const ok = spent >= ok200 && spent <= ok200 + connections;
+    books.push(`${name}: 200s seen ${ok200}, usedQuota +${spent} (abandoned in flight: ${spent - ok200}) ${ok ? 'balanced' : 'MISMATCH'}`);
+  };
+
+  // validate: ceilings and service interleaved, each round with fresh tokens for the redeemers
+  for (const connections of CONNECTIONS) {
+    for (let run = 0; run < RUNS; run++) {
+      await mint();
+      await measure('ceiling (a) uws+json', connections, ceilings.a, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
+      await measure('ceiling (b) +jwt', connections, ceilings.b, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
+      let before = await usedTotal();
+      const c = await measure('ceiling (c) +evalsha', connections, ceilings.c, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
+      await checkBooks(`ceiling (c) c=${connections}`, before, c, connections);
+      await drain();
+      await mint();
+      before = await usedTotal();
+      const s = await measure('service validate', connections, service, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
+      await checkBooks(`service c=${connections}`, before, s, connections);
+      await drain();
+    }
+  }
+
+  // the other endpoints, at 64 connections
+  for (let run = 0; run < RUNS; run++) {
+    await measure('service sign-token', 64, service, redis, 'signtoken.lua', [accessFile], '/api/v1/auth/sign-token');
+    await drain();
+    await measure('service check-quota', 64, service, redis, 'checkquota.lua', [keyFile], '/');
+  }
+  await measure('service get-token', 16, service, redis, 'gettoken.lua', [credFile], '/api/v1/auth/get-token');
+
+  // validate while get-token hashes passwords beside it
+  await mint();
+  const [loaded] = await Promise.all([
+    measure('validate + get-token', 64, service, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate'),
+    runWrk({ cpu: LOAD_CPU, url: `${base}/api/v1/auth/get-token`, script: 'gettoken.lua', connections: 8, seconds: SECONDS, args: [credFile] }),
+  ]);
+  void loaded;
+  await drain();
+
+  // Redis memory per outstanding token
+  const memBefore = Number(/used_memory:(\d+)/.exec(await redisClient.info('memory'))?.[1]);
+  await mint();
+  const outstanding = readFileSync(tokenFile, 'utf8').split('\n').filter(Boolean).length;
+  const memAfter = Number(/used_memory:(\d+)/.exec(await redisClient.info('memory'))?.[1]);
+  const sampleKey = (await redisClient.scan('0', 'MATCH', 'bench:*:t:*', 'COUNT', 1000))[1][0];
+  const perKey = sampleKey ? await redisClient.memory('USAGE', sampleKey) : null;
+
+  printTable(samples, {
+    books,
+    memory: `Redis memory per outstanding token: ${((memAfter - memBefore) / outstanding).toFixed(0)} bytes ` +
+      `(used_memory delta over ${outstanding} fresh tokens); MEMORY USAGE of one marker key: ${perKey} bytes`,
+  });
+  await drainer.stop();
+  await Promise.all([redisClient.quit(), sql.end()]);
+  rmSync(work, { recursive: true, force: true });
+  stopAll(all);
+  process.exit(0);
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`bench failed: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});

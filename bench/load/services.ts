@@ -1,0 +1,81 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+
+// The processes under test, each pinned with taskset: a private Redis, the service and the
+// three ceiling servers.
+const buildRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface Pinned {
+  name: string;
+  child: ChildProcess;
+  pid: number;
+  port: number;
+}
+
+export const JWT_SECRET = randomBytes(32).toString('hex');
+export const ADMIN_TOKEN = randomBytes(24).toString('base64url');
+
+function waitFor(child: ChildProcess, pattern: RegExp, name: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${seen.slice(-400)}`)), 20_000);
+    const onData = (d: Buffer) => {
+      seen += d.toString();
+      if (pattern.test(seen)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`${name} exited (${code}): ${seen.slice(-400)}`)));
+  });
+}
+
+export async function startPinned(
+  name: string, cpu: string, command: string[], env: Record<string, string>, ready: RegExp, port: number,
+): Promise<Pinned> {
+  const child = spawn('taskset', ['-c', cpu, ...command], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  await waitFor(child, ready, name);
+  return { name, child, pid: child.pid as number, port };
+}
+
+export async function startRedis(cpu: string, port: number): Promise<Pinned> {
+  const p = await startPinned('redis', cpu, ['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '',
+    '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], {}, /Ready to accept connections/, port);
+  const client = new Redis(port);
+  await client.flushall();
+  await client.quit();
+  return p;
+}
+
+export function serviceEnv(redisPort: number, databaseUrl: string, port: number): Record<string, string> {
+  return {
+    ALLOW_HTTP: '1', JWT_SECRET, ADMIN_TOKEN, PORT: String(port), HOST: '127.0.0.1',
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_PREFIX: 'bench', DATABASE_URL: databaseUrl, PG_SCHEMA: 'bench',
+    // the rate-limit step runs (as in production) but never refuses
+    RATE_VALIDATE_PER_MIN: '1000000000', RATE_SIGN_TOKEN_PER_MIN: '1000000000',
+    RATE_GET_TOKEN_PER_MIN: '1000000000', RATE_CHECK_QUOTA_PER_MIN: '0',
+    // the usage worker runs between measured runs (see run.ts), not inside them
+    RUN_WORKER: '0', LOG_LEVEL: 'warn', QUOTA_CACHE_SECONDS: '30',
+  };
+}
+
+export function startService(cpu: string, env: Record<string, string>, port: number): Promise<Pinned> {
+  // the service logs nothing at warn level when it starts: wait for the port instead
+  return startPinned('service', cpu, ['node', path.join(buildRoot, 'src/cli/server.js')],
+    { ...env, LOG_LEVEL: 'info' }, /"listening"/, port);
+}
+
+export function startCeiling(level: 'a' | 'b' | 'c', cpu: string, env: Record<string, string>, port: number): Promise<Pinned> {
+  const file = { a: 'a-json.js', b: 'b-jwt.js', c: 'c-redis.js' }[level];
+  return startPinned(`ceiling ${level}`, cpu, ['node', path.join(buildRoot, 'bench/ceilings', file)],
+    { ...env, PORT: String(port) }, /ceiling listening/, port);
+}
+
+export function stopAll(processes: Pinned[]): void {
+  for (const p of processes) p.child.kill('SIGKILL');
+}

@@ -1,0 +1,46 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+// Runs wrk pinned to the load core with one of the scripts beside this file (the sources
+// in bench/load, also when this module runs from a build folder).
+export const luaDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../bench/load');
+
+export interface WrkResult {
+  requests: number;
+  durationUs: number;
+  statusErrors: number;
+  socketErrors: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  rps: number;
+}
+
+export function runWrk(opts: {
+  cpu: string; url: string; script: string; connections: number; seconds: number; args?: string[];
+}): Promise<WrkResult> {
+  const argv = ['-c', opts.cpu, 'wrk', '-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--timeout', '10s',
+    '-s', path.join(luaDir, opts.script), opts.url];
+  if (opts.args?.length) argv.push('--', ...opts.args);
+  return new Promise((resolve, reject) => {
+    const child = spawn('taskset', argv, { env: { ...process.env, WRK_LUA_DIR: luaDir } });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('WRK '));
+      if (code !== 0 || !line) {
+        reject(new Error(`wrk failed (${code}): ${out.slice(-500)}`));
+        return;
+      }
+      const r = JSON.parse(line.slice(4)) as Record<string, number>;
+      resolve({
+        requests: r.requests as number, durationUs: r.duration_us as number, statusErrors: r.status_errors as number,
+        socketErrors: r.socket_errors as number, p50: r.p50 as number, p99: r.p99 as number, p999: r.p999 as number,
+        rps: (r.requests as number) / ((r.duration_us as number) / 1e6),
+      });
+    });
+  });
+}
