@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test build deps lint typecheck services clean stop-services bench
+.PHONY: run test build deps lint typecheck services clean stop-services bench soak
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -38,6 +38,11 @@ bench: build
 	@command -v taskset >/dev/null || { echo "taskset is missing: apt-get install util-linux"; exit 1; }
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/load/run.js
+
+# 10-minute soak at half the peak request rate: memory must stay flat (bench/README.md).
+soak: build
+	@command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
+	node dist/bench/load/soak.js
 
 lint: deps
 	npm run lint

@@ -81,7 +81,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
 
   return [
     {
-      method: 'post', path: '/admin/v1/licenses', errors: codeShape, bodyLimit: limit,
+      method: 'post', path: '/admin/v1/licenses', errors: codeShape, needsAuthorization: true, bodyLimit: limit,
       handler: guard(async (req) => {
         const parsed = parseCreate(req.body);
         if (!parsed.ok) return invalid(parsed.field);
@@ -103,7 +103,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
       }),
     },
     {
-      method: 'get', path: '/admin/v1/licenses/:licenseKey', errors: codeShape,
+      method: 'get', path: '/admin/v1/licenses/:licenseKey', errors: codeShape, needsAuthorization: true,
       handler: guard(async (req) => {
         const key = keyParam(req.params[0]);
         const row = key === null ? null : await ctx.store.byKey(key);
@@ -111,7 +111,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
       }),
     },
     {
-      method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codeShape, bodyLimit: limit,
+      method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codeShape, needsAuthorization: true, bodyLimit: limit,
       handler: guard(async (req) => {
         const key = keyParam(req.params[0]);
         if (key === null) return notFound;
@@ -133,7 +133,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
       }),
     },
     {
-      method: 'post', path: '/admin/v1/licenses/:licenseKey/quota', errors: codeShape, bodyLimit: limit,
+      method: 'post', path: '/admin/v1/licenses/:licenseKey/quota', errors: codeShape, needsAuthorization: true, bodyLimit: limit,
       handler: guard(async (req) => {
         const key = keyParam(req.params[0]);
         if (key === null) return notFound;

@@ -54,28 +54,35 @@ export function checkQuotaRoute(ctx: ApiContext): Route {
   const limit = ctx.config.rate.checkQuota;
   const invalidKey = failure('INVALID_LICENSE_KEY');
 
+  /** The answer: from the cache without touching Redis (no promise either), else loaded. */
+  function current(licenseKey: string): Reply | Promise<Reply> {
+    const now = Date.now();
+    const cached = ctx.quotaCache.get(licenseKey, now);
+    return cached ? send(cached) : load(licenseKey, now);
+  }
+
+  async function load(licenseKey: string, now: number): Promise<Reply> {
+    const answer = answerFor(licenseKey, await ctx.hot.read(licenseKey), now);
+    ctx.quotaCache.set(licenseKey, answer, now);
+    return send(answer);
+  }
+
+  async function counted(licenseKey: string): Promise<Reply> {
+    const [code, ms] = await ctx.redis.rate(ctx.keys.rateCheckQuota(licenseKey), limit, RATE_WINDOW_MS);
+    if (code !== ScriptResult.RATE_LIMITED) return current(licenseKey);
+    const seconds = retrySeconds(Number(ms));
+    return send({ ...failure('RATE_LIMITED', { retryAfter: seconds }), headers: retryHeaders(seconds) });
+  }
+
   return {
     method: 'get',
     path: '/api/license/check-quota/:licenseKey',
     errors: timestampedCodeShape,
-    async handler(req) {
+    handler(req) {
       const raw = req.params[0] as string;
       if (!UUID.test(raw)) return send(invalidKey);
       const licenseKey = canonicalKey(raw);
-      if (limit > 0) {
-        const counted = await ctx.redis.rate(ctx.keys.rateCheckQuota(licenseKey), limit, RATE_WINDOW_MS);
-        if (counted[0] === ScriptResult.RATE_LIMITED) {
-          const seconds = retrySeconds(Number(counted[1]));
-          const limited = failure('RATE_LIMITED', { retryAfter: seconds });
-          return send({ ...limited, headers: retryHeaders(seconds) });
-        }
-      }
-      const now = Date.now();
-      const cached = ctx.quotaCache.get(licenseKey, now);
-      if (cached) return send(cached);
-      const answer = answerFor(licenseKey, await ctx.hot.read(licenseKey), now);
-      ctx.quotaCache.set(licenseKey, answer, now);
-      return send(answer);
+      return limit > 0 ? counted(licenseKey) : current(licenseKey);
     },
   };
 }

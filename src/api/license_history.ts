@@ -31,6 +31,8 @@ export function historyRoute(ctx: ApiContext): Route {
     method: 'get',
     path: '/api/license/history/:licenseKey',
     errors: codeShape,
+    needsAuthorization: true,
+    needsQuery: true,
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);

@@ -13,6 +13,7 @@ export function signTokenRoute(ctx: ApiContext): Route {
     method: 'post',
     path: '/api/v1/auth/sign-token',
     errors: codeShape,
+    needsAuthorization: true,
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);

@@ -22,6 +22,9 @@ export interface Route {
   handler: Handler;
   errors: ErrorShape;
   bodyLimit?: number;
+  /** read the Authorization header and the query string (each read crosses into uWS) */
+  needsAuthorization?: boolean;
+  needsQuery?: boolean;
 }
 
 interface CompiledPath {
@@ -168,8 +171,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       method,
       path,
       params,
-      query: uReq.getQuery() ?? '',
-      authorization: uReq.getHeader('authorization'),
+      query: route.needsQuery ? (uReq.getQuery() ?? '') : '',
+      authorization: route.needsAuthorization ? uReq.getHeader('authorization') : '',
       body: null,
     };
     if (method === 'get') {

@@ -1,0 +1,102 @@
+import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { connectPostgres } from '../../src/db/pg.js';
+import { rssKiB } from './proc.js';
+import { runWrk } from './wrk.js';
+import { ADMIN_TOKEN, serviceEnv, startRedis, startService, stopAll } from './services.js';
+
+// make soak: mint-then-redeem at a fixed pace for SOAK_SECONDS with the usage worker in the
+// server (as deployed), sampling server RSS and Redis memory; then a batch of unredeemed
+// tokens, and the memory they hold until their markers expire.
+const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0';
+const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
+const DELAY_MS = Number(process.env.SOAK_DELAY_MS ?? 6); // per connection; sets the pace
+const CONNECTIONS = Number(process.env.SOAK_CONNECTIONS ?? 32);
+const SAMPLE_S = 30;
+// Redis holds each token marker for 360 s (300 s lifetime + 60 s slack): its memory is at
+// steady state only after one marker lifetime, so flatness is judged from then on.
+const WARMUP_S = 390;
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_PORT = 6393;
+const PORT = 9110;
+
+const usedMemory = async (r: Redis) => Number(/used_memory:(\d+)/.exec(await r.info('memory'))?.[1]);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(path.join(tmpdir(), 'soak-'));
+  const redis = await startRedis(LOAD_CPU, REDIS_PORT);
+  const setup = await connectPostgres(DATABASE_URL, 'public', 1);
+  await setup.unsafe('drop schema if exists bench cascade');
+  await setup.end();
+  const env = { ...serviceEnv(REDIS_PORT, DATABASE_URL, PORT), RUN_WORKER: '1' };
+  const service = await startService(SERVER_CPU, env, PORT);
+  const base = `http://127.0.0.1:${PORT}`;
+  const client = new Redis(REDIS_PORT);
+  const post = async (url: string, body: unknown, token?: string) => (await fetch(url, {
+    method: 'POST', body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+  })).json() as Promise<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const access: string[] = [];
+  for (let i = 0; i < 16; i++) {
+    const created = await post(`${base}/admin/v1/licenses`, { organizationName: `Soak ${i}`, password: 'soak-password',
+      totalQuota: 1e12, expiryDate: '2099-01-01T00:00:00Z' }, ADMIN_TOKEN);
+    access.push((await post(`${base}/api/v1/auth/get-token`, { licenseKey: created.data.licenseKey, password: 'soak-password', imzaTipi: 0 })).accessToken);
+  }
+  const accessFile = path.join(work, 'access.txt');
+  writeFileSync(accessFile, access.join('\n') + '\n');
+
+  const samples: { t: number; rss: number; redis: number; keys: number }[] = [];
+  const started = Date.now();
+  const load = runWrk({ cpu: LOAD_CPU, url: base, script: 'soak.lua', connections: CONNECTIONS, seconds: SECONDS, args: [accessFile, String(DELAY_MS)] });
+  let running = true;
+  void load.finally(() => (running = false));
+  while (running) {
+    await sleep(SAMPLE_S * 1000);
+    if (!running) break;
+    const s = { t: Math.round((Date.now() - started) / 1000), rss: rssKiB(service.pid), redis: await usedMemory(client), keys: await client.dbsize() };
+    samples.push(s);
+    process.stderr.write(`  t=${s.t}s rss ${(s.rss / 1024).toFixed(1)} MiB redis ${(s.redis / 1048576).toFixed(1)} MiB keys ${s.keys}\n`);
+  }
+  const result = await load;
+  const after = samples.filter((s) => s.t >= WARMUP_S);
+  const growth = (pick: (s: (typeof samples)[0]) => number) => {
+    const values = after.map(pick);
+    return values.length ? (Math.max(...values) / (values[0] as number) - 1) * 100 : NaN;
+  };
+  const lines = [
+    `soak: ${SECONDS}s, ${CONNECTIONS} connections, ${DELAY_MS} ms pause: ${Math.round(result.rps)} req/s ` +
+      `(half sign-token, half validate), p99 ${(result.p99 / 1000).toFixed(2)} ms, non-200 ${result.statusErrors + result.socketErrors}`,
+    `after ${WARMUP_S}s warm-up: server RSS grew ${growth((s) => s.rss).toFixed(1)}% at most, Redis used_memory ${growth((s) => s.redis).toFixed(1)}%`,
+  ];
+
+  // unredeemed tokens: memory held per token, and given back when their markers expire
+  await sleep(2000);
+  const before = await usedMemory(client);
+  const batch = 20000;
+  for (let i = 0; i < batch; i += 100) {
+    await Promise.all(Array.from({ length: 100 }, (_, j) => post(`${base}/api/v1/auth/sign-token`, { imzaTipi: 0 }, access[(i + j) % access.length])));
+  }
+  await sleep(2000); // the worker has moved the issuance events out of the streams
+  const held = await usedMemory(client);
+  lines.push(`${batch} unredeemed tokens hold ${((held - before) / batch).toFixed(0)} bytes each in Redis`);
+  if (process.env.SOAK_WAIT_EXPIRY !== '0') {
+    await sleep(370_000); // markers live 300 s + 60 s slack
+    const freed = await usedMemory(client);
+    lines.push(`after their expiry: ${((freed - before) / batch).toFixed(0)} bytes each remain (${(((held - freed) / (held - before)) * 100).toFixed(0)}% freed)`);
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+  process.stdout.write(samples.map((s) => `t=${s.t}s rss=${(s.rss / 1024).toFixed(1)}MiB redis=${(s.redis / 1048576).toFixed(1)}MiB keys=${s.keys}`).join('\n') + '\n');
+  await client.quit();
+  rmSync(work, { recursive: true, force: true });
+  stopAll([redis, service]);
+  process.exit(0);
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`soak failed: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});
