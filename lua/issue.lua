@@ -16,7 +16,7 @@
     ARGV[5] firma id
     ARGV[6] imza tipi
     ARGV[7] token expiry, ms since epoch
-    ARGV[8] marker lifetime, ms (a little past the expiry)
+    ARGV[8] marker lifetime, ms (the token's, plus MARKER_SLACK_MS)
 
   Returns {code, a, b}:
     0 OK                  a = remaining quota, b = organization name

@@ -16,9 +16,9 @@ const SECONDS = Number(process.env.SOAK_SECONDS ?? 600);
 const DELAY_MS = Number(process.env.SOAK_DELAY_MS ?? 6); // per connection; sets the pace
 const CONNECTIONS = Number(process.env.SOAK_CONNECTIONS ?? 32);
 const SAMPLE_S = 30;
-// Redis holds each token marker for 360 s (300 s lifetime + 60 s slack): its memory is at
+// Redis holds each token marker for 310 s (300 s lifetime + 10 s slack): its memory is at
 // steady state only after one marker lifetime, so flatness is judged from then on.
-const WARMUP_S = 390;
+const WARMUP_S = 330;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6393;
 const PORT = 9110;
@@ -49,6 +49,15 @@ async function main(): Promise<void> {
   const accessFile = path.join(work, 'access.txt');
   writeFileSync(accessFile, access.join('\n') + '\n');
 
+  // unredeemed tokens first, on an idle system: the Redis memory each one holds
+  const mem0 = await usedMemory(client);
+  const batch = 20000;
+  for (let i = 0; i < batch; i += 100) {
+    await Promise.all(Array.from({ length: 100 }, (_, j) => post(`${base}/api/v1/auth/sign-token`, { imzaTipi: 0 }, access[(i + j) % access.length])));
+  }
+  await sleep(2000); // the worker has moved the issuance events out of the streams
+  const perToken = (await usedMemory(client) - mem0) / batch;
+
   const samples: { t: number; rss: number; redis: number; keys: number }[] = [];
   const started = Date.now();
   const load = runWrk({ cpu: LOAD_CPU, url: base, script: 'soak.lua', connections: CONNECTIONS, seconds: SECONDS, args: [accessFile, String(DELAY_MS)] });
@@ -70,23 +79,20 @@ async function main(): Promise<void> {
   const lines = [
     `soak: ${SECONDS}s, ${CONNECTIONS} connections, ${DELAY_MS} ms pause: ${Math.round(result.rps)} req/s ` +
       `(half sign-token, half validate), p99 ${(result.p99 / 1000).toFixed(2)} ms, non-200 ${result.statusErrors + result.socketErrors}`,
-    `after ${WARMUP_S}s warm-up: server RSS grew ${growth((s) => s.rss).toFixed(1)}% at most, Redis used_memory ${growth((s) => s.redis).toFixed(1)}%`,
+    `after ${WARMUP_S}s warm-up (one marker lifetime): server RSS grew ${growth((s) => s.rss).toFixed(1)}% at most, ` +
+      `Redis used_memory ${growth((s) => s.redis).toFixed(1)}% at most`,
+    `${batch} unredeemed tokens hold ${perToken.toFixed(0)} bytes each in Redis`,
   ];
 
-  // unredeemed tokens: memory held per token, and given back when their markers expire
-  await sleep(2000);
-  const before = await usedMemory(client);
-  const batch = 20000;
-  for (let i = 0; i < batch; i += 100) {
-    await Promise.all(Array.from({ length: 100 }, (_, j) => post(`${base}/api/v1/auth/sign-token`, { imzaTipi: 0 }, access[(i + j) % access.length])));
-  }
-  await sleep(2000); // the worker has moved the issuance events out of the streams
-  const held = await usedMemory(client);
-  lines.push(`${batch} unredeemed tokens hold ${((held - before) / batch).toFixed(0)} bytes each in Redis`);
+  // once every marker has expired, Redis is back where it started
+  const memEnd = await usedMemory(client);
+  const keysEnd = await client.dbsize();
   if (process.env.SOAK_WAIT_EXPIRY !== '0') {
-    await sleep(370_000); // markers live 300 s + 60 s slack
-    const freed = await usedMemory(client);
-    lines.push(`after their expiry: ${((freed - before) / batch).toFixed(0)} bytes each remain (${(((held - freed) / (held - before)) * 100).toFixed(0)}% freed)`);
+    const until = Date.now() + 420_000;
+    while (Date.now() < until && (await client.dbsize()) > 1000) await sleep(10_000);
+    const memFreed = await usedMemory(client);
+    lines.push(`at the end ${keysEnd} keys, ${(memEnd / 1048576).toFixed(1)} MiB; after the markers expired ` +
+      `${await client.dbsize()} keys, ${(memFreed / 1048576).toFixed(1)} MiB (${(mem0 / 1048576).toFixed(1)} MiB before any token)`);
   }
   process.stdout.write(lines.join('\n') + '\n');
   process.stdout.write(samples.map((s) => `t=${s.t}s rss=${(s.rss / 1024).toFixed(1)}MiB redis=${(s.redis / 1048576).toFixed(1)}MiB keys=${s.keys}`).join('\n') + '\n');

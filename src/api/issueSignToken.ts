@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Reply } from '../http/reply.js';
-import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
+import { MARKER_SLACK_MS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import { type ApiContext, RATE_WINDOW_MS } from './context.js';
 import { issueRefusals, rateLimited, ScriptResult } from './results.js';
 
@@ -10,8 +10,6 @@ export interface Issued {
   iat: number;
 }
 
-// markers outlive their token a little, so an expired token is refused as expired, not unknown
-const MARKER_SLACK_MS = 60_000;
 
 /**
  * Issues one sign token for a license through issue.lua (one EVALSHA; a second only after

@@ -1,13 +1,11 @@
 import type { Route } from '../http/server.js';
 import { messageShape, type Reply } from '../http/reply.js';
 import { originHost } from '../licenses/origin.js';
-import type { SignClaims } from '../tokens/jwt.js';
+import { MARKER_SLACK_MS, type SignClaims } from '../tokens/jwt.js';
 import { type ApiContext, RATE_WINDOW_MS } from './context.js';
 import { rateLimited, redeemRefusals, ScriptResult, validateBadRequest, validateReplies, validateSuccess } from './results.js';
 import { bodyParser, ValidateBody } from './schemas.js';
 
-// markers of tokens re-seeded from Postgres live as long as the token could
-const RESEED_SLACK_MS = 60_000;
 
 /** POST /api/license/validate: redeem a sign token, spending one unit of quota. */
 export function validateRoute(ctx: ApiContext): Route {
@@ -17,7 +15,7 @@ export function validateRoute(ctx: ApiContext): Route {
   /** A marker lost with Redis is rebuilt from the audit trail before the token may redeem. */
   async function reseedMarker(markerKey: string, claims: SignClaims): Promise<boolean> {
     const status = await ctx.store.tokenStatus(claims.token_id);
-    const ttl = claims.exp * 1000 - Date.now() + RESEED_SLACK_MS;
+    const ttl = claims.exp * 1000 - Date.now() + MARKER_SLACK_MS;
     if (ttl <= 0) return false;
     // a token signed by us but never persisted was issued just before Redis was lost: redeemable
     await ctx.redis.set(markerKey, status === 'used' ? 'u' : 'i', 'PX', ttl, 'NX');
