@@ -5,7 +5,7 @@
   trail with status "issued". A refusal changes nothing but the rate-limit count.
 
     KEYS[1] license hash        {b}:l:<firmaId>
-    KEYS[2] token marker        {b}:t:<tokenId>
+    KEYS[2] token markers       {b}:t:<expiry minute>   field token id: "i" issued, "u" used
     KEYS[3] rate-limit counter  {b}:rs:<firmaId>
     KEYS[4] usage stream        {b}:ev
 
@@ -16,7 +16,7 @@
     ARGV[5] firma id
     ARGV[6] imza tipi
     ARGV[7] token expiry, ms since epoch
-    ARGV[8] marker lifetime, ms (the token's, plus MARKER_SLACK_MS)
+    ARGV[8] when the marker hash expires, ms since epoch (after its last token, plus slack)
 
   Returns {code, a, b}:
     0 OK                  a = remaining quota, b = organization name
@@ -43,6 +43,7 @@ if lic[3] ~= '1' then return {9} end
 local remaining = tonumber(lic[1]) - tonumber(lic[2])
 if remaining <= 0 then return {10, 0} end
 
-redis.call('SET', KEYS[2], 'i', 'PX', ARGV[8])
+redis.call('HSET', KEYS[2], ARGV[4], 'i')
+redis.call('PEXPIREAT', KEYS[2], ARGV[8])
 redis.call('XADD', KEYS[4], '*', 'k', 'i', 't', ARGV[4], 'f', ARGV[5], 'i', ARGV[6], 's', ARGV[1], 'e', ARGV[7])
 return {0, remaining, lic[5]}

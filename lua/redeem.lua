@@ -5,7 +5,7 @@
   below zero, whatever the concurrency. A refusal changes nothing but the rate-limit count.
 
     KEYS[1] license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, d domains
-    KEYS[2] token marker        {b}:t:<tokenId>   "i" issued, "u" used
+    KEYS[2] token markers       {b}:t:<expiry minute>   field token id: "i" issued, "u" used
     KEYS[3] rate-limit counter  {b}:rv:<firmaId>
     KEYS[4] usage stream        {b}:ev
 
@@ -39,7 +39,7 @@ if limit > 0 then
   if wait then return {1, wait} end
 end
 
-local marker = redis.call('GET', KEYS[2])
+local marker = redis.call('HGET', KEYS[2], ARGV[5])
 if not marker then return {2} end
 if marker == 'u' then return {3} end
 
@@ -71,7 +71,7 @@ local total = tonumber(lic[1])
 local used = tonumber(lic[2])
 if used >= total then return {7, 0} end
 
-redis.call('SET', KEYS[2], 'u', 'KEEPTTL')
+redis.call('HSET', KEYS[2], ARGV[5], 'u')
 used = redis.call('HINCRBY', KEYS[1], 'u', 1)
 if ARGV[9] then
   redis.call('XADD', KEYS[4], '*', 'k', 'u', 't', ARGV[5], 'f', ARGV[6], 'i', ARGV[7], 's', ARGV[1], 'c', ARGV[8], 'o', ARGV[9])

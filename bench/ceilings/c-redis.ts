@@ -17,7 +17,7 @@ const bad = '{"success":false,"message":"Geçersiz token"}';
 
 serve('/api/license/validate', (body, res, state) => {
   const { token } = JSON.parse(body.toString('utf8')) as { token: string };
-  let c: { firma_id: string; token_id: string; imza_tipi: number; iat: number };
+  let c: { firma_id: string; token_id: string; imza_tipi: number; iat: number; exp: number };
   try {
     c = verify(token);
   } catch {
@@ -25,7 +25,7 @@ serve('/api/license/validate', (body, res, state) => {
     return;
   }
   const k = keys.forLicense(c.firma_id);
-  redeem(k.license, k.tokenPrefix + c.token_id, k.rateValidate, k.stream,
+  redeem(k.license, k.markers(c.exp * 1000).key, k.rateValidate, k.stream,
     Date.now(), limit, 60000, '', c.token_id, c.firma_id, c.imza_tipi, c.iat * 1000).then((r) => {
     if (r[0] === 0) {
       send(res, state, '200 OK', `{"success":true,"message":"Token doğrulandı, imza kotası düşüldü","usedQuota":${r[1]},"remainingQuota":${r[2]}}`);

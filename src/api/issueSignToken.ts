@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Reply } from '../http/reply.js';
-import { MARKER_SLACK_MS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
+import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import { type ApiContext, RATE_WINDOW_MS } from './context.js';
 import { issueRefusals, rateLimited, ScriptResult } from './results.js';
 
@@ -23,11 +23,12 @@ export async function issueSignToken(
   const nowMs = Date.now();
   const iat = Math.floor(nowMs / 1000);
   const exp = iat + SIGN_TOKEN_SECONDS;
+  const markers = k.markers(exp * 1000);
   let limit = rateLimit;
   for (let attempt = 0; attempt < 2; attempt++) {
     const result = await ctx.redis.issue(
-      k.license, k.tokenPrefix + tokenId, k.rateSign, k.stream,
-      nowMs, limit, RATE_WINDOW_MS, tokenId, firmaId, imzaTipi, exp * 1000, exp * 1000 - nowMs + MARKER_SLACK_MS,
+      k.license, markers.key, k.rateSign, k.stream,
+      nowMs, limit, RATE_WINDOW_MS, tokenId, firmaId, imzaTipi, exp * 1000, markers.expiresAt,
     );
     const code = result[0] as ScriptResult;
     if (code === ScriptResult.OK) {

@@ -1,11 +1,10 @@
 import type { Route } from '../http/server.js';
 import { messageShape, type Reply } from '../http/reply.js';
 import { originHost } from '../licenses/origin.js';
-import { MARKER_SLACK_MS, type SignClaims } from '../tokens/jwt.js';
+import type { SignClaims } from '../tokens/jwt.js';
 import { type ApiContext, RATE_WINDOW_MS } from './context.js';
 import { rateLimited, redeemRefusals, ScriptResult, validateBadRequest, validateReplies, validateSuccess } from './results.js';
 import { bodyParser, ValidateBody } from './schemas.js';
-
 
 /** POST /api/license/validate: redeem a sign token, spending one unit of quota. */
 export function validateRoute(ctx: ApiContext): Route {
@@ -13,23 +12,25 @@ export function validateRoute(ctx: ApiContext): Route {
   const limit = ctx.config.rate.validate;
 
   /** A marker lost with Redis is rebuilt from the audit trail before the token may redeem. */
-  async function reseedMarker(markerKey: string, claims: SignClaims): Promise<boolean> {
+  async function reseedMarker(markers: { key: string; expiresAt: number }, claims: SignClaims): Promise<boolean> {
+    if (markers.expiresAt <= Date.now()) return false;
     const status = await ctx.store.tokenStatus(claims.token_id);
-    const ttl = claims.exp * 1000 - Date.now() + MARKER_SLACK_MS;
-    if (ttl <= 0) return false;
     // a token signed by us but never persisted was issued just before Redis was lost: redeemable
-    await ctx.redis.set(markerKey, status === 'used' ? 'u' : 'i', 'PX', ttl, 'NX');
+    await ctx.redis.multi()
+      .hsetnx(markers.key, claims.token_id, status === 'used' ? 'u' : 'i')
+      .pexpireat(markers.key, markers.expiresAt)
+      .exec();
     return true;
   }
 
   async function redeem(claims: SignClaims, origin: string | null): Promise<Reply> {
     const k = ctx.keys.forLicense(claims.firma_id);
-    const markerKey = k.tokenPrefix + claims.token_id;
+    const markers = k.markers(claims.exp * 1000);
     const host = origin === null ? '' : originHost(origin);
     let rate = limit;
     for (let attempt = 0; attempt < 3; attempt++) {
       const args: (string | number)[] = [
-        k.license, markerKey, k.rateValidate, k.stream,
+        k.license, markers.key, k.rateValidate, k.stream,
         Date.now(), rate, RATE_WINDOW_MS, host, claims.token_id, claims.firma_id, claims.imza_tipi, claims.iat * 1000,
       ];
       if (origin !== null) args.push(origin);
@@ -39,7 +40,7 @@ export function validateRoute(ctx: ApiContext): Route {
       if (code === ScriptResult.RATE_LIMITED) return rateLimited(Number(result[1]));
       rate = 0; // counted once per request
       if (code === ScriptResult.TOKEN_UNKNOWN) {
-        if (!(await reseedMarker(markerKey, claims))) return validateReplies.TOKEN_EXPIRED;
+        if (!(await reseedMarker(markers, claims))) return validateReplies.TOKEN_EXPIRED;
       } else if (code === ScriptResult.LICENSE_MISS) {
         if (!(await ctx.hot.hydrateFirma(claims.firma_id))) return validateReplies.TOKEN_INVALID;
       } else {

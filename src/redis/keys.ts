@@ -1,3 +1,5 @@
+import { MARKER_SLACK_MS } from '../tokens/jwt.js';
+
 // Key layout. Every key starts with REDIS_PREFIX. Keys of one license share the hash tag
 // of its bucket, {b}, together with that bucket's usage stream, so redeem.lua and
 // issue.lua touch one slot on Redis Cluster. Credentials and per-key rate limits are
@@ -16,12 +18,21 @@ export function bucketOf(firmaId: string): number {
   return (h >>> 0) % STREAM_BUCKETS;
 }
 
+/**
+ * Token markers live in one hash per bucket and minute of token expiry, expiring as a
+ * whole a little after the last of its tokens: Redis drops one key a minute per bucket
+ * instead of reclaiming every token's key lazily, and a token costs a hash field instead
+ * of a key with an expiry (figures in bench/README.md).
+ */
+export const MARKER_WINDOW_MS = 60_000;
+
 export interface LicenseKeys {
   license: string;
   rateValidate: string;
   rateSign: string;
   stream: string;
-  tokenPrefix: string;
+  /** the marker hash of tokens expiring at expMs, and when the hash itself expires */
+  markers(expMs: number): { key: string; expiresAt: number };
 }
 
 export class KeySpace {
@@ -41,7 +52,10 @@ export class KeySpace {
       rateValidate: `${tag}:rv:${firmaId}`,
       rateSign: `${tag}:rs:${firmaId}`,
       stream: `${tag}:ev`,
-      tokenPrefix: `${tag}:t:`,
+      markers(expMs) {
+        const window = Math.floor(expMs / MARKER_WINDOW_MS);
+        return { key: `${tag}:t:${window}`, expiresAt: (window + 1) * MARKER_WINDOW_MS + MARKER_SLACK_MS };
+      },
     };
   }
 

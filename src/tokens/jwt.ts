@@ -7,7 +7,8 @@ export const ACCESS_TOKEN_SECONDS = 900;
  * How long a token's Redis marker outlives the token. Past the expiry the token is refused
  * before Redis is asked, so the marker only has to cover clock skew between servers; a
  * marker gone early sends the token to the Postgres audit trail, never to a second spend.
- * Every outstanding token costs Redis memory for its lifetime plus this.
+ * Markers are kept per minute of expiry (src/redis/keys.ts), so a marker outlives its
+ * token by up to a minute plus this.
  */
 export const MARKER_SLACK_MS = 10_000;
 
