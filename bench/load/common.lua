@@ -1,4 +1,14 @@
--- Shared by the wrk scripts: one JSON line with the figures the driver reads.
+-- Shared by the wrk scripts (dofile'd first; a script may define its own request()).
+
+-- The requests a script's init() prepares; request() goes round them in turn.
+prepared = {}
+local turn = 0
+function request()
+  turn = turn % #prepared + 1
+  return prepared[turn]
+end
+
+-- One JSON line with the figures the driver reads.
 function report(summary, latency)
   local e = summary.errors
   io.write(string.format(
@@ -6,3 +16,5 @@ function report(summary, latency)
     summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
     latency:percentile(50), latency:percentile(99), latency:percentile(99.9)))
 end
+
+function done(summary, latency, requests) report(summary, latency) end

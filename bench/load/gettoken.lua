@@ -2,18 +2,10 @@
 -- args: <file of "licenseKey password" lines>
 dofile(os.getenv("WRK_LUA_DIR") .. "/common.lua")
 
-local requests_, i = {}, 0
 function init(args)
   for line in io.lines(args[1]) do
     local key, password = line:match("^(%S+) (%S+)$")
-    requests_[#requests_ + 1] = wrk.format("POST", nil, { ["Content-Type"] = "application/json" },
+    prepared[#prepared + 1] = wrk.format("POST", nil, { ["Content-Type"] = "application/json" },
       '{"licenseKey":"' .. key .. '","password":"' .. password .. '","imzaTipi":0}')
   end
 end
-
-function request()
-  i = i % #requests_ + 1
-  return requests_[i]
-end
-
-function done(summary, latency, requests) report(summary, latency) end

@@ -27,4 +27,3 @@ function request()
   return wrk.format(nil, nil, nil, body)
 end
 
-function done(summary, latency, requests) report(summary, latency) end

@@ -29,4 +29,3 @@ end
 
 function delay() return pause end
 
-function done(summary, latency, requests) report(summary, latency) end
