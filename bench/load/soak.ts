@@ -82,8 +82,10 @@ async function main(): Promise<void> {
   const lines = [
     `soak: ${SECONDS}s, ${CONNECTIONS} connections, ${DELAY_MS} ms pause: ${Math.round(result.rps)} req/s ` +
       `(half sign-token, half validate), p99 ${(result.p99 / 1000).toFixed(2)} ms, non-200 ${result.statusErrors + result.socketErrors}`,
-    `after ${WARMUP_S}s warm-up (one marker lifetime): server RSS grew ${growth((s) => s.rss).toFixed(1)}% at most, ` +
-      `Redis used_memory ${growth((s) => s.redis).toFixed(1)}% at most`,
+    after.length === 0
+      ? `(shorter than the ${WARMUP_S}s warm-up: no flatness figures)`
+      : `after ${WARMUP_S}s warm-up (one marker lifetime): server RSS grew ${growth((s) => s.rss).toFixed(1)}% at most, ` +
+        `Redis used_memory ${growth((s) => s.redis).toFixed(1)}% at most`,
     `${batch} unredeemed tokens hold ${perToken.toFixed(0)} bytes each in Redis`,
   ];
 
