@@ -22,20 +22,11 @@ function median(values: number[]): number {
   return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
-interface Row {
-  name: string;
-  connections: number;
+type Row = Pick<Sample, 'name' | 'connections' | 'rps' | 'p50' | 'p99' | 'p999' | 'serverUs' | 'redisUs' | 'non200'> & {
   runs: number;
-  rps: number;
   spread: number;
-  p50: number;
-  p99: number;
-  p999: number;
-  serverUs: number;
-  redisUs: number;
-  non200: number;
   rss: string;
-}
+};
 
 function rows(samples: Sample[]): Row[] {
   const groups = new Map<string, Sample[]>();
