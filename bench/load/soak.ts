@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   await setup.end();
   const env = { ...serviceEnv(REDIS_PORT, DATABASE_URL, PORT), RUN_WORKER: '1' };
   const service = await startService(SERVER_CPU, env, PORT);
+  process.on('exit', () => stopAll([redis, service]));
   const base = `http://127.0.0.1:${PORT}`;
   const client = new Redis(REDIS_PORT);
   const post = async (url: string, body: unknown, token?: string) => (await fetch(url, {
