@@ -1,10 +1,11 @@
 import type { Route } from '../http/server.js';
 import { codeShape, reply } from '../http/reply.js';
 import { type ApiContext, bearer, canonicalKey } from './context.js';
-import { issueReplies } from './results.js';
+import { issueBadRequest, issueReplies, quotaErrors } from './results.js';
 import { UUID } from './schemas.js';
 
 const DEFAULT_LIMIT = 50;
+const invalidKey = reply(400, { success: false, error: { code: 'INVALID_LICENSE_KEY', message: quotaErrors.INVALID_LICENSE_KEY[1] } });
 const MAX_LIMIT = 500;
 
 interface Cursor {
@@ -22,9 +23,6 @@ function decodeCursor(text: string): Cursor | null {
   return { usedAt, tokenId };
 }
 
-const badRequest = (field: string) =>
-  reply(400, { success: false, error: { code: 'INVALID_REQUEST', message: `Geçersiz istek parametresi: ${field}` } });
-
 /** GET /api/License/history/{licenseKey}: the license's redemptions, newest first. */
 export function historyRoute(ctx: ApiContext): Route {
   return {
@@ -39,7 +37,7 @@ export function historyRoute(ctx: ApiContext): Route {
       if (claims === null) return issueReplies.INVALID_TOKEN;
       const raw = req.params[0] as string;
       if (!UUID.test(raw)) {
-        return reply(400, { success: false, error: { code: 'INVALID_LICENSE_KEY', message: 'Geçersiz lisans anahtarı formatı (UUID bekleniyor)' } });
+        return invalidKey;
       }
       if ((await ctx.hot.firmaIdOf(canonicalKey(raw))) !== claims.firma_id) {
         return reply(403, { success: false, error: { code: 'FORBIDDEN', message: 'Bu lisansın geçmişine erişim yetkiniz yok' } });
@@ -47,10 +45,10 @@ export function historyRoute(ctx: ApiContext): Route {
       const query = new URLSearchParams(req.query);
       const limitText = query.get('limit');
       const limit = limitText === null ? DEFAULT_LIMIT : Number(limitText);
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return badRequest('limit');
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return issueBadRequest('limit');
       const cursorText = query.get('cursor');
       const cursor = cursorText ? decodeCursor(cursorText) : null;
-      if (cursorText && cursor === null) return badRequest('cursor');
+      if (cursorText && cursor === null) return issueBadRequest('cursor');
       const rows = await ctx.sql`
         select token_id, imza_tipi, used_at, origin from sign_tokens
         where firma_id = ${claims.firma_id} and status = 'used'

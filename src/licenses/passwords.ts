@@ -1,11 +1,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import argon2 from 'argon2';
 
-// argon2id at OWASP's minimum (19 MiB, 2 passes, 1 lane), computed in a child process at
-// nice 19 (src/cli/hasher.ts): hashing never blocks nor starves the event loop. Figures
-// and reasons: bench/README.md.
-const PARAMS = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 } as const;
+// Hashing happens in a child process at nice 19 (src/cli/hasher.ts, which also holds the
+// argon2id parameters): it never blocks nor starves the event loop, and the server never
+// loads argon2 itself.
 const hasherPath = fileURLToPath(new URL('../cli/hasher.js', import.meta.url));
 
 interface Pending {
@@ -21,7 +19,7 @@ export class Passwords {
   private dummy: Promise<string> | null = null;
 
   hash(password: string): Promise<string> {
-    return this.call({ op: 'hash', password, params: PARAMS }) as Promise<string>;
+    return this.call({ op: 'hash', password }) as Promise<string>;
   }
 
   verify(hash: string, password: string): Promise<boolean> {
