@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test build deps lint typecheck services clean stop-services bench soak
+.PHONY: run test build deps lint typecheck services clean stop-services bench soak profile load-tools
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -32,17 +32,27 @@ test: build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
-# Performance: the service against its ceiling servers in one run (bench/README.md).
-bench: build
+# Performance (bench/README.md): wrk from Debian's packages, installed when missing.
+load-tools:
 	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 	@command -v taskset >/dev/null || { echo "taskset is missing: apt-get install util-linux"; exit 1; }
+
+# The service against its ceiling servers in one run.
+bench: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/load/run.js
 
-# 10-minute soak at half the peak request rate: memory must stay flat (bench/README.md).
-soak: build
-	@command -v wrk >/dev/null || { apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
+# The 10-minute soak at a third of the peak rate.
+soak: build load-tools
 	node dist/bench/load/soak.js
+
+# A CPU profile of the service under validate load (64 connections): bench/profiles/validate.{svg,folded}.
+profile: build load-tools
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	rm -f bench/profiles/*.cpuprofile
+	BENCH_PROFILE=bench/profiles BENCH_ONLY=validate BENCH_CONNECTIONS=64 BENCH_RUNS=1 BENCH_SECONDS=$${BENCH_SECONDS:-10} node dist/bench/load/run.js
+	node dist/bench/flame.js bench/profiles validate
+	rm -f bench/profiles/*.cpuprofile
 
 lint: deps
 	npm run lint

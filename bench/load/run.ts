@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config.js';
 import { UsageWorker } from '../../src/usage/worker.js';
 import { cpuMicros, rssKiB } from './proc.js';
 import { runWrk, type WrkResult } from './wrk.js';
-import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, type Pinned } from './services.js';
+import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
 import { printTable, type Sample } from './table.js';
 
 // make bench: the service against its ceilings, interleaved in one run, same connections,
@@ -21,6 +21,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '16,64,256').split(',').map(Number);
 const LICENSES = 32;
+// BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change)
+const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
 const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103 };
@@ -129,8 +131,10 @@ async function main(): Promise<void> {
   for (const connections of CONNECTIONS) {
     for (let run = 0; run < RUNS; run++) {
       await mint();
-      await measure('ceiling (a) uws+json', connections, ceilings.a, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
-      await measure('ceiling (b) +jwt', connections, ceilings.b, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
+      if (!ONLY_VALIDATE) {
+        await measure('ceiling (a) uws+json', connections, ceilings.a, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
+        await measure('ceiling (b) +jwt', connections, ceilings.b, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
+      }
       let before = await usedTotal();
       const c = await measure('ceiling (c) +evalsha', connections, ceilings.c, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
       await checkBooks(`ceiling (c) c=${connections}`, before, c, connections);
@@ -141,6 +145,13 @@ async function main(): Promise<void> {
       await checkBooks(`service c=${connections}`, before, s, connections);
       await drain();
     }
+  }
+
+  if (ONLY_VALIDATE) {
+    printTable(samples, { books, memory: '' });
+    await stopGracefully(service);
+    stopAll(all);
+    process.exit(0);
   }
 
   // the other endpoints, at 64 connections

@@ -65,8 +65,10 @@ export function serviceEnv(redisPort: number, databaseUrl: string, port: number)
 }
 
 export function startService(cpu: string, env: Record<string, string>, port: number): Promise<Pinned> {
+  // BENCH_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (make profile)
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE)}`] : [];
   // the service logs nothing at warn level when it starts: wait for the port instead
-  return startPinned('service', cpu, ['node', path.join(buildRoot, 'src/cli/server.js')],
+  return startPinned('service', cpu, ['node', ...profile, path.join(buildRoot, 'src/cli/server.js')],
     { ...env, LOG_LEVEL: 'info' }, /"listening"/, port);
 }
 
@@ -74,6 +76,19 @@ export function startCeiling(level: 'a' | 'b' | 'c', cpu: string, env: Record<st
   const file = { a: 'a-json.js', b: 'b-jwt.js', c: 'c-redis.js' }[level];
   return startPinned(`ceiling ${level}`, cpu, ['node', path.join(buildRoot, 'bench/ceilings', file)],
     { ...env, PORT: String(port) }, /ceiling listening/, port);
+}
+
+/** SIGTERM and wait for the exit, so a profiled service writes its profile. */
+export function stopGracefully(p: Pinned): Promise<void> {
+  if (p.child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 15_000);
+    p.child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    p.child.kill('SIGTERM');
+  });
 }
 
 export function stopAll(processes: Pinned[]): void {

@@ -1,6 +1,7 @@
 import type { Route } from '../http/server.js';
 import { messageShape, type Reply } from '../http/reply.js';
 import { originHost } from '../licenses/origin.js';
+import { RedeemBatcher, type Redemption } from '../redis/redeemBatcher.js';
 import type { SignClaims } from '../tokens/jwt.js';
 import { type ApiContext, RATE_WINDOW_MS } from './context.js';
 import { rateLimited, redeemRefusals, ScriptResult, validateBadRequest, validateReplies, validateSuccess } from './results.js';
@@ -10,6 +11,7 @@ import { bodyParser, ValidateBody } from './schemas.js';
 export function validateRoute(ctx: ApiContext): Route {
   const parse = bodyParser(ValidateBody);
   const limit = ctx.config.rate.validate;
+  const batcher = new RedeemBatcher(ctx.redis, RATE_WINDOW_MS);
 
   /** A marker lost with Redis is rebuilt from the audit trail before the token may redeem. */
   async function reseedMarker(markers: { key: string; expiresAt: number }, claims: SignClaims): Promise<boolean> {
@@ -26,19 +28,15 @@ export function validateRoute(ctx: ApiContext): Route {
   async function redeem(claims: SignClaims, origin: string | null): Promise<Reply> {
     const k = ctx.keys.forLicense(claims.firma_id);
     const markers = k.markers(claims.exp * 1000);
-    const host = origin === null ? '' : originHost(origin);
-    let rate = limit;
+    const redemption: Redemption = {
+      keys: k, markers: markers.key, limit, host: origin === null ? '' : originHost(origin),
+      tokenId: claims.token_id, firmaId: claims.firma_id, imzaTipi: claims.imza_tipi, iatMs: claims.iat * 1000, origin,
+    };
     for (let attempt = 0; attempt < 3; attempt++) {
-      const args: (string | number)[] = [
-        k.license, markers.key, k.rateValidate, k.stream,
-        Date.now(), rate, RATE_WINDOW_MS, host, claims.token_id, claims.firma_id, claims.imza_tipi, claims.iat * 1000,
-      ];
-      if (origin !== null) args.push(origin);
-      const result = await ctx.redis.redeem(...args);
-      const code = result[0] as ScriptResult;
-      if (code === ScriptResult.OK) return validateSuccess(result[1] as number, result[2] as number);
-      if (code === ScriptResult.RATE_LIMITED) return rateLimited(Number(result[1]));
-      rate = 0; // counted once per request
+      const [code, a, b] = await batcher.redeem(redemption);
+      if (code === ScriptResult.OK) return validateSuccess(a, b);
+      if (code === ScriptResult.RATE_LIMITED) return rateLimited(a);
+      redemption.limit = 0; // counted once per request
       if (code === ScriptResult.TOKEN_UNKNOWN) {
         if (!(await reseedMarker(markers, claims))) return validateReplies.TOKEN_EXPIRED;
       } else if (code === ScriptResult.LICENSE_MISS) {

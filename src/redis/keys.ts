@@ -27,6 +27,8 @@ export function bucketOf(firmaId: string): number {
 export const MARKER_WINDOW_MS = 60_000;
 
 export interface LicenseKeys {
+  /** the stream bucket, which is also the hash tag of every key here */
+  bucket: number;
   license: string;
   rateValidate: string;
   rateSign: string;
@@ -46,8 +48,10 @@ export class KeySpace {
   }
 
   forLicense(firmaId: string): LicenseKeys {
-    const tag = `${this.prefix}:{${bucketOf(firmaId)}}`;
+    const bucket = bucketOf(firmaId);
+    const tag = `${this.prefix}:{${bucket}}`;
     return {
+      bucket,
       license: `${tag}:l:${firmaId}`,
       rateValidate: `${tag}:rv:${firmaId}`,
       rateSign: `${tag}:rs:${firmaId}`,

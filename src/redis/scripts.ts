@@ -12,14 +12,17 @@ export interface ScriptClient {
   credentials(...keysAndArgs: (string | number)[]): Promise<Reply>;
   rate(...keysAndArgs: (string | number)[]): Promise<Reply>;
   sync(...keysAndArgs: (string | number)[]): Promise<number>;
+  /** numKeys first: the batch decides how many keys it has */
+  redeemMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
 }
 
-const definitions: [keyof ScriptClient, number][] = [
+const definitions: [keyof ScriptClient, number | undefined][] = [
   ['redeem', 4],
   ['issue', 4],
   ['credentials', 2],
   ['rate', 1],
   ['sync', 1],
+  ['redeemMany', undefined],
 ];
 
 const sources = new Map<string, string>();
@@ -37,6 +40,6 @@ export function scriptSource(name: string): string {
 
 export function defineScripts(client: Redis | Cluster): void {
   for (const [name, numberOfKeys] of definitions) {
-    client.defineCommand(name, { numberOfKeys, lua: scriptSource(name) });
+    client.defineCommand(name, numberOfKeys === undefined ? { lua: scriptSource(name) } : { numberOfKeys, lua: scriptSource(name) });
   }
 }

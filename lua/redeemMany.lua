@@ -1,0 +1,32 @@
+--[[
+  Redeem several sign tokens of one hash slot in one call: the tokens that reached one
+  server in the same event-loop turn. Each is redeemed exactly as redeem.lua would, in the
+  order given, so two copies of one token in a batch spend once.
+
+    KEYS[1]          usage stream of the slot   {b}:ev
+    KEYS[3i-1..3i+1] token i's license hash, token markers, rate-limit counter (i = 1..n)
+
+    ARGV[1]  now, ms since epoch
+    ARGV[2]  rate window, ms
+    ARGV[7i-4..7i+2] token i: rate limit (0 = off), origin host ("" = none), token id,
+             firma id, imza tipi, token iat ms, origin prefixed "+" ("" = none)
+
+  Returns {code1, a1, b1, code2, a2, b2, ...}: redeemToken's result for each token, in order
+  (codes listed in includes/redeemToken.lua).
+]]
+-- @include rateLimit
+-- @include redeemToken
+
+local out = {}
+local stream, now, windowMs = KEYS[1], ARGV[1], ARGV[2]
+for i = 1, (#KEYS - 1) / 3 do
+  local k, v = 3 * i - 1, 7 * i - 4
+  local origin = ARGV[v + 6]
+  if origin == '' then origin = nil else origin = string.sub(origin, 2) end
+  local code, a, b = redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], stream, now, tonumber(ARGV[v]), windowMs,
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin)
+  out[#out + 1] = code
+  out[#out + 1] = a
+  out[#out + 1] = b
+end
+return out

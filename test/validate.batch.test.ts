@@ -1,0 +1,100 @@
+import t from 'tap';
+import { createRedis } from '../src/redis/client.js';
+import { bucketOf, KeySpace } from '../src/redis/keys.js';
+import { RedeemBatcher, type RedeemResult } from '../src/redis/redeemBatcher.js';
+import { claimsOf, mintTokens } from './helpers/durable.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+import { MSG, NO_RATE_LIMITS } from './helpers/validate.js';
+
+// Redemptions that reach the server in one event-loop turn and share a hash slot go to
+// Redis as one redeemMany.lua call. Each must come out exactly as if redeemed alone.
+
+const h = await startHarness(t, 'validate-batch', NO_RATE_LIMITS);
+
+/** Two licenses whose keys share one hash slot (bucket), so their redemptions batch together. */
+async function twoLicensesInOneBucket(h: Harness, a: object, b: object) {
+  const seen = new Map<number, Awaited<ReturnType<Harness['createLicense']>>>();
+  for (let i = 0; i < 60; i++) {
+    const lic = await h.createLicense(a);
+    const bucket = bucketOf(lic.firmaId);
+    const twin = seen.get(bucket);
+    if (twin) {
+      // the second license of the bucket gets b's settings
+      const patched = await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, b);
+      if (patched.status !== 200) throw new Error(`PATCH: ${patched.status} ${patched.text}`);
+      return { first: twin, second: lic, bucket };
+    }
+    seen.set(bucket, lic);
+  }
+  throw new Error('no two licenses in one bucket after 60 tries');
+}
+
+t.test('a burst in one slot: every token answered as if alone, duplicates spend once, origins kept', async (t) => {
+  const { first: a, second: b } = await twoLicensesInOneBucket(h, { totalQuota: 100 }, { domains: ['example.com'] });
+  t.equal((await h.admin('GET', `/admin/v1/licenses/${b.licenseKey}`)).body.data.domains[0], 'example.com', 'b has a domain');
+  const aTokens = (await mintTokens(h, a.licenseKey, a.password, 70)).tokens;
+  const bTokens = (await mintTokens(h, b.licenseKey, b.password, 5)).tokens;
+
+  const bOrigins = ['https://example.com', 'example.com', 'http://EXAMPLE.com:8080/x', 'evil.com', ''];
+  const answers = await Promise.all([
+    ...aTokens.map((token) => h.validate(token)),
+    h.validate(aTokens[0]), h.validate(aTokens[0]),
+    ...bTokens.map((token, i) => h.validate(token, bOrigins[i])),
+  ]);
+  const aAnswers = answers.slice(0, 72);
+  const bAnswers = answers.slice(72);
+
+  const aOk = aAnswers.filter((x) => x.status === 200);
+  t.equal(aOk.length, 70, '70 distinct tokens of a: 70 redemptions');
+  t.same(aOk.map((x) => x.body.usedQuota as number).sort((x, y) => x - y), Array.from({ length: 70 }, (_, i) => i + 1),
+    'usedQuota values 1..70, each once');
+  t.ok(aOk.every((x) => x.body.usedQuota + x.body.remainingQuota === 100), 'used + remaining = 100 in every answer');
+  const aRefused = aAnswers.filter((x) => x.status !== 200);
+  t.equal(aRefused.length, 2, 'the two extra copies of one token are refused');
+  t.ok(aRefused.every((x) => x.status === 400 && x.body.message === MSG.USED), 'as already used');
+
+  t.same(bAnswers.map((x) => x.status), [200, 200, 200, 401, 401], 'b: good origins redeem, bad ones are refused');
+  t.same(bAnswers.slice(3).map((x) => x.body), [{ success: false, message: MSG.ORIGIN }, { success: false, message: MSG.ORIGIN }]);
+  t.same(bAnswers.slice(0, 3).map((x) => x.body.usedQuota as number).sort(), [1, 2, 3]);
+
+  await h.drainWorker();
+  const licenses = await h.sql`select firma_id, used_quota::int as used from licenses where firma_id in (${a.firmaId}, ${b.firmaId})`;
+  t.same(Object.fromEntries(licenses.map((r) => [r.firma_id, r.used])), { [a.firmaId]: 70, [b.firmaId]: 3 }, 'Postgres: 70 and 3 used');
+  const used = await h.sql`select token_id, origin from sign_tokens where firma_id = ${b.firmaId} and status = 'used'`;
+  const originOf = new Map(used.map((r) => [r.token_id as string, r.origin as string | null]));
+  t.same(bTokens.slice(0, 3).map((tok) => originOf.get(claimsOf(tok).token_id)), bOrigins.slice(0, 3),
+    'each used token of b records the origin its client sent');
+});
+
+t.test('the batcher: one turn of one slot is one redeemMany call per 64 tokens, results in order', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 1000 });
+  const tokens = (await mintTokens(h, lic.licenseKey, lic.password, 131)).tokens;
+  const redis = createRedis(h.config, 'test-batcher');
+  t.teardown(() => redis.quit());
+  const calls = { one: 0, many: 0 };
+  const one = redis.redeem.bind(redis);
+  const many = redis.redeemMany.bind(redis);
+  redis.redeem = (...args) => { calls.one++; return one(...args); };
+  redis.redeemMany = (...args) => { calls.many++; return many(...args); };
+
+  const keys = new KeySpace(h.prefix);
+  const batcher = new RedeemBatcher(redis, 60_000);
+  const redeem = (token: string): Promise<RedeemResult> => {
+    const c = claimsOf(token);
+    const k = keys.forLicense(c.firma_id);
+    return batcher.redeem({
+      keys: k, markers: k.markers(c.exp * 1000).key, limit: 0, host: '', tokenId: c.token_id,
+      firmaId: c.firma_id, imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null,
+    });
+  };
+
+  const burst = await Promise.all(tokens.slice(0, 130).map(redeem));
+  t.same(calls, { one: 0, many: 3 }, '130 tokens of one turn: three redeemMany calls (64 + 64 + 2)');
+  t.same(burst, Array.from({ length: 130 }, (_, i) => [0, i + 1, 1000 - i - 1]), 'each token redeemed, in the order given');
+
+  const lone = await redeem(tokens[130] as string);
+  t.same(calls, { one: 1, many: 3 }, 'a lone redemption is a plain redeem.lua call');
+  t.same(lone, [0, 131, 869]);
+  const again = await Promise.all([redeem(tokens[130] as string), redeem(tokens[0] as string)]);
+  t.same(again, [[3, 0, 0], [3, 0, 0]], 'spent tokens are refused in a batch too');
+});
