@@ -52,7 +52,6 @@ profile: build load-tools
 	rm -f bench/profiles/*.cpuprofile
 	BENCH_PROFILE=bench/profiles BENCH_ONLY=validate BENCH_CONNECTIONS=64 BENCH_RUNS=1 BENCH_SECONDS=$${BENCH_SECONDS:-10} node dist/bench/load/run.js
 	node dist/bench/flame.js bench/profiles validate
-	rm -f bench/profiles/*.cpuprofile
 
 lint: deps
 	npm run lint

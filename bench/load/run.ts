@@ -23,9 +23,12 @@ const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '16,64,256').split(',').ma
 const LICENSES = 32;
 // BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change)
 const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
+// BENCH_PROFILE=<dir>: the measured service writes a CPU profile there; a second, unprofiled
+// instance on the same Redis and Postgres does the setup and mints the tokens
+const PROFILE_DIR = process.env.BENCH_PROFILE;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
-const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103 };
+const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104 };
 
 const work = mkdtempSync(path.join(tmpdir(), 'bench-'));
 const samples: Sample[] = [];
@@ -63,13 +66,14 @@ async function main(): Promise<void> {
   const sqlSetup = await connectPostgres(DATABASE_URL, 'public', 1);
   await sqlSetup.unsafe('drop schema if exists bench cascade');
   await sqlSetup.end();
-  const service = await startService(SERVER_CPU, env, PORTS.service);
+  const service = await startService(SERVER_CPU, env, PORTS.service, PROFILE_DIR);
+  const minter = PROFILE_DIR === undefined ? service : await startService(LOAD_CPU, { ...env, PORT: String(PORTS.minter) }, PORTS.minter);
   const ceilings = {
     a: await startCeiling('a', SERVER_CPU, env, PORTS.a),
     b: await startCeiling('b', SERVER_CPU, env, PORTS.b),
     c: await startCeiling('c', SERVER_CPU, env, PORTS.c),
   };
-  const all = [redis, service, ceilings.a, ceilings.b, ceilings.c];
+  const all = [redis, service, minter, ceilings.a, ceilings.b, ceilings.c];
   process.on('exit', () => stopAll(all));
 
   // the usage worker, run by the driver between measured runs so streams stay small
@@ -82,7 +86,7 @@ async function main(): Promise<void> {
     while ((await drainer.lag()) > 0) await new Promise((r) => setTimeout(r, 50));
   };
 
-  const base = `http://127.0.0.1:${PORTS.service}`;
+  const base = `http://127.0.0.1:${minter.port}`;
   process.stderr.write(`bench: ${LICENSES} licenses, ${SECONDS}s runs x${RUNS}, connections ${CONNECTIONS.join('/')}, ` +
     `servers on cpu ${SERVER_CPU}, wrk + Redis on cpu ${LOAD_CPU}\n`);
   const licenses: { key: string; password: string; access: string }[] = [];

@@ -64,9 +64,9 @@ export function serviceEnv(redisPort: number, databaseUrl: string, port: number)
   };
 }
 
-export function startService(cpu: string, env: Record<string, string>, port: number): Promise<Pinned> {
-  // BENCH_PROFILE=<dir>: the service writes a V8 CPU profile there when it stops (make profile)
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE)}`] : [];
+/** With profileDir, the service writes a V8 CPU profile there when it stops (make profile). */
+export function startService(cpu: string, env: Record<string, string>, port: number, profileDir?: string): Promise<Pinned> {
+  const profile = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`];
   // the service logs nothing at warn level when it starts: wait for the port instead
   return startPinned('service', cpu, ['node', ...profile, path.join(buildRoot, 'src/cli/server.js')],
     { ...env, LOG_LEVEL: 'info' }, /"listening"/, port);
