@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { adminRoutes } from './admin/v1_licenses.js';
-import type { ApiContext } from './api/context.js';
+import { RATE_WINDOW_MS, type ApiContext } from './api/context.js';
 import { checkQuotaRoute } from './api/license_checkQuota.js';
 import { historyRoute } from './api/license_history.js';
 import { validateRoute } from './api/license_validate.js';
 import { QuotaCache } from './api/quotaCache.js';
+import { IssueBatcher } from './redis/issueBatcher.js';
 import { getTokenRoute } from './api/v1_auth_getToken.js';
 import { signTokenRoute } from './api/v1_auth_signToken.js';
 import { connectPostgres, type Sql } from './db/pg.js';
@@ -40,6 +41,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     tokens: new TokenService(config.jwtSecret),
     hot: new HotLicenses(redis, keys, store),
     passwords: new Passwords(),
+    issuer: new IssueBatcher(redis, RATE_WINDOW_MS),
   };
 
   // admin changes made on any instance evict this instance's check-quota answers

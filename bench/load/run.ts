@@ -76,14 +76,20 @@ async function main(): Promise<void> {
   const all = [redis, service, minter, ceilings.a, ceilings.b, ceilings.c];
   process.on('exit', () => stopAll(all));
 
-  // the usage worker, run by the driver between measured runs so streams stay small
+  // The usage worker, run by the driver between measured runs only, so streams stay small
+  // and no Postgres write competes with a measurement. Then Postgres is settled (VACUUM,
+  // CHECKPOINT): otherwise the run after a large drain pays for autovacuum and checkpoint
+  // work the one before it caused (seen: the server measured second in a round lost 20-40 %).
   const config = loadConfig(env, 'worker');
   const sql = await connectPostgres(DATABASE_URL, 'bench', 2);
-  const drainer = new UsageWorker(createRedis(config, 'bench-drain'), sql, new KeySpace('bench'),
-    { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000 }, pino({ level: 'silent' }));
-  await drainer.start();
   const drain = async () => {
-    while ((await drainer.lag()) > 0) await new Promise((r) => setTimeout(r, 50));
+    const worker = new UsageWorker(createRedis(config, 'bench-drain'), sql, new KeySpace('bench'),
+      { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000 }, pino({ level: 'silent' }));
+    await worker.start();
+    while ((await worker.lag()) > 0) await new Promise((r) => setTimeout(r, 50));
+    await worker.stop();
+    await sql.unsafe('vacuum (analyze) sign_tokens, licenses');
+    await sql.unsafe('checkpoint');
   };
 
   const base = `http://127.0.0.1:${minter.port}`;
@@ -111,14 +117,14 @@ async function main(): Promise<void> {
     return sum;
   };
   const redisClient = new Redis(REDIS_PORT);
-  let tokenFile = '';
   let minted = 0;
+  /** A fresh file of sign tokens (the caller drains their issuance events). */
   const mint = async () => {
-    tokenFile = path.join(work, `tokens-${minted++}.txt`);
-    writeFileSync(tokenFile, '');
+    const file = path.join(work, `tokens-${minted++}.txt`);
+    writeFileSync(file, '');
     await runWrk({ cpu: LOAD_CPU, url: `${base}/api/v1/auth/sign-token`, script: 'mint.lua', connections: 64,
-      seconds: Math.ceil(SECONDS * 1.6), args: [accessFile, tokenFile] });
-    await drain();
+      seconds: Math.ceil(SECONDS * 2), args: [accessFile, file] });
+    return file;
   };
   const books: string[] = [];
   // wrk abandons the requests in flight when its time is up: the server may still redeem
@@ -131,23 +137,30 @@ async function main(): Promise<void> {
     books.push(`${name}: 200s seen ${ok200}, usedQuota +${spent} (abandoned in flight: ${spent - ok200}) ${ok ? 'balanced' : 'MISMATCH'}`);
   };
 
-  // validate: ceilings and service interleaved, each round with fresh tokens for the redeemers
+  const redeeming = async (name: string, connections: number, target: Pinned, tokens: string) => {
+    const before = await usedTotal();
+    const r = await measure(name, connections, target, redis, 'redeem.lua', [tokens, '1'], '/api/license/validate');
+    await checkBooks(`${name} c=${connections}`, before, r, connections);
+    const minted = readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
+    // redeem.lua repeats its last token when the file runs out: the repeats are refused
+    if (r.requests > minted) books.push(`${name} c=${connections}: RAN OUT OF TOKENS (${minted} minted, ${r.requests} requests)`);
+    await drain();
+  };
+
+  // validate: ceilings and service interleaved, each round with fresh tokens for the
+  // redeemers, minted up front; ceiling (c) and the service take turns going first
   for (const connections of CONNECTIONS) {
     for (let run = 0; run < RUNS; run++) {
-      await mint();
+      const forCeiling = await mint();
+      const forService = await mint();
+      await drain();
       if (!ONLY_VALIDATE) {
-        await measure('ceiling (a) uws+json', connections, ceilings.a, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
-        await measure('ceiling (b) +jwt', connections, ceilings.b, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
+        await measure('ceiling (a) uws+json', connections, ceilings.a, redis, 'redeem.lua', [forCeiling, '1'], '/api/license/validate');
+        await measure('ceiling (b) +jwt', connections, ceilings.b, redis, 'redeem.lua', [forCeiling, '1'], '/api/license/validate');
       }
-      let before = await usedTotal();
-      const c = await measure('ceiling (c) +evalsha', connections, ceilings.c, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
-      await checkBooks(`ceiling (c) c=${connections}`, before, c, connections);
-      await drain();
-      await mint();
-      before = await usedTotal();
-      const s = await measure('service validate', connections, service, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate');
-      await checkBooks(`service c=${connections}`, before, s, connections);
-      await drain();
+      const turns: [string, Pinned, string][] = [['ceiling (c) +evalsha', ceilings.c, forCeiling], ['service validate', service, forService]];
+      if (run % 2 === 1) turns.reverse();
+      for (const [name, target, tokens] of turns) await redeeming(name, connections, target, tokens);
     }
   }
 
@@ -167,9 +180,10 @@ async function main(): Promise<void> {
   await measure('service get-token', 16, service, redis, 'gettoken.lua', [credFile], '/api/v1/auth/get-token');
 
   // validate while get-token hashes passwords beside it
-  await mint();
+  const underLoad = await mint();
+  await drain();
   const [loaded] = await Promise.all([
-    measure('validate + get-token', 64, service, redis, 'redeem.lua', [tokenFile, '1'], '/api/license/validate'),
+    measure('validate + get-token', 64, service, redis, 'redeem.lua', [underLoad, '1'], '/api/license/validate'),
     runWrk({ cpu: LOAD_CPU, url: `${base}/api/v1/auth/get-token`, script: 'gettoken.lua', connections: 8, seconds: SECONDS, args: [credFile] }),
   ]);
   void loaded;
@@ -177,8 +191,9 @@ async function main(): Promise<void> {
 
   // Redis memory per outstanding token
   const memBefore = Number(/used_memory:(\d+)/.exec(await redisClient.info('memory'))?.[1]);
-  await mint();
-  const outstanding = readFileSync(tokenFile, 'utf8').split('\n').filter(Boolean).length;
+  const fresh = await mint();
+  await drain();
+  const outstanding = readFileSync(fresh, 'utf8').split('\n').filter(Boolean).length;
   const memAfter = Number(/used_memory:(\d+)/.exec(await redisClient.info('memory'))?.[1]);
   const markerHashes = (await redisClient.keys('bench:*:t:*')).length;
 
@@ -187,7 +202,6 @@ async function main(): Promise<void> {
     memory: `Redis memory per outstanding token: ${((memAfter - memBefore) / outstanding).toFixed(0)} bytes ` +
       `(used_memory delta over ${outstanding} fresh tokens, held in ${markerHashes} marker hashes)`,
   });
-  await drainer.stop();
   await Promise.all([redisClient.quit(), sql.end()]);
   rmSync(work, { recursive: true, force: true });
   stopAll(all);

@@ -5,6 +5,7 @@ import type { HotLicenses } from '../licenses/hot.js';
 import type { Passwords } from '../licenses/passwords.js';
 import type { LicenseStore } from '../licenses/store.js';
 import type { RedisClient } from '../redis/client.js';
+import type { IssueBatcher } from '../redis/issueBatcher.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { TokenService } from '../tokens/jwt.js';
 import type { QuotaCache } from './quotaCache.js';
@@ -21,6 +22,8 @@ export interface ApiContext {
   hot: HotLicenses;
   passwords: Passwords;
   quotaCache: QuotaCache;
+  /** sign-token issuance, shared by get-token and sign-token so their requests batch together */
+  issuer: IssueBatcher;
 }
 
 export const RATE_WINDOW_MS = 60_000;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Reply } from '../http/reply.js';
+import type { Issuance } from '../redis/issueBatcher.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
-import { type ApiContext, RATE_WINDOW_MS } from './context.js';
+import type { ApiContext } from './context.js';
 import { issueRefusals, rateLimited, ScriptResult } from './results.js';
 
 export interface Issued {
@@ -12,8 +13,9 @@ export interface Issued {
 
 
 /**
- * Issues one sign token for a license through issue.lua (one EVALSHA; a second only after
- * a Redis miss has been repaired from Postgres). null: the license does not exist.
+ * Issues one sign token for a license through issue.lua, or issueMany.lua with the other
+ * issuances of its slot and turn (one script call; a second only after a Redis miss has
+ * been repaired from Postgres). null: the license does not exist.
  */
 export async function issueSignToken(
   ctx: ApiContext, firmaId: string, imzaTipi: 0 | 1, rateLimit: number,
@@ -24,12 +26,11 @@ export async function issueSignToken(
   const iat = Math.floor(nowMs / 1000);
   const exp = iat + SIGN_TOKEN_SECONDS;
   const markers = k.markers(exp * 1000);
-  let limit = rateLimit;
+  const issuance: Issuance = {
+    keys: k, markers: markers.key, markersExpireAt: markers.expiresAt, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
+  };
   for (let attempt = 0; attempt < 2; attempt++) {
-    const result = await ctx.redis.issue(
-      k.license, markers.key, k.rateSign, k.stream,
-      nowMs, limit, RATE_WINDOW_MS, tokenId, firmaId, imzaTipi, exp * 1000, markers.expiresAt,
-    );
+    const result = await ctx.issuer.issue(issuance);
     const code = result[0] as ScriptResult;
     if (code === ScriptResult.OK) {
       const signToken = ctx.tokens.signSignToken({
@@ -40,7 +41,7 @@ export async function issueSignToken(
     if (code === ScriptResult.RATE_LIMITED) return rateLimited(Number(result[1]));
     if (code !== ScriptResult.LICENSE_MISS) return issueRefusals[code] as Reply;
     if (!(await ctx.hot.hydrateFirma(firmaId))) return null;
-    limit = 0; // this request has been counted already
+    issuance.limit = 0; // this request has been counted already
   }
   return null;
 }

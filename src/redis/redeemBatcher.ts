@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
-import { isCluster, type RedisClient } from './client.js';
 import type { ScriptResult } from '../api/results.js';
-import { STREAM_BUCKETS, type LicenseKeys } from './keys.js';
+import type { RedisClient } from './client.js';
+import type { LicenseKeys } from './keys.js';
+import { SlotBatcher, type BatchedScript } from './slotBatcher.js';
 
 /** One redemption's keys and arguments (lua/includes/redeemToken.lua). */
 export interface Redemption {
@@ -19,80 +19,36 @@ export interface Redemption {
 /** code, a, b of redeemToken */
 export type RedeemResult = [code: ScriptResult, a: number, b: number];
 
-interface Pending extends Redemption {
-  resolve(result: RedeemResult): void;
-  reject(err: unknown): void;
+/** redeem.lua alone, redeemMany.lua for the tokens of one slot and turn. */
+function redeemScripts(windowMs: number): BatchedScript<Redemption> {
+  return {
+    many: 'redeemMany',
+    width: 3,
+    bucket: (r) => r.keys.bucket,
+    stream: (r) => r.keys.stream,
+    one(redis, r, now) {
+      const k = r.keys;
+      return r.origin === null
+        ? redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
+          now, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs)
+        : redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
+          now, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin);
+    },
+    pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
+    pushHead: (into, now) => into.push(now, windowMs),
+    pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`),
+  };
 }
 
-/** At most this many tokens per script call, so one call never holds Redis for long. */
-const MAX_PER_CALL = 64;
-
-/**
- * Redemptions go to Redis once per event-loop turn: the ones of a turn that fall in one
- * hash slot become one redeemMany.lua call, and a standalone connection's writes are corked
- * so the turn's calls leave in one write. A lone redemption is a plain redeem.lua call.
- * (Why: bench/README.md, Attempts.)
- */
+/** Redemptions, batched per hash slot and event-loop turn (src/redis/slotBatcher.ts). */
 export class RedeemBatcher {
-  private readonly queues: Pending[][] = [];
-  private scheduled = false;
-  private readonly flushBound = () => this.flush();
+  private readonly batcher: SlotBatcher<Redemption>;
 
-  constructor(private readonly redis: RedisClient, private readonly windowMs: number) {
-    for (let b = 0; b < STREAM_BUCKETS; b++) this.queues.push([]);
+  constructor(redis: RedisClient, windowMs: number) {
+    this.batcher = new SlotBatcher(redis, redeemScripts(windowMs));
   }
 
   redeem(r: Redemption): Promise<RedeemResult> {
-    return new Promise((resolve, reject) => {
-      const p = r as Pending;
-      p.resolve = resolve;
-      p.reject = reject;
-      (this.queues[r.keys.bucket] as Pending[]).push(p);
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(this.flushBound);
-      }
-    });
-  }
-
-  private flush(): void {
-    this.scheduled = false;
-    const now = Date.now();
-    // a Cluster spreads the calls over several sockets: only a single connection is corked
-    const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;
-    socket?.cork();
-    for (const queue of this.queues) {
-      if (queue.length === 0) continue;
-      if (queue.length === 1) this.sendOne(queue[0] as Pending, now);
-      else for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.sendMany(queue.slice(i, i + MAX_PER_CALL), now);
-      queue.length = 0;
-    }
-    socket?.uncork();
-  }
-
-  private sendOne(p: Pending, now: number): void {
-    const k = p.keys;
-    const call = p.origin === null
-      ? this.redis.redeem(k.license, p.markers, k.rateValidate, k.stream,
-        now, p.limit, this.windowMs, p.host, p.tokenId, p.firmaId, p.imzaTipi, p.iatMs)
-      : this.redis.redeem(k.license, p.markers, k.rateValidate, k.stream,
-        now, p.limit, this.windowMs, p.host, p.tokenId, p.firmaId, p.imzaTipi, p.iatMs, p.origin);
-    call.then((r) => p.resolve(r as unknown as RedeemResult), p.reject);
-  }
-
-  private sendMany(part: Pending[], now: number): void {
-    const args: (string | number)[] = [1 + 3 * part.length, (part[0] as Pending).keys.stream];
-    for (const p of part) args.push(p.keys.license, p.markers, p.keys.rateValidate);
-    args.push(now, this.windowMs);
-    for (const p of part) {
-      args.push(p.limit, p.host, p.tokenId, p.firmaId, p.imzaTipi, p.iatMs, p.origin === null ? '' : `+${p.origin}`);
-    }
-    this.redis.redeemMany(...(args as [number, ...(string | number)[]])).then((out) => {
-      for (let i = 0; i < part.length; i++) {
-        (part[i] as Pending).resolve([out[3 * i] as number, out[3 * i + 1] as number, out[3 * i + 2] as number]);
-      }
-    }, (err: unknown) => {
-      for (const p of part) p.reject(err);
-    });
+    return this.batcher.call(r) as unknown as Promise<RedeemResult>;
   }
 }

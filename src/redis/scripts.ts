@@ -13,7 +13,8 @@ export interface ScriptClient {
   rate(...keysAndArgs: (string | number)[]): Promise<Reply>;
   sync(...keysAndArgs: (string | number)[]): Promise<number>;
   /** numKeys first: the batch decides how many keys it has */
-  redeemMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number[]>;
+  redeemMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
+  issueMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
 }
 
 const definitions: [keyof ScriptClient, number | undefined][] = [
@@ -23,6 +24,7 @@ const definitions: [keyof ScriptClient, number | undefined][] = [
   ['rate', 1],
   ['sync', 1],
   ['redeemMany', undefined],
+  ['issueMany', undefined],
 ];
 
 const sources = new Map<string, string>();

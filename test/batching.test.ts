@@ -2,14 +2,16 @@ import t from 'tap';
 import { createRedis } from '../src/redis/client.js';
 import { bucketOf, KeySpace } from '../src/redis/keys.js';
 import { RedeemBatcher, type RedeemResult } from '../src/redis/redeemBatcher.js';
+import { expectCodedError } from './helpers/auth.js';
 import { claimsOf, mintTokens } from './helpers/durable.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { MSG, NO_RATE_LIMITS } from './helpers/validate.js';
 
-// Redemptions that reach the server in one event-loop turn and share a hash slot go to
-// Redis as one redeemMany.lua call. Each must come out exactly as if redeemed alone.
+// Redemptions (and issuances) that reach the server in one event-loop turn and share a hash
+// slot go to Redis as one redeemMany.lua (issueMany.lua) call. Each must come out exactly as
+// if it had gone alone.
 
-const h = await startHarness(t, 'validate-batch', NO_RATE_LIMITS);
+const h = await startHarness(t, 'batching', NO_RATE_LIMITS);
 
 /** Two licenses whose keys share one hash slot (bucket), so their redemptions batch together. */
 async function twoLicensesInOneBucket(h: Harness, a: object, b: object) {
@@ -97,4 +99,30 @@ t.test('the batcher: one turn of one slot is one redeemMany call per 64 tokens, 
   t.same(lone, [0, 131, 869]);
   const again = await Promise.all([redeem(tokens[130] as string), redeem(tokens[0] as string)]);
   t.same(again, [[3, 0, 0], [3, 0, 0]], 'spent tokens are refused in a batch too');
+});
+
+t.test('sign-token bursts in one slot: each token issued as if alone, refusals where due', async (t) => {
+  const { first: a, second: b } = await twoLicensesInOneBucket(h, { totalQuota: 100 }, { organizationName: 'B Ltd.' });
+  const aAccess = (await mintTokens(h, a.licenseKey, a.password, 1)).accessToken;
+  const bAccess = (await mintTokens(h, b.licenseKey, b.password, 1)).accessToken;
+  t.equal((await h.admin('PATCH', `/admin/v1/licenses/${b.licenseKey}`, { isActive: false })).status, 200, 'b deactivated');
+
+  const answers = await Promise.all([
+    ...Array.from({ length: 70 }, (_, i) => h.signToken(aAccess, (i % 2) as 0 | 1)),
+    ...Array.from({ length: 3 }, () => h.signToken(bAccess, 0)),
+  ]);
+  const aAnswers = answers.slice(0, 70);
+  t.ok(aAnswers.every((x) => x.status === 200), `a: 70 issued (${aAnswers.find((x) => x.status !== 200)?.text ?? ''})`);
+  t.ok(aAnswers.every((x) => x.body.remainingQuota === 100), 'issuing spends nothing: remainingQuota 100 in every answer');
+  const claims = aAnswers.map((x) => claimsOf(x.body.signToken));
+  t.equal(new Set(claims.map((c) => c.token_id)).size, 70, '70 distinct token ids');
+  t.same(claims.map((c) => c.imza_tipi), Array.from({ length: 70 }, (_, i) => i % 2), 'each token carries its own request\'s imzaTipi');
+  t.ok(claims.every((c) => c.firma_id === a.firmaId && (c as unknown as { firma_adi: string }).firma_adi === 'Test A.Ş.'), 'and its license');
+  for (const x of answers.slice(70)) expectCodedError(t, x, 401, 'LICENSE_INACTIVE');
+
+  const redeemed = await Promise.all(aAnswers.map((x) => h.validate(x.body.signToken)));
+  t.ok(redeemed.every((x) => x.status === 200), 'every issued token redeems');
+  await h.drainWorker();
+  const rows = await h.sql`select status, count(*)::int as n from sign_tokens where firma_id = ${a.firmaId} group by status`;
+  t.same(Object.fromEntries(rows.map((r) => [r.status, r.n])), { used: 70, issued: 1 }, 'Postgres: 70 used, get-token\'s one still issued');
 });

@@ -1,0 +1,42 @@
+--[[
+  The issuance of one sign token, shared by issue.lua (one token) and issueMany.lua (the
+  tokens of one hash slot asked for together). Needs overRateLimit (rateLimit.lua).
+
+  issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi,
+             expMs, markersExpireAt) -> code, a, b
+    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, n name
+    markers  token markers       {b}:t:<expiry minute>   field token id: "i" issued, "u" used
+    rate     rate-limit counter  {b}:rs:<firmaId>
+    stream   usage stream        {b}:ev
+    now      ms since epoch, as a string (it is the event's time)
+    limit    rate limit per window, a number (0 = off; get-token limits per license key before hashing)
+    markersExpireAt  when the marker hash expires, ms since epoch (after its last token, plus slack)
+
+  Codes (a, b are 0 where the code has none):
+    0 OK                  a = remaining quota, b = organization name
+    1 RATE_LIMITED        a = ms until the window resets
+    4 LICENSE_MISS        the caller hydrates from Postgres and retries
+    8 LICENSE_EXPIRED
+    9 LICENSE_INACTIVE
+    10 INSUFFICIENT_QUOTA a = remaining (0)
+  The marker makes the token redeemable; the stream event puts it in the Postgres audit
+  trail with status "issued". A refusal changes nothing but the rate-limit count.
+]]
+local function issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt)
+  if limit > 0 then
+    local wait = overRateLimit(rate, limit, windowMs)
+    if wait then return 1, wait, 0 end
+  end
+
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n')
+  if not lic[1] then return 4, 0, 0 end
+  if tonumber(lic[4]) <= tonumber(now) then return 8, 0, 0 end
+  if lic[3] ~= '1' then return 9, 0, 0 end
+  local remaining = tonumber(lic[1]) - tonumber(lic[2])
+  if remaining <= 0 then return 10, 0, 0 end
+
+  redis.call('HSET', markers, tokenId, 'i')
+  redis.call('PEXPIREAT', markers, markersExpireAt)
+  redis.call('XADD', stream, '*', 'k', 'i', 't', tokenId, 'f', firmaId, 'i', imzaTipi, 's', now, 'e', expMs)
+  return 0, remaining, lic[5] or ''
+end

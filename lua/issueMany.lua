@@ -1,0 +1,30 @@
+--[[
+  Issue several sign tokens of one hash slot in one call: the sign-token and get-token
+  requests that reached one server in the same event-loop turn. Each is issued exactly as
+  issue.lua would, in the order given.
+
+    KEYS[1]          usage stream of the slot   {b}:ev
+    KEYS[3i-1..3i+1] token i's license hash, token markers, rate-limit counter (i = 1..n)
+
+    ARGV[1]  now, ms since epoch
+    ARGV[2]  rate window, ms
+    ARGV[6i-3..6i+2] token i: rate limit (0 = off), token id, firma id, imza tipi,
+             token expiry ms, marker hash expiry ms
+
+  Returns {code1, a1, b1, code2, a2, b2, ...}: issueToken's result for each token, in order
+  (codes listed in includes/issueToken.lua).
+]]
+-- @include rateLimit
+-- @include issueToken
+
+local out = {}
+local stream, now, windowMs = KEYS[1], ARGV[1], ARGV[2]
+for i = 1, (#KEYS - 1) / 3 do
+  local k, v = 3 * i - 1, 6 * i - 3
+  local code, a, b = issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], stream, now, tonumber(ARGV[v]), windowMs,
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5])
+  out[#out + 1] = code
+  out[#out + 1] = a
+  out[#out + 1] = b
+end
+return out

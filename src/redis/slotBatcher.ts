@@ -1,0 +1,92 @@
+import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from './client.js';
+import { STREAM_BUCKETS } from './keys.js';
+
+export type ScriptReply = (string | number | null)[];
+
+/**
+ * A script pair driven by SlotBatcher: one call for a lone item, and a "many" script taking
+ * KEYS = stream, then each item's keys; ARGV = head, then each item's arguments; returning
+ * `width` values per item, in order.
+ */
+export interface BatchedScript<T> {
+  many: 'redeemMany' | 'issueMany';
+  width: number;
+  bucket(item: T): number;
+  stream(item: T): string;
+  one(redis: RedisClient, item: T, now: number): Promise<ScriptReply>;
+  pushKeys(into: (string | number)[], item: T): void;
+  /** ARGV shared by the batch (now first) */
+  pushHead(into: (string | number)[], now: number): void;
+  pushArgs(into: (string | number)[], item: T): void;
+}
+
+interface Pending<T> {
+  item: T;
+  resolve(reply: ScriptReply): void;
+  reject(err: unknown): void;
+}
+
+/** At most this many items per script call, so one call never holds Redis for long. */
+const MAX_PER_CALL = 64;
+
+/**
+ * Calls go to Redis once per event-loop turn: the items of a turn that fall in one hash slot
+ * become one call of the "many" script, and a single connection's writes are corked so the
+ * turn's calls leave in one write. A lone item is a plain call of the single script.
+ * Each call costs about 9 µs of server CPU and 8 µs of Redis CPU whatever it carries
+ * (bench/README.md, Attempts), so tokens per call is what saves CPU on both sides.
+ */
+export class SlotBatcher<T> {
+  private readonly queues: Pending<T>[][] = [];
+  private scheduled = false;
+  private readonly flushBound = () => this.flush();
+
+  constructor(private readonly redis: RedisClient, private readonly script: BatchedScript<T>) {
+    for (let b = 0; b < STREAM_BUCKETS; b++) this.queues.push([]);
+  }
+
+  call(item: T): Promise<ScriptReply> {
+    return new Promise((resolve, reject) => {
+      (this.queues[this.script.bucket(item)] as Pending<T>[]).push({ item, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flushBound);
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const now = Date.now();
+    // a Cluster spreads the calls over several sockets: only a single connection is corked
+    const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;
+    socket?.cork();
+    for (const queue of this.queues) {
+      if (queue.length === 0) continue;
+      if (queue.length === 1) {
+        const p = queue[0] as Pending<T>;
+        this.script.one(this.redis, p.item, now).then(p.resolve, p.reject);
+      } else {
+        for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.sendMany(queue.slice(i, i + MAX_PER_CALL), now);
+      }
+      queue.length = 0;
+    }
+    socket?.uncork();
+  }
+
+  private sendMany(part: Pending<T>[], now: number): void {
+    const { script } = this;
+    const args: (string | number)[] = [0, script.stream((part[0] as Pending<T>).item)];
+    for (const p of part) script.pushKeys(args, p.item);
+    args[0] = args.length - 1;
+    script.pushHead(args, now);
+    for (const p of part) script.pushArgs(args, p.item);
+    this.redis[script.many](...(args as [number, ...(string | number)[]])).then((out) => {
+      const w = script.width;
+      for (let i = 0; i < part.length; i++) (part[i] as Pending<T>).resolve(out.slice(i * w, i * w + w));
+    }, (err: unknown) => {
+      for (const p of part) p.reject(err);
+    });
+  }
+}
