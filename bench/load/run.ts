@@ -175,6 +175,8 @@ async function main(): Promise<void> {
   for (let run = 0; run < RUNS; run++) {
     await measure('service sign-token', 64, service, redis, 'signtoken.lua', [accessFile], '/api/v1/auth/sign-token');
     await drain();
+    // check-quota's target is a ratio to ceiling (a): measured again beside it, in turns
+    await measure('ceiling (a) beside check-quota', 64, ceilings.a, redis, 'redeem.lua', [accessFile, '1'], '/api/license/validate');
     await measure('service check-quota', 64, service, redis, 'checkquota.lua', [keyFile], '/');
   }
   await measure('service get-token', 16, service, redis, 'gettoken.lua', [credFile], '/api/v1/auth/get-token');
@@ -189,7 +191,9 @@ async function main(): Promise<void> {
   void loaded;
   await drain();
 
-  // Redis memory per outstanding token
+  // Redis memory per outstanding token: the markers of earlier runs are deleted first, so
+  // none of them expires in the middle of the measurement
+  for (const key of await redisClient.keys('bench:*:t:*')) await redisClient.del(key);
   const memBefore = Number(/used_memory:(\d+)/.exec(await redisClient.info('memory'))?.[1]);
   const fresh = await mint();
   await drain();

@@ -81,7 +81,7 @@ export function printTable(samples: Sample[], extra: { books: string[]; memory: 
   const v64 = find('service validate', 64);
   const sign = find('service sign-token', 64);
   const quota = find('service check-quota', 64);
-  const a64 = find('ceiling (a) uws+json', 64);
+  const a64 = find('ceiling (a) beside check-quota', 64) ?? find('ceiling (a) uws+json', 64);
   const loaded = find('validate + get-token', 64);
   if (v64 && sign) target('sign-token req/s ÷ validate req/s', sign.rps / v64.rps, 0.8, true);
   if (a64 && quota) target('check-quota (cached) req/s ÷ ceiling (a)', quota.rps / a64.rps, 0.8, true);
