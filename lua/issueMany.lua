@@ -16,15 +16,9 @@
 ]]
 -- @include rateLimit
 -- @include issueToken
+-- @include batch
 
-local out = {}
-local stream, now, windowMs = KEYS[1], ARGV[1], ARGV[2]
-for i = 1, (#KEYS - 1) / 3 do
-  local k, v = 3 * i - 1, 6 * i - 3
-  local code, a, b = issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], stream, now, tonumber(ARGV[v]), windowMs,
+return eachToken(6, function(k, v)
+  return issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
     ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5])
-  out[#out + 1] = code
-  out[#out + 1] = a
-  out[#out + 1] = b
-end
-return out
+end)

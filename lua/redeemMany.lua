@@ -16,17 +16,11 @@
 ]]
 -- @include rateLimit
 -- @include redeemToken
+-- @include batch
 
-local out = {}
-local stream, now, windowMs = KEYS[1], ARGV[1], ARGV[2]
-for i = 1, (#KEYS - 1) / 3 do
-  local k, v = 3 * i - 1, 7 * i - 4
+return eachToken(7, function(k, v)
   local origin = ARGV[v + 6]
   if origin == '' then origin = nil else origin = string.sub(origin, 2) end
-  local code, a, b = redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], stream, now, tonumber(ARGV[v]), windowMs,
+  return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
     ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin)
-  out[#out + 1] = code
-  out[#out + 1] = a
-  out[#out + 1] = b
-end
-return out
+end)

@@ -1,0 +1,18 @@
+--[[
+  The loop of the batch scripts (redeemMany.lua, issueMany.lua), whose KEYS are the slot's
+  stream, then three keys per token, and whose ARGV are now and the rate window, then
+  argsPerToken arguments per token.
+  eachToken(argsPerToken, step): calls step(k, v) for every token in order, k the index of
+  its first key in KEYS, v of its first argument in ARGV; returns the steps' code, a, b
+  results flattened into one list.
+]]
+local function eachToken(argsPerToken, step)
+  local out = {}
+  for i = 1, (#KEYS - 1) / 3 do
+    local code, a, b = step(3 * i - 1, argsPerToken * (i - 1) + 3)
+    out[#out + 1] = code
+    out[#out + 1] = a
+    out[#out + 1] = b
+  end
+  return out
+end
