@@ -123,7 +123,7 @@ async function main(): Promise<void> {
     const file = path.join(work, `tokens-${minted++}.txt`);
     writeFileSync(file, '');
     await runWrk({ cpu: LOAD_CPU, url: `${base}/api/v1/auth/sign-token`, script: 'mint.lua', connections: 64,
-      seconds: Math.ceil(SECONDS * 2), args: [accessFile, file] });
+      seconds: Math.ceil(SECONDS * 2.5) + 1, args: [accessFile, file] });
     return file;
   };
   const books: string[] = [];
