@@ -1,10 +1,8 @@
 import type { RedisClient } from './client.js';
-import type { LicenseKeys } from './keys.js';
-import { SlotBatcher, type BatchedScript, type ScriptReply } from './slotBatcher.js';
+import { SlotBatcher, type BatchedScript, type ScriptReply, type SlotItem } from './slotBatcher.js';
 
 /** One issuance's keys and arguments (lua/includes/issueToken.lua). */
-export interface Issuance {
-  keys: LicenseKeys;
+export interface Issuance extends SlotItem {
   markers: string;
   markersExpireAt: number;
   limit: number;
@@ -15,26 +13,20 @@ export interface Issuance {
 }
 
 /** issue.lua alone, issueMany.lua for the tokens of one slot and turn. */
-function issueScripts(windowMs: number): BatchedScript<Issuance> {
-  return {
-    many: 'issueMany',
-    width: 3,
-    bucket: (r) => r.keys.bucket,
-    stream: (r) => r.keys.stream,
-    one: (redis, r, now) => redis.issue(r.keys.license, r.markers, r.keys.rateSign, r.keys.stream,
-      now, r.limit, windowMs, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
-    pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
-    pushHead: (into, now) => into.push(now, windowMs),
-    pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
-  };
-}
+const issueScripts: BatchedScript<Issuance> = {
+  many: 'issueMany',
+  one: (redis, r, now, windowMs) => redis.issue(r.keys.license, r.markers, r.keys.rateSign, r.keys.stream,
+    now, r.limit, windowMs, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
+  pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
+  pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
+};
 
 /** Issuances, batched per hash slot and event-loop turn (src/redis/slotBatcher.ts). */
 export class IssueBatcher {
   private readonly batcher: SlotBatcher<Issuance>;
 
   constructor(redis: RedisClient, windowMs: number) {
-    this.batcher = new SlotBatcher(redis, issueScripts(windowMs));
+    this.batcher = new SlotBatcher(redis, issueScripts, windowMs);
   }
 
   /** code, a, b of issueToken */

@@ -1,11 +1,9 @@
 import type { ScriptResult } from '../api/results.js';
 import type { RedisClient } from './client.js';
-import type { LicenseKeys } from './keys.js';
-import { SlotBatcher, type BatchedScript } from './slotBatcher.js';
+import { SlotBatcher, type BatchedScript, type SlotItem } from './slotBatcher.js';
 
 /** One redemption's keys and arguments (lua/includes/redeemToken.lua). */
-export interface Redemption {
-  keys: LicenseKeys;
+export interface Redemption extends SlotItem {
   markers: string;
   limit: number;
   host: string;
@@ -20,32 +18,26 @@ export interface Redemption {
 export type RedeemResult = [code: ScriptResult, a: number, b: number];
 
 /** redeem.lua alone, redeemMany.lua for the tokens of one slot and turn. */
-function redeemScripts(windowMs: number): BatchedScript<Redemption> {
-  return {
-    many: 'redeemMany',
-    width: 3,
-    bucket: (r) => r.keys.bucket,
-    stream: (r) => r.keys.stream,
-    one(redis, r, now) {
-      const k = r.keys;
-      return r.origin === null
-        ? redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
-          now, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs)
-        : redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
-          now, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin);
-    },
-    pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
-    pushHead: (into, now) => into.push(now, windowMs),
-    pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`),
-  };
-}
+const redeemScripts: BatchedScript<Redemption> = {
+  many: 'redeemMany',
+  one(redis, r, now, windowMs) {
+    const k = r.keys;
+    return r.origin === null
+      ? redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
+        now, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs)
+      : redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
+        now, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin);
+  },
+  pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
+  pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`),
+};
 
 /** Redemptions, batched per hash slot and event-loop turn (src/redis/slotBatcher.ts). */
 export class RedeemBatcher {
   private readonly batcher: SlotBatcher<Redemption>;
 
   constructor(redis: RedisClient, windowMs: number) {
-    this.batcher = new SlotBatcher(redis, redeemScripts(windowMs));
+    this.batcher = new SlotBatcher(redis, redeemScripts, windowMs);
   }
 
   redeem(r: Redemption): Promise<RedeemResult> {

@@ -1,25 +1,28 @@
 import type { Redis } from 'ioredis';
 import { isCluster, type RedisClient } from './client.js';
-import { STREAM_BUCKETS } from './keys.js';
+import { STREAM_BUCKETS, type LicenseKeys } from './keys.js';
 
 export type ScriptReply = (string | number | null)[];
 
+/** What is batched: a call about one license, whose bucket is its hash slot. */
+export interface SlotItem {
+  keys: LicenseKeys;
+}
+
 /**
- * A script pair driven by SlotBatcher: one call for a lone item, and a "many" script taking
- * KEYS = stream, then each item's keys; ARGV = head, then each item's arguments; returning
- * `width` values per item, in order.
+ * A script pair driven by SlotBatcher: one call for a lone item, and a "many" script laid
+ * out as lua/includes/batch.lua says (KEYS = stream, then three keys per item; ARGV = now,
+ * rate window, then the item's arguments; three values back per item, in order).
  */
-export interface BatchedScript<T> {
+export interface BatchedScript<T extends SlotItem> {
   many: 'redeemMany' | 'issueMany';
-  width: number;
-  bucket(item: T): number;
-  stream(item: T): string;
-  one(redis: RedisClient, item: T, now: number): Promise<ScriptReply>;
+  one(redis: RedisClient, item: T, now: number, windowMs: number): Promise<ScriptReply>;
   pushKeys(into: (string | number)[], item: T): void;
-  /** ARGV shared by the batch (now first) */
-  pushHead(into: (string | number)[], now: number): void;
   pushArgs(into: (string | number)[], item: T): void;
 }
+
+/** code, a, b per item (lua/includes/batch.lua) */
+const RESULT_WIDTH = 3;
 
 interface Pending<T> {
   item: T;
@@ -37,18 +40,22 @@ const MAX_PER_CALL = 64;
  * Each call costs about 9 µs of server CPU and 8 µs of Redis CPU whatever it carries
  * (bench/README.md, Attempts), so tokens per call is what saves CPU on both sides.
  */
-export class SlotBatcher<T> {
+export class SlotBatcher<T extends SlotItem> {
   private readonly queues: Pending<T>[][] = [];
   private scheduled = false;
   private readonly flushBound = () => this.flush();
 
-  constructor(private readonly redis: RedisClient, private readonly script: BatchedScript<T>) {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly script: BatchedScript<T>,
+    private readonly windowMs: number,
+  ) {
     for (let b = 0; b < STREAM_BUCKETS; b++) this.queues.push([]);
   }
 
   call(item: T): Promise<ScriptReply> {
     return new Promise((resolve, reject) => {
-      (this.queues[this.script.bucket(item)] as Pending<T>[]).push({ item, resolve, reject });
+      (this.queues[item.keys.bucket] as Pending<T>[]).push({ item, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(this.flushBound);
@@ -66,7 +73,7 @@ export class SlotBatcher<T> {
       if (queue.length === 0) continue;
       if (queue.length === 1) {
         const p = queue[0] as Pending<T>;
-        this.script.one(this.redis, p.item, now).then(p.resolve, p.reject);
+        this.script.one(this.redis, p.item, now, this.windowMs).then(p.resolve, p.reject);
       } else {
         for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.sendMany(queue.slice(i, i + MAX_PER_CALL), now);
       }
@@ -77,13 +84,12 @@ export class SlotBatcher<T> {
 
   private sendMany(part: Pending<T>[], now: number): void {
     const { script } = this;
-    const args: (string | number)[] = [0, script.stream((part[0] as Pending<T>).item)];
+    const args: (string | number)[] = [1 + 3 * part.length, (part[0] as Pending<T>).item.keys.stream];
     for (const p of part) script.pushKeys(args, p.item);
-    args[0] = args.length - 1;
-    script.pushHead(args, now);
+    args.push(now, this.windowMs);
     for (const p of part) script.pushArgs(args, p.item);
     this.redis[script.many](...(args as [number, ...(string | number)[]])).then((out) => {
-      const w = script.width;
+      const w = RESULT_WIDTH;
       for (let i = 0; i < part.length; i++) (part[i] as Pending<T>).resolve(out.slice(i * w, i * w + w));
     }, (err: unknown) => {
       for (const p of part) p.reject(err);
