@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test build deps lint typecheck services clean stop-services bench soak profile load-tools
+.PHONY: run test build deps lint typecheck services clean stop-services bench bench-flood soak profile load-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -32,6 +32,12 @@ test: build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
+# Longer property-based fuzzing of every endpoint (make test runs the same file briefly with
+# a fixed seed): FUZZ_RUNS per property, FUZZ_SEED to replay a failure (printed on failure).
+fuzz: build
+	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	FUZZ_RUNS=$${FUZZ_RUNS:-2000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx tap run --timeout=3600 dist/test/fuzz.test.js
+
 # Performance (bench/README.md): wrk from Debian's packages, installed when missing.
 load-tools:
 	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
@@ -41,6 +47,11 @@ load-tools:
 bench: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/load/run.js
+
+# A customer's get-token latency while 300 connections spray unknown license keys.
+bench-flood: build load-tools
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	node dist/bench/load/flood.js
 
 # The 10-minute soak at a third of the peak rate.
 soak: build load-tools

@@ -1,9 +1,11 @@
 --[[
   get-token, step one: count the attempt against the license key's limit, then read the
   credentials. The limit is counted before any password is hashed, so guessing is bounded.
+  check-quota and history use it with no limit to find a key's firma id.
 
     KEYS[1] credentials hash    {k:<licenseKey>}:c   fields f firma id, h password hash
     KEYS[2] rate-limit counter  {k:<licenseKey>}:rg
+    KEYS[3] unknown-key marker  {k:<licenseKey>}:u   set when Postgres had no such key
 
     ARGV[1] rate limit per window (0 = off)
     ARGV[2] rate window, ms
@@ -12,6 +14,7 @@
     {0, firmaId, passwordHash}
     {1, ms until the window resets}   rate limited
     {4}                                no copy: the caller hydrates from Postgres
+    {11}                               no such license (Postgres said so lately): no look-up
 ]]
 -- @include rateLimit
 
@@ -21,5 +24,6 @@ if limit > 0 then
   if wait then return {1, wait} end
 end
 local cred = redis.call('HMGET', KEYS[1], 'f', 'h')
-if not cred[1] then return {4} end
-return {0, cred[1], cred[2]}
+if cred[1] then return {0, cred[1], cred[2]} end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {11} end
+return {4}

@@ -14,7 +14,13 @@ export interface Config {
   jwtSecret: string;
   adminToken: string | null;
   tls: { certFile: string; keyFile: string } | null;
-  rate: { getToken: number; signToken: number; validate: number; checkQuota: number };
+  rate: { getToken: number; getTokenFailures: number; signToken: number; validate: number; checkQuota: number };
+  /** X-Forwarded-For hops to trust for the client address */
+  trustProxy: number;
+  /** how long Redis remembers that a license key does not exist (every instance) */
+  unknownKeySeconds: number;
+  /** password hashes waiting for the hasher beyond which get-token sheds load with 503 */
+  passwordQueue: number;
   quotaCacheSeconds: number;
   logLevel: string;
   runWorker: boolean;
@@ -99,11 +105,15 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     tls,
     rate: {
       getToken: intVar(env, 'RATE_GET_TOKEN_PER_MIN', 10, 0, 1e9),
+      getTokenFailures: intVar(env, 'RATE_GET_TOKEN_FAILURES_PER_MIN', 30, 0, 1e9),
       signToken: intVar(env, 'RATE_SIGN_TOKEN_PER_MIN', 100, 0, 1e9),
       validate: intVar(env, 'RATE_VALIDATE_PER_MIN', 100, 0, 1e9),
       checkQuota: intVar(env, 'RATE_CHECK_QUOTA_PER_MIN', 10, 0, 1e9),
     },
     quotaCacheSeconds: intVar(env, 'QUOTA_CACHE_SECONDS', 30, 0, 86400),
+    trustProxy: intVar(env, 'TRUST_PROXY', 0, 0, 16),
+    unknownKeySeconds: intVar(env, 'UNKNOWN_KEY_CACHE_SECONDS', 60, 0, 86400),
+    passwordQueue: intVar(env, 'PASSWORD_QUEUE_MAX', 64, 1, 100000),
     logLevel: env.LOG_LEVEL || 'info',
     runWorker: env.RUN_WORKER !== '0',
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 8192, 256, 1 << 20),

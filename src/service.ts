@@ -39,8 +39,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const ctx: ApiContext = {
     config, log, sql, redis, keys, store, quotaCache,
     tokens: new TokenService(config.jwtSecret),
-    hot: new HotLicenses(redis, keys, store),
-    passwords: new Passwords(),
+    hot: new HotLicenses(redis, keys, store, config.unknownKeySeconds * 1000),
+    passwords: new Passwords(config.passwordQueue),
     issuer: new IssueBatcher(redis, RATE_WINDOW_MS),
   };
 
@@ -55,7 +55,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
     healthRoute(ctx, worker),
   ];
   if (config.adminToken) routes.push(...adminRoutes(ctx, config.adminToken));
-  const http = createHttpServer({ routes, fallbackErrors: codeShape, tls: config.tls, bodyLimit: config.bodyLimitBytes, log });
+  const http = createHttpServer({
+    routes, fallbackErrors: codeShape, tls: config.tls, bodyLimit: config.bodyLimitBytes, trustProxy: config.trustProxy, log,
+  });
   const port = await http.listen(config.host, config.port);
   log.info({ host: config.host, port, tls: config.tls !== null, worker: worker !== null }, 'listening');
 

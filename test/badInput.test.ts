@@ -59,6 +59,20 @@ interface RawAnswer {
   body: string;
 }
 
+/** The payload of a chunked HTTP/1.1 body. */
+function dechunk(raw: string): string {
+  let out = '';
+  let rest = raw;
+  for (;;) {
+    const eol = rest.indexOf('\r\n');
+    if (eol < 0) return out;
+    const size = parseInt(rest.slice(0, eol), 16);
+    if (!(size > 0)) return out;
+    out += Buffer.from(rest.slice(eol + 2)).subarray(0, size).toString('utf8');
+    rest = Buffer.from(rest.slice(eol + 2)).subarray(size + 2).toString('utf8');
+  }
+}
+
 /**
  * Sends a request head and part of a body on a raw socket, never finishing the body, and
  * resolves with the response the server sends meanwhile.
@@ -84,10 +98,16 @@ function partialRequest(port: number, head: string, bodyPart: Buffer, keepSendin
         return;
       }
       const headText = text.slice(0, end);
-      const body = text.slice(end + 4);
+      let body = text.slice(end + 4);
       const length = /\r\ncontent-length:\s*(\d+)/i.exec(headText);
-      if (!final && length && Buffer.byteLength(body) < Number(length[1])) return;
-      if (!final && !length) return;
+      if (/\r\ntransfer-encoding:\s*chunked/i.test(headText)) {
+        // a 413 sent while the upload goes on is chunked (src/http/server.ts, lingering close)
+        if (!final && !body.includes('0\r\n\r\n')) return;
+        body = dechunk(body);
+      } else {
+        if (!final && length && Buffer.byteLength(body) < Number(length[1])) return;
+        if (!final && !length) return;
+      }
       done(null, { head: headText, status: Number(headText.split(' ')[1]), body });
     };
     socket.on('connect', () => {

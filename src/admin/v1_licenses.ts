@@ -1,9 +1,9 @@
 import { randomUUID, timingSafeEqual, createHash } from 'node:crypto';
 import type { Route } from '../http/server.js';
 import { codeShape, reply, type Reply } from '../http/reply.js';
-import { type ApiContext, bearer, canonicalKey } from '../api/context.js';
+import { type ApiContext, canonicalKey } from '../api/context.js';
 import { quotaPercentage } from '../api/license_checkQuota.js';
-import { AddQuotaBody, bodyParser, CreateLicenseBody, PatchLicenseBody, UUID } from '../api/schemas.js';
+import { AddQuotaBody, bearer, bodyParser, CreateLicenseBody, licenseKeyParam, PatchLicenseBody } from '../api/schemas.js';
 import { normaliseDomain } from '../licenses/origin.js';
 import type { LicenseRow } from '../licenses/store.js';
 
@@ -72,10 +72,6 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
     });
   }
 
-  function keyParam(raw: string | undefined): string | null {
-    return raw !== undefined && UUID.test(raw) ? canonicalKey(raw) : null;
-  }
-
   const guard = (handler: Route['handler']): Route['handler'] => (req) =>
     authorised(req.authorization) ? handler(req) : unauthorized;
 
@@ -105,7 +101,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
     {
       method: 'get', path: '/admin/v1/licenses/:licenseKey', errors: codeShape, needsAuthorization: true,
       handler: guard(async (req) => {
-        const key = keyParam(req.params[0]);
+        const key = licenseKeyParam(req.params[0]);
         const row = key === null ? null : await ctx.store.byKey(key);
         return row === null ? notFound : view(row);
       }),
@@ -113,7 +109,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
     {
       method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codeShape, needsAuthorization: true, bodyLimit: limit,
       handler: guard(async (req) => {
-        const key = keyParam(req.params[0]);
+        const key = licenseKeyParam(req.params[0]);
         if (key === null) return notFound;
         const parsed = parsePatch(req.body);
         if (!parsed.ok) return invalid(parsed.field);
@@ -135,7 +131,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
     {
       method: 'post', path: '/admin/v1/licenses/:licenseKey/quota', errors: codeShape, needsAuthorization: true, bodyLimit: limit,
       handler: guard(async (req) => {
-        const key = keyParam(req.params[0]);
+        const key = licenseKeyParam(req.params[0]);
         if (key === null) return notFound;
         const parsed = parseQuota(req.body);
         if (!parsed.ok) return invalid(parsed.field);

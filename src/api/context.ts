@@ -28,12 +28,6 @@ export interface ApiContext {
 
 export const RATE_WINDOW_MS = 60_000;
 
-/** The token of an "Authorization: Bearer <token>" header, or null. */
-export function bearer(header: string): string | null {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  return match ? (match[1] as string) : null;
-}
-
 /** License keys are UUIDs, compared case-insensitively. */
 export function canonicalKey(licenseKey: string): string {
   return licenseKey.toLowerCase();

@@ -3,7 +3,10 @@ import { codeShape, reply } from '../http/reply.js';
 import type { UsageWorker } from '../usage/worker.js';
 import type { ApiContext } from './context.js';
 
-/** GET /healthz: Redis and Postgres reachable, and the usage worker's lag (events not yet in Postgres). */
+/**
+ * GET /healthz: Redis and Postgres reachable, the usage worker's lag (events not yet in
+ * Postgres) and the dead letters (events Postgres refused for good, waiting for a replay).
+ */
 export function healthRoute(ctx: ApiContext, worker: UsageWorker | null): Route {
   return {
     method: 'get',
@@ -12,12 +15,16 @@ export function healthRoute(ctx: ApiContext, worker: UsageWorker | null): Route 
     async handler() {
       const [redis, postgres] = await Promise.allSettled([ctx.redis.ping(), ctx.sql`select 1`]);
       const ok = redis.status === 'fulfilled' && postgres.status === 'fulfilled';
-      const usageLag = redis.status === 'fulfilled' && worker ? await worker.lag() : null;
+      const redisUp = redis.status === 'fulfilled';
+      const [usageLag, deadLetters] = redisUp
+        ? await Promise.all([worker ? worker.lag() : null, ctx.redis.xlen(ctx.keys.deadLetters)])
+        : [null, null];
       return reply(ok ? 200 : 503, {
         success: ok,
         redis: redis.status === 'fulfilled' ? 'ok' : 'down',
         postgres: postgres.status === 'fulfilled' ? 'ok' : 'down',
         usageLag,
+        deadLetters,
       });
     },
   };

@@ -1,10 +1,10 @@
 import type { Route } from '../http/server.js';
 import { retryHeaders, retrySeconds, STATUS, timestampedCodeShape, type Reply } from '../http/reply.js';
 import type { LiveLicense } from '../licenses/hot.js';
-import { type ApiContext, canonicalKey, RATE_WINDOW_MS } from './context.js';
+import { type ApiContext, RATE_WINDOW_MS } from './context.js';
 import type { CachedAnswer } from './quotaCache.js';
 import { quotaErrors, type QuotaError, ScriptResult } from './results.js';
-import { UUID } from './schemas.js';
+import { licenseKeyParam } from './schemas.js';
 
 const DAY_MS = 86_400_000;
 
@@ -62,8 +62,11 @@ export function checkQuotaRoute(ctx: ApiContext): Route {
   }
 
   async function load(licenseKey: string, now: number): Promise<Reply> {
-    const answer = answerFor(licenseKey, await ctx.hot.read(licenseKey), now);
-    ctx.quotaCache.set(licenseKey, answer, now);
+    const live = await ctx.hot.read(licenseKey);
+    const answer = answerFor(licenseKey, live, now);
+    // unknown keys are not cached here (Redis remembers them): a spray of random keys
+    // must not push real licenses out of the cache
+    if (live !== null) ctx.quotaCache.set(licenseKey, answer, now);
     return send(answer);
   }
 
@@ -79,9 +82,8 @@ export function checkQuotaRoute(ctx: ApiContext): Route {
     path: '/api/license/check-quota/:licenseKey',
     errors: timestampedCodeShape,
     handler(req) {
-      const raw = req.params[0] as string;
-      if (!UUID.test(raw)) return send(invalidKey);
-      const licenseKey = canonicalKey(raw);
+      const licenseKey = licenseKeyParam(req.params[0]);
+      if (licenseKey === null) return send(invalidKey);
       return limit > 0 ? counted(licenseKey) : current(licenseKey);
     },
   };

@@ -1,8 +1,8 @@
 import type { Route } from '../http/server.js';
 import { codeShape, reply } from '../http/reply.js';
-import { type ApiContext, bearer, canonicalKey } from './context.js';
+import type { ApiContext } from './context.js';
 import { issueBadRequest, issueReplies, quotaErrors } from './results.js';
-import { UUID } from './schemas.js';
+import { bearer, HistoryQuery, licenseKeyParam, queryParser } from './schemas.js';
 
 const DEFAULT_LIMIT = 50;
 const invalidKey = reply(400, { success: false, error: { code: 'INVALID_LICENSE_KEY', message: quotaErrors.INVALID_LICENSE_KEY[1] } });
@@ -17,14 +17,22 @@ function encodeCursor(c: Cursor): string {
   return Buffer.from(`${c.usedAt}|${c.tokenId}`).toString('base64url');
 }
 
+/** What encodeCursor made: an instant as toISOString writes it, and a token id. */
+const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([A-Za-z0-9_-]{1,64})$/;
+
+/** The cursor, or null unless it decodes to exactly what this server hands out. */
 function decodeCursor(text: string): Cursor | null {
-  const [usedAt, tokenId] = Buffer.from(text, 'base64url').toString('utf8').split('|');
-  if (!usedAt || !tokenId || Number.isNaN(Date.parse(usedAt))) return null;
+  const m = CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
+  if (m === null) return null;
+  const [, usedAt, tokenId] = m as unknown as [string, string, string];
+  const time = Date.parse(usedAt);
+  if (Number.isNaN(time) || new Date(time).toISOString() !== usedAt) return null;
   return { usedAt, tokenId };
 }
 
 /** GET /api/License/history/{licenseKey}: the license's redemptions, newest first. */
 export function historyRoute(ctx: ApiContext): Route {
+  const parseQuery = queryParser(HistoryQuery);
   return {
     method: 'get',
     path: '/api/license/history/:licenseKey',
@@ -35,20 +43,17 @@ export function historyRoute(ctx: ApiContext): Route {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);
       if (claims === null) return issueReplies.INVALID_TOKEN;
-      const raw = req.params[0] as string;
-      if (!UUID.test(raw)) {
-        return invalidKey;
-      }
-      if ((await ctx.hot.firmaIdOf(canonicalKey(raw))) !== claims.firma_id) {
+      const licenseKey = licenseKeyParam(req.params[0]);
+      if (licenseKey === null) return invalidKey;
+      const query = parseQuery(req.query);
+      if (!query.ok) return issueBadRequest(query.field);
+      const limit = query.value.limit === undefined ? DEFAULT_LIMIT : Number(query.value.limit);
+      if (limit > MAX_LIMIT) return issueBadRequest('limit');
+      const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
+      if (query.value.cursor !== undefined && cursor === null) return issueBadRequest('cursor');
+      if ((await ctx.hot.firmaIdOf(licenseKey)) !== claims.firma_id) {
         return reply(403, { success: false, error: { code: 'FORBIDDEN', message: 'Bu lisansın geçmişine erişim yetkiniz yok' } });
       }
-      const query = new URLSearchParams(req.query);
-      const limitText = query.get('limit');
-      const limit = limitText === null ? DEFAULT_LIMIT : Number(limitText);
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) return issueBadRequest('limit');
-      const cursorText = query.get('cursor');
-      const cursor = cursorText ? decodeCursor(cursorText) : null;
-      if (cursorText && cursor === null) return issueBadRequest('cursor');
       const rows = await ctx.sql`
         select token_id, imza_tipi, used_at, origin from sign_tokens
         where firma_id = ${claims.firma_id} and status = 'used'

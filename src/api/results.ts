@@ -18,6 +18,7 @@ export const enum ScriptResult {
   LICENSE_EXPIRED = 8,
   LICENSE_INACTIVE = 9,
   INSUFFICIENT_QUOTA = 10,
+  LICENSE_UNKNOWN = 11,
 }
 
 function fixed(status: number, body: unknown): Reply {

@@ -1,53 +1,97 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import { isIP } from 'node:net';
 
-// Request bodies: one TypeBox schema each, compiled once by ajv at start. The schemas are
+// The edge of the service, in one place: every body, path parameter, query parameter and
+// header value the service reads is checked here against a TypeBox schema compiled once by
+// ajv at start, before anything reaches Redis, Postgres or a usage stream. The schemas are
 // also the TypeScript types of the handlers' input.
+//
+// Every string is "text": no C0 control character (NUL included) and no DEL, since Postgres
+// refuses NUL in text and a usage event it refuses must never be queued; and well-formed
+// UTF-16 (no lone surrogate), so what is stored is what was sent. Every string is bounded.
+
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export function isText(value: string): boolean {
+  return !CONTROL.test(value) && !LONE_SURROGATE.test(value);
+}
+
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/;
+const YEARS = { min: 1970, max: 9999 };
+
+/**
+ * An RFC 3339 date-time that Date represents exactly: a real calendar day, no leap second
+ * (23:59:60 has no Date), a year Postgres and JSON clients agree on.
+ */
+export function isInstant(value: string): boolean {
+  const m = DATE_TIME.exec(value);
+  if (m === null) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as number[];
+  if (year! < YEARS.min || year! > YEARS.max || month! < 1 || month! > 12 || day! < 1) return false;
+  if (day! > new Date(Date.UTC(year!, month!, 0)).getUTCDate()) return false;
+  if (hour! > 23 || minute! > 59 || second! > 59) return false;
+  if (m[9] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return false;
+  return !Number.isNaN(Date.parse(value));
+}
 
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: true });
-(addFormatsModule as unknown as (a: Ajv) => void)(ajv);
+ajv.addFormat('text', { type: 'string', validate: isText });
+ajv.addFormat('instant', { type: 'string', validate: isInstant });
 
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 export const UUID = new RegExp(UUID_PATTERN);
 
-export const GetTokenBody = Type.Object({
-  licenseKey: Type.String({ minLength: 1, maxLength: 128 }),
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
-  imzaTipi: Type.Union([Type.Literal(0), Type.Literal(1)]),
-});
+/** A bounded string of text (see above). */
+function Text(options: { minLength?: number; maxLength: number }) {
+  return Type.String({ format: 'text', ...options });
+}
 
-export const SignTokenBody = Type.Object({
-  imzaTipi: Type.Union([Type.Literal(0), Type.Literal(1)]),
-});
-
-// token emptiness is its own published error, so the schema lets null and "" through
-export const ValidateBody = Type.Object({
-  token: Type.Optional(Type.Union([Type.String({ maxLength: 4096 }), Type.Null()])),
-  origin: Type.Optional(Type.Union([Type.String({ maxLength: 1024 }), Type.Null()])),
-});
-
-const Domains = Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 100 });
+const ImzaTipi = Type.Union([Type.Literal(0), Type.Literal(1)]);
+const LicenseKey = Type.String({ pattern: UUID_PATTERN, maxLength: 36 });
+const Password = Text({ minLength: 1, maxLength: 1024 });
+const OrganizationName = Text({ minLength: 1, maxLength: 200 });
+const ExpiryDate = Type.String({ format: 'instant', maxLength: 40 });
+const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), { maxItems: 100 });
 const Quota = Type.Integer({ minimum: 0, maximum: 1e12 });
+
+// get-token's key format is unspecified (spec): any text here; a key that is not a UUID
+// cannot exist (the admin API only makes UUIDs), so it is refused as unknown.
+export const GetTokenBody = Type.Object({
+  licenseKey: Text({ minLength: 1, maxLength: 128 }),
+  password: Password,
+  imzaTipi: ImzaTipi,
+});
+
+export const SignTokenBody = Type.Object({ imzaTipi: ImzaTipi });
+
+// token emptiness is its own published error, so the schema lets null and blank strings
+// (whitespace, tabs and line breaks included) through to be answered as such
+export const ValidateBody = Type.Object({
+  token: Type.Optional(Type.Union([Text({ maxLength: 4096 }), Type.String({ pattern: '^\\s*$', maxLength: 4096 }), Type.Null()])),
+  origin: Type.Optional(Type.Union([Text({ maxLength: 1024 }), Type.Null()])),
+});
 
 export const CreateLicenseBody = Type.Object(
   {
-    organizationName: Type.String({ minLength: 1, maxLength: 200 }),
-    password: Type.String({ minLength: 1, maxLength: 1024 }),
+    organizationName: OrganizationName,
+    password: Password,
     totalQuota: Quota,
-    expiryDate: Type.String({ format: 'date-time' }),
+    expiryDate: ExpiryDate,
     isActive: Type.Optional(Type.Boolean()),
     domains: Type.Optional(Domains),
-    licenseKey: Type.Optional(Type.String({ pattern: UUID_PATTERN })),
+    licenseKey: Type.Optional(LicenseKey),
   },
   { additionalProperties: false },
 );
 
 export const PatchLicenseBody = Type.Object(
   {
-    organizationName: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    expiryDate: Type.Optional(Type.String({ format: 'date-time' })),
+    organizationName: Type.Optional(OrganizationName),
+    password: Type.Optional(Password),
+    expiryDate: Type.Optional(ExpiryDate),
     isActive: Type.Optional(Type.Boolean()),
     domains: Type.Optional(Domains),
   },
@@ -59,12 +103,19 @@ export const AddQuotaBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** GET /api/License/history: ?limit=1..500 and the cursor the previous page handed out. */
+export const HistoryQuery = Type.Object({
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
+  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,256}$' })),
+});
+
 export type GetTokenBody = Static<typeof GetTokenBody>;
 export type SignTokenBody = Static<typeof SignTokenBody>;
 export type ValidateBody = Static<typeof ValidateBody>;
 export type CreateLicenseBody = Static<typeof CreateLicenseBody>;
 export type PatchLicenseBody = Static<typeof PatchLicenseBody>;
 export type AddQuotaBody = Static<typeof AddQuotaBody>;
+export type HistoryQuery = Static<typeof HistoryQuery>;
 
 /** The name of the offending field, for "INVALID_REQUEST naming the field". */
 function fieldOf(error: ErrorObject | undefined): string {
@@ -91,4 +142,48 @@ export function bodyParser<S extends TSchema>(schema: S): (body: Buffer | null) 
     if (!validate(value)) return { ok: false, field: fieldOf(validate.errors?.[0]) };
     return { ok: true, value: value as Static<S> };
   };
+}
+
+/** A query-string parser: the first value of each parameter, checked against the schema. */
+export function queryParser<S extends TSchema>(schema: S): (query: string) => Parsed<Static<S>> {
+  const validate = ajv.compile(schema);
+  return (query) => {
+    const value: Record<string, string> = {};
+    for (const [name, text] of new URLSearchParams(query)) if (!(name in value)) value[name] = text;
+    if (!validate(value)) return { ok: false, field: fieldOf(validate.errors?.[0]) };
+    return { ok: true, value: value as Static<S> };
+  };
+}
+
+const isLicenseKeyParam = ajv.compile(LicenseKey);
+
+/** A {licenseKey} path parameter in canonical (lower-case) form, or null when it is not a UUID. */
+export function licenseKeyParam(raw: string | undefined): string | null {
+  return raw !== undefined && isLicenseKeyParam(raw) ? raw.toLowerCase() : null;
+}
+
+/** A bearer token: visible ASCII (a JWT, an admin token), bounded. */
+const BEARER = /^Bearer[ \t]+([\x21-\x7e]{1,4096})[ \t]*$/i;
+
+/** The token of an "Authorization: Bearer <token>" header, or null. */
+export function bearer(header: string): string | null {
+  const match = BEARER.exec(header);
+  return match ? (match[1] as string) : null;
+}
+
+/**
+ * The client's address: the peer's, or with TRUST_PROXY = n the address that the n-th
+ * trusted proxy saw (X-Forwarded-For read from the right). Entries that are not an IP
+ * address stop the walk: what lies beyond them cannot be trusted.
+ */
+export function clientAddress(peer: string, forwardedFor: string, trustedHops: number): string {
+  if (trustedHops === 0 || forwardedFor === '') return peer;
+  const hops = forwardedFor.split(',');
+  let address = peer;
+  for (let i = hops.length - 1, n = 0; i >= 0 && n < trustedHops; i--, n++) {
+    const hop = (hops[i] as string).trim();
+    if (isIP(hop) === 0) break;
+    address = hop;
+  }
+  return address;
 }

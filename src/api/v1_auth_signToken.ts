@@ -1,10 +1,10 @@
 import type { Route } from '../http/server.js';
 import { codeShape, reply } from '../http/reply.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
-import { type ApiContext, bearer } from './context.js';
+import type { ApiContext } from './context.js';
 import { issueSignToken } from './issueSignToken.js';
 import { issueBadRequest, issueReplies } from './results.js';
-import { bodyParser, SignTokenBody } from './schemas.js';
+import { bearer, bodyParser, SignTokenBody } from './schemas.js';
 
 /** POST /api/v1/auth/sign-token: one more sign token for the access token's license, no password. */
 export function signTokenRoute(ctx: ApiContext): Route {

@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from '../config.js';
-import { createLogger } from '../log.js';
+import { createLogger, guardProcess, scrub } from '../log.js';
 import { startService } from '../service.js';
 
 // npm start: the HTTP server and the usage worker in one process.
@@ -15,9 +15,10 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
+  guardProcess(log);
   if (!config.tls) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
   const service = await startService(config, log).catch((err: Error) => {
-    process.stderr.write(`license-service: cannot start: ${err.message}\n`);
+    process.stderr.write(`license-service: cannot start: ${scrub(err.message)}\n`);
     process.exit(1);
   });
   let stopping = false;

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../config.js';
 import { connectPostgres } from '../db/pg.js';
-import { createLogger } from '../log.js';
+import { createLogger, guardProcess } from '../log.js';
 import { createRedis } from '../redis/client.js';
 import { KeySpace } from '../redis/keys.js';
 import { startWorker } from '../service.js';
@@ -18,6 +18,7 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
+  guardProcess(log);
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 4);
   const redis = createRedis(config, 'license-worker');
   const worker = await startWorker(config, log, redis, sql, new KeySpace(config.redisPrefix));

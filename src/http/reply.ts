@@ -3,8 +3,6 @@ export interface Reply {
   status: string;
   body: string;
   headers?: readonly (readonly [string, string])[];
-  /** close the connection after answering (a body the client is still sending) */
-  close?: boolean;
 }
 
 export const STATUS: Record<number, string> = {

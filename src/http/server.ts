@@ -1,6 +1,8 @@
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
-import { type ErrorShape, type Reply } from './reply.js';
+import { clientAddress } from '../api/schemas.js';
+import { ServiceUnavailable } from '../errors.js';
+import { retryHeaders, type ErrorShape, type Reply } from './reply.js';
 
 /** What a handler is given: read synchronously from uWS before the request object dies. */
 export interface Request {
@@ -9,8 +11,12 @@ export interface Request {
   params: string[];
   query: string;
   authorization: string;
+  /** the client's address (TRUST_PROXY applied), for routes that ask for it; else "" */
+  clientAddress: string;
   /** the raw body, for routes that take one */
   body: Buffer | null;
+  /** set when the client has gone: queued work for it can be dropped */
+  aborted: boolean;
 }
 
 export type Handler = (req: Request) => Reply | Promise<Reply>;
@@ -25,6 +31,18 @@ export interface Route {
   /** read the Authorization header and the query string (each read crosses into uWS) */
   needsAuthorization?: boolean;
   needsQuery?: boolean;
+  needsClientAddress?: boolean;
+}
+
+interface RequestState {
+  /** answered (or gone): nothing more is sent */
+  done: boolean;
+  /** the client went away (uWS onAborted): the response must not be touched */
+  gone: boolean;
+  lingering: boolean;
+  lingerTimer: NodeJS.Timeout | null;
+  discarded: number;
+  req: Request | null;
 }
 
 interface CompiledPath {
@@ -39,6 +57,8 @@ export interface HttpServerOptions {
   fallbackErrors: ErrorShape;
   tls: { certFile: string; keyFile: string } | null;
   bodyLimit: number;
+  /** TRUST_PROXY: how many X-Forwarded-For hops to trust for the client address */
+  trustProxy: number;
   log: Logger;
 }
 
@@ -60,6 +80,17 @@ function decodeSegment(segment: string): string {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const HSTS = 'max-age=63072000; includeSubDomains';
+
+/**
+ * Lingering close, as nginx does it: a 413 is sent at once with "Connection: close", then
+ * the rest of the upload is read and dropped until it ends, for at most this many bytes or
+ * milliseconds, and only then is the connection closed. Closing at once would reset the
+ * connection under a client still sending, which then sees EPIPE instead of the 413.
+ */
+const LINGER_BYTES = 8 << 20;
+const LINGER_MS = 2000;
+
+const textDecoder = new TextDecoder();
 
 function compile(routes: Route[]): { exact: Map<string, CompiledPath>; patterns: CompiledPath[] } {
   const exact = new Map<string, CompiledPath>();
@@ -96,14 +127,14 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   let listenSocket: uWS.us_listen_socket | null = null;
   let idle: (() => void) | null = null;
 
-  function send(res: uWS.HttpResponse, state: { done: boolean }, out: Reply): void {
+  function send(res: uWS.HttpResponse, state: RequestState, out: Reply): void {
     if (state.done) return;
     state.done = true;
     res.cork(() => {
       res.writeStatus(out.status).writeHeader('Content-Type', JSON_TYPE);
       if (hsts) res.writeHeader('Strict-Transport-Security', HSTS);
       if (out.headers) for (const [name, value] of out.headers) res.writeHeader(name, value);
-      res.end(out.body, out.close === true);
+      res.end(out.body);
     });
     finish();
   }
@@ -113,7 +144,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     if (inFlight === 0 && idle) idle();
   }
 
-  function run(res: uWS.HttpResponse, state: { done: boolean }, route: Route, req: Request): void {
+  function run(res: uWS.HttpResponse, state: RequestState, route: Route, req: Request): void {
     let out: Reply | Promise<Reply>;
     try {
       out = route.handler(req);
@@ -124,8 +155,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       out.then(
         (r) => send(res, state, r),
         (err: unknown) => {
-          log.error({ err, path: route.path }, 'request failed');
-          send(res, state, route.errors(503, 'SERVICE_UNAVAILABLE', 'Hizmet geçici olarak kullanılamıyor'));
+          const busy = err instanceof ServiceUnavailable;
+          if (busy) log.warn({ err, path: route.path }, 'request refused: service busy');
+          else log.error({ err, path: route.path }, 'request failed');
+          const out = route.errors(503, 'SERVICE_UNAVAILABLE', 'Hizmet geçici olarak kullanılamıyor');
+          send(res, state, { ...out, headers: retryHeaders(busy ? err.retryAfterSeconds : 1) });
         },
       );
     } else {
@@ -133,11 +167,42 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     }
   }
 
+  /** Sends a 413 while the upload goes on, then drops the rest of it (LINGER_*). */
+  function refuseBody(res: uWS.HttpResponse, state: RequestState, out: Reply): void {
+    state.done = true;
+    state.lingering = true;
+    res.cork(() => {
+      res.writeStatus(out.status).writeHeader('Content-Type', JSON_TYPE).writeHeader('Connection', 'close');
+      if (hsts) res.writeHeader('Strict-Transport-Security', HSTS);
+      res.write(out.body);
+    });
+    state.lingerTimer = setTimeout(() => endLinger(res, state, false), LINGER_MS);
+  }
+
+  /**
+   * Ends a lingering 413: once the upload is over, the response is completed (the client
+   * reads "Connection: close" and closes); past the caps the connection is cut.
+   */
+  function endLinger(res: uWS.HttpResponse, state: RequestState, uploadOver: boolean): void {
+    if (!state.lingering) return;
+    state.lingering = false;
+    if (state.lingerTimer) clearTimeout(state.lingerTimer);
+    if (!state.gone) {
+      if (uploadOver) res.cork(() => res.end());
+      else res.close();
+    }
+    finish();
+  }
+
   app.any('/*', (res, uReq) => {
     inFlight++;
-    const state = { done: false };
+    const state: RequestState = { done: false, gone: false, lingering: false, lingerTimer: null, discarded: 0, req: null };
     res.onAborted(() => {
-      if (!state.done) {
+      state.gone = true;
+      if (state.req) state.req.aborted = true;
+      if (state.lingering) {
+        endLinger(res, state, false);
+      } else if (!state.done) {
         state.done = true;
         finish();
       }
@@ -173,27 +238,35 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       params,
       query: route.needsQuery ? (uReq.getQuery() ?? '') : '',
       authorization: route.needsAuthorization ? uReq.getHeader('authorization') : '',
+      clientAddress: route.needsClientAddress
+        ? clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), uReq.getHeader('x-forwarded-for'), options.trustProxy)
+        : '',
       body: null,
+      aborted: false,
     };
+    state.req = req;
     if (method === 'get') {
       run(res, state, route, req);
       return;
     }
     const limit = route.bodyLimit ?? options.bodyLimit;
-    const tooLarge = (): Reply => ({ ...route.errors(413, 'PAYLOAD_TOO_LARGE', 'İstek gövdesi çok büyük'), close: true });
-    const declared = Number(uReq.getHeader('content-length') || '0');
-    if (declared > limit) {
-      // answered before the client has sent the body; the connection closes after it
-      send(res, state, tooLarge());
-      return;
-    }
+    const tooLarge = (): Reply => route.errors(413, 'PAYLOAD_TOO_LARGE', 'İstek gövdesi çok büyük');
+    // a declared length over the limit is answered before the body arrives
+    if (Number(uReq.getHeader('content-length') || '0') > limit) refuseBody(res, state, tooLarge());
     let chunks: Buffer[] | null = null;
     let size = 0;
     res.onData((chunk, isLast) => {
+      if (state.lingering) {
+        state.discarded += chunk.byteLength;
+        if (isLast || state.discarded > LINGER_BYTES) endLinger(res, state, isLast);
+        return;
+      }
       if (state.done) return;
       size += chunk.byteLength;
       if (size > limit) {
-        send(res, state, tooLarge());
+        chunks = null;
+        refuseBody(res, state, tooLarge());
+        if (isLast) endLinger(res, state, true);
         return;
       }
       if (isLast && chunks === null) {

@@ -1,3 +1,4 @@
+import { ScriptResult } from '../api/results.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import { encodeDomains } from './origin.js';
@@ -14,6 +15,12 @@ export interface LiveLicense {
   isActive: boolean;
 }
 
+/** What get-token needs of a license key. */
+export interface Credentials {
+  firmaId: string;
+  passwordHash: string;
+}
+
 /**
  * The Redis copy of the licenses: written from Postgres rows (hydration and admin changes,
  * both through sync.lua so they commute) and read back for check-quota and the admin API.
@@ -26,11 +33,14 @@ export class HotLicenses {
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly store: LicenseStore,
+    /** how long Redis remembers that Postgres has no such key (UNKNOWN_KEY_CACHE_SECONDS) */
+    private readonly unknownKeyMs: number,
   ) {}
 
   async write(row: LicenseRow): Promise<void> {
     const k = this.keys.forLicense(row.firmaId);
     await Promise.all([
+      this.redis.del(this.keys.unknownKey(row.licenseKey)),
       this.redis.sync(k.license, row.version, row.usedQuota,
         'q', row.totalQuota, 'a', row.isActive ? '1' : '0', 'x', row.expiryDate.getTime(),
         'd', encodeDomains(row.domains), 'n', row.organizationName, 'k', row.licenseKey),
@@ -48,17 +58,35 @@ export class HotLicenses {
     return true;
   }
 
-  async hydrateKey(licenseKey: string): Promise<LicenseRow | null> {
+  /** The license from Postgres, written to Redis; its absence is remembered there for a while. */
+  private async hydrateKey(licenseKey: string): Promise<LicenseRow | null> {
     const row = await this.store.byKey(licenseKey);
     if (row) await this.write(row);
+    else if (this.unknownKeyMs > 0) await this.redis.set(this.keys.unknownKey(licenseKey), '1', 'PX', this.unknownKeyMs);
     return row;
+  }
+
+  /**
+   * A license key's credentials, counting the attempt against `limit` per window first
+   * (0: not counted): from Redis, else from Postgres. null: no such license, and while
+   * Redis remembers that, Postgres is not asked again. A number: rate limited for that many ms.
+   */
+  async credentials(licenseKey: string, limit = 0, windowMs = 60_000): Promise<Credentials | number | null> {
+    const found = await this.redis.credentials(
+      this.keys.credentials(licenseKey), this.keys.rateGetToken(licenseKey), this.keys.unknownKey(licenseKey), limit, windowMs,
+    );
+    const code = found[0] as ScriptResult;
+    if (code === ScriptResult.OK) return { firmaId: String(found[1]), passwordHash: String(found[2]) };
+    if (code === ScriptResult.RATE_LIMITED) return Number(found[1]);
+    if (code === ScriptResult.LICENSE_UNKNOWN) return null;
+    return this.hydrateKey(licenseKey);
   }
 
   async firmaIdOf(licenseKey: string): Promise<string | null> {
     const known = this.firmaIds.get(licenseKey);
     if (known !== undefined) return known;
-    let firmaId = await this.redis.hget(this.keys.credentials(licenseKey), 'f');
-    if (firmaId === null) firmaId = (await this.hydrateKey(licenseKey))?.firmaId ?? null;
+    const found = await this.credentials(licenseKey);
+    const firmaId = found === null || typeof found === 'number' ? null : found.firmaId;
     if (firmaId !== null) this.firmaIds.set(licenseKey, firmaId);
     return firmaId;
   }

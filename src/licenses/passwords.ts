@@ -1,69 +1,164 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { ServiceUnavailable } from '../errors.js';
 
 // Hashing happens in a child process at nice 19 (src/cli/hasher.ts, which also holds the
 // argon2id parameters): it never blocks nor starves the event loop, and the server never
-// loads argon2 itself.
+// loads argon2 itself. The queue in front of it is bounded and sheds load with 503 when
+// full; a job whose client has gone is dropped before it is hashed; a child that dies is
+// replaced, and only the jobs it held are answered 503.
 const hasherPath = fileURLToPath(new URL('../cli/hasher.js', import.meta.url));
 
-interface Pending {
+/** What a job needs of its request: whether the client is still there. */
+export interface Requester {
+  readonly aborted: boolean;
+}
+
+interface Job {
+  id: number;
+  op: 'hash' | 'verify';
+  password: string;
+  hash?: string;
+  requester: Requester | undefined;
+  queuedAt: number;
   resolve(value: string | boolean): void;
   reject(err: Error): void;
 }
 
+/** Recent verification times kept to imitate one (see burn). */
+const SAMPLES = 32;
+/** A child that died this soon after its start is restarted only after this pause. */
+const RESTART_PAUSE_MS = 250;
+
 export class Passwords {
   private child: ChildProcess | null = null;
-  private readonly pending = new Map<number, Pending>();
+  private childStartedAt = 0;
+  private restartTimer: NodeJS.Timeout | null = null;
+  private readonly waiting: Job[] = [];
+  private readonly running = new Map<number, Job>();
   private nextId = 1;
   private closed = false;
-  private dummy: Promise<string> | null = null;
+  private readonly verifyMs: number[] = [];
+  private calibration: Promise<unknown> | null = null;
 
-  hash(password: string): Promise<string> {
-    return this.call({ op: 'hash', password }) as Promise<string>;
+  constructor(
+    /** jobs waiting beyond the ones being hashed: past this, 503 (PASSWORD_QUEUE_MAX) */
+    private readonly maxWaiting = 64,
+    private readonly concurrency = Math.min(4, availableParallelism()),
+  ) {}
+
+  hash(password: string, requester?: Requester): Promise<string> {
+    return this.call('hash', password, undefined, requester) as Promise<string>;
   }
 
-  verify(hash: string, password: string): Promise<boolean> {
-    return this.call({ op: 'verify', hash, password }) as Promise<boolean>;
+  verify(hash: string, password: string, requester?: Requester): Promise<boolean> {
+    return this.call('verify', password, hash, requester) as Promise<boolean>;
   }
 
-  /** Spends the time of one verification, so an unknown license key answers as slowly as a wrong password. */
-  async burn(password: string): Promise<void> {
-    this.dummy ??= this.hash('unknown-license-key');
-    await this.verify(await this.dummy, password);
+  /**
+   * Takes as long as verifying a password does, so an unknown license key answers as
+   * slowly as a wrong password, without spending a hash on it: it waits for one of the
+   * recent verifications' times (queueing included), drawn at random. The first call
+   * measures one real verification.
+   */
+  async burn(password: string, requester?: Requester): Promise<void> {
+    if (this.verifyMs.length === 0) {
+      this.calibration ??= this.hash('unknown-license-key', requester)
+        .then((dummy) => this.verify(dummy, password, requester))
+        .finally(() => {
+          this.calibration = null;
+        });
+      await this.calibration;
+      return;
+    }
+    const ms = this.verifyMs[Math.floor(Math.random() * this.verifyMs.length)] as number;
+    await new Promise((resolve) => setTimeout(resolve, ms));
+  }
+
+  /** Jobs accepted and not yet answered (waiting and being hashed). */
+  get load(): number {
+    return this.waiting.length + this.running.size;
+  }
+
+  /** The hasher's process id (tests kill it to see the service survive). */
+  get pid(): number | undefined {
+    return this.child?.pid;
   }
 
   close(): void {
     this.closed = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
     this.child?.disconnect();
     this.child = null;
+    for (const job of this.waiting.splice(0)) job.reject(new ServiceUnavailable('password hasher closed'));
   }
 
-  private call(job: Record<string, unknown>): Promise<string | boolean> {
-    if (this.closed) return Promise.reject(new Error('password hasher closed'));
-    const id = this.nextId++;
+  private call(op: Job['op'], password: string, hash: string | undefined, requester: Requester | undefined): Promise<string | boolean> {
+    if (this.closed) return Promise.reject(new ServiceUnavailable('password hasher closed'));
+    if (this.waiting.length >= this.maxWaiting) {
+      return Promise.reject(new ServiceUnavailable('password hashing queue full', 1));
+    }
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.process().send({ id, ...job });
+      this.waiting.push({ id: this.nextId++, op, password, hash, requester, queuedAt: Date.now(), resolve, reject });
+      this.pump();
     });
   }
 
-  /** The hasher child, started on first use and again if it ever dies. */
-  private process(): ChildProcess {
+  /** Sends waiting jobs to the child while it has room; drops those whose client has gone. */
+  private pump(): void {
+    while (this.running.size < this.concurrency && this.waiting.length > 0) {
+      const child = this.process();
+      if (child === null) return; // restarting shortly
+      const job = this.waiting.shift() as Job;
+      if (job.requester?.aborted) {
+        job.reject(new ServiceUnavailable('client gone before its password was hashed'));
+        continue;
+      }
+      this.running.set(job.id, job);
+      child.send({ id: job.id, op: job.op, password: job.password, hash: job.hash }, undefined, undefined, () => {});
+    }
+  }
+
+  private settle(m: { id: number; value?: string | boolean; error?: string }): void {
+    const job = this.running.get(m.id);
+    if (!job) return;
+    this.running.delete(m.id);
+    if (m.error !== undefined) {
+      job.reject(new Error(m.error));
+    } else {
+      if (job.op === 'verify') {
+        if (this.verifyMs.length >= SAMPLES) this.verifyMs.shift();
+        this.verifyMs.push(Date.now() - job.queuedAt);
+      }
+      job.resolve(m.value as string | boolean);
+    }
+    this.pump();
+  }
+
+  /** The hasher child, started on first use and again after it dies (not in a tight loop). */
+  private process(): ChildProcess | null {
     if (this.child) return this.child;
+    const pause = this.childStartedAt + RESTART_PAUSE_MS - Date.now();
+    if (pause > 0) {
+      this.restartTimer ??= setTimeout(() => {
+        this.restartTimer = null;
+        this.pump();
+      }, pause);
+      return null;
+    }
     const child = fork(hasherPath, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    child.on('message', (m: { id: number; value?: string | boolean; error?: string }) => {
-      const waiting = this.pending.get(m.id);
-      if (!waiting) return;
-      this.pending.delete(m.id);
-      if (m.error !== undefined) waiting.reject(new Error(m.error));
-      else waiting.resolve(m.value as string | boolean);
+    this.childStartedAt = Date.now();
+    child.on('message', (m: { id: number; value?: string | boolean; error?: string }) => this.settle(m));
+    child.on('error', () => {
+      // a failed send or kill; the exit handler below does the recovery
     });
     child.on('exit', () => {
-      if (this.child === child) this.child = null;
-      for (const [id, waiting] of this.pending) {
-        this.pending.delete(id);
-        waiting.reject(new Error('password hasher exited'));
-      }
+      if (this.child !== child) return;
+      this.child = null;
+      for (const job of this.running.values()) job.reject(new ServiceUnavailable('password hasher restarted', 1));
+      this.running.clear();
+      if (!this.closed) this.pump();
     });
     this.child = child;
     return child;

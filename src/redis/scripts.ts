@@ -10,6 +10,7 @@ export interface ScriptClient {
   redeem(...keysAndArgs: (string | number)[]): Promise<Reply>;
   issue(...keysAndArgs: (string | number)[]): Promise<Reply>;
   credentials(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  failures(...keysAndArgs: (string | number)[]): Promise<Reply>;
   rate(...keysAndArgs: (string | number)[]): Promise<Reply>;
   sync(...keysAndArgs: (string | number)[]): Promise<number>;
   /** numKeys first: the batch decides how many keys it has */
@@ -20,7 +21,8 @@ export interface ScriptClient {
 const definitions: [keyof ScriptClient, number | undefined][] = [
   ['redeem', 4],
   ['issue', 4],
-  ['credentials', 2],
+  ['credentials', 3],
+  ['failures', 1],
   ['rate', 1],
   ['sync', 1],
   ['redeemMany', undefined],

@@ -1,12 +1,8 @@
 import type { Sql } from '../db/pg.js';
-
-interface StreamPosition {
-  stream: string;
-  id: string;
-}
+import type { QueuedEvent } from './deadLetters.js';
 
 export type UsageEvent =
-  | (StreamPosition & {
+  | (QueuedEvent & {
       kind: 'issued' | 'used';
       tokenId: string;
       firmaId: string;
@@ -17,7 +13,8 @@ export type UsageEvent =
       issuedMs: number | null;
       origin: string | null;
     })
-  | (StreamPosition & { kind: 'bad' });
+  /** bad: fields the worker cannot read (a dead letter); gone: deleted while pending (nothing to write) */
+  | (QueuedEvent & { kind: 'bad' | 'gone' });
 
 type Good = Extract<UsageEvent, { kind: 'issued' | 'used' }>;
 
@@ -36,7 +33,7 @@ const ms = (value: number | null) => (value === null ? null : String(value));
  * only by the rows that actually turned.
  */
 export async function persistEvents(sql: Sql, events: UsageEvent[]): Promise<void> {
-  const good = events.filter((e): e is Good => e.kind !== 'bad');
+  const good = events.filter((e): e is Good => e.kind === 'issued' || e.kind === 'used');
   const issued = lastPerToken(good.filter((e) => e.kind === 'issued'));
   const used = lastPerToken(good.filter((e) => e.kind === 'used'));
   if (issued.length === 0 && used.length === 0) return;

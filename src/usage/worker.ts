@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Sql } from '../db/pg.js';
 import { isCluster, type RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
+import { DeadLetters, isPermanent } from './deadLetters.js';
 import { persistEvents, type UsageEvent } from './persist.js';
 
 export const GROUP = 'usage';
@@ -11,19 +12,25 @@ const STOP_DRAIN_MS = 5000;
 type StreamEntry = [id: string, fields: string[] | null];
 type StreamReply = [key: string, entries: StreamEntry[]][] | null;
 
+interface Refused {
+  event: UsageEvent;
+  error: string;
+  code: string;
+}
+
 export interface WorkerOptions {
   batchSize: number;
   blockMs: number;
   claimIdleMs: number;
 }
 
-function parseEntry(stream: string, [id, fields]: StreamEntry): UsageEvent | null {
-  if (fields === null) return null; // deleted while pending: nothing left to persist
+function parseEntry(stream: string, [id, fields]: StreamEntry): UsageEvent {
+  if (fields === null) return { stream, id, fields: [], kind: 'gone' }; // deleted while pending
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
-  if ((f.k !== 'i' && f.k !== 'u') || !f.t || !f.f) return { stream, id, kind: 'bad' };
+  if ((f.k !== 'i' && f.k !== 'u') || !f.t || !f.f) return { stream, id, fields, kind: 'bad' };
   return {
-    stream, id, kind: f.k === 'i' ? 'issued' : 'used',
+    stream, id, fields, kind: f.k === 'i' ? 'issued' : 'used',
     tokenId: f.t, firmaId: f.f, imzaTipi: Number(f.i ?? 0), atMs: Number(f.s ?? 0),
     expiresMs: f.e === undefined ? null : Number(f.e), issuedMs: f.c === undefined ? null : Number(f.c),
     origin: f.o ?? null,
@@ -42,6 +49,7 @@ export class UsageWorker {
   private lastClaim = 0;
   readonly consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   persisted = 0;
+  readonly deadLetters: DeadLetters;
 
   /** redis: a connection of its own, since reads block */
   constructor(
@@ -50,7 +58,9 @@ export class UsageWorker {
     private readonly keys: KeySpace,
     private readonly options: WorkerOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.deadLetters = new DeadLetters(redis, keys.deadLetters);
+  }
 
   async start(): Promise<void> {
     await this.ensureGroups();
@@ -105,27 +115,64 @@ export class UsageWorker {
         const message = (err as Error).message;
         // Redis lost its data (restart without persistence, FLUSH): the groups must be made again
         if (message.includes('NOGROUP')) await this.ensureGroups().catch(() => {});
-        this.log.warn({ err: message, pending: events.length }, 'usage worker: will retry');
+        this.log.warn({ err, pending: events.length }, 'usage worker: will retry');
         await this.sleep(backoff);
         backoff = Math.min(backoff * 2, 5000);
       }
     }
   }
 
-  /** Persists with retries; while stopping it gives up after a few tries and leaves them pending. */
+  /**
+   * Persists a batch, then acknowledges it. Transient failures are retried (while
+   * stopping, a few times, then the batch stays pending for the next worker). When
+   * Postgres refuses the batch for good, it is halved until each refused event stands
+   * alone: every other event is written and each refused one becomes a dead letter, so
+   * no batch is retried forever and no event is dropped unrecorded.
+   */
   private async flush(events: UsageEvent[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await persistEvents(this.sql, events);
-        break;
-      } catch (err) {
-        if (!this.running && attempt >= 3) throw err;
-        this.log.warn({ err: (err as Error).message, events: events.length }, 'usage worker: Postgres write failed, retrying');
-        await this.sleep(Math.min(100 * 2 ** attempt, 5000));
+    const refused: Refused[] = events
+      .filter((e) => e.kind === 'bad')
+      .map((event) => ({ event, error: 'malformed usage event', code: 'BAD_EVENT' }));
+    const writable = events.filter((e) => e.kind === 'issued' || e.kind === 'used');
+    refused.push(...await this.persistIsolating(writable));
+    if (refused.length > 0) {
+      await this.deadLetters.bury(refused);
+      for (const { event, error, code } of refused) {
+        this.log.warn({ stream: event.stream, id: event.id, code, error }, 'usage event refused for good: moved to dead letters');
       }
     }
     await this.ack(events);
-    this.persisted += events.length;
+    this.persisted += writable.length - refused.length;
+  }
+
+  private async persistIsolating(events: UsageEvent[]): Promise<Refused[]> {
+    if (events.length === 0) return [];
+    try {
+      await this.persistRetrying(events);
+      return [];
+    } catch (err) {
+      if (!isPermanent(err)) throw err;
+      if (events.length === 1) {
+        const e = err as Error & { code: string };
+        return [{ event: events[0] as UsageEvent, error: e.message, code: e.code }];
+      }
+      const half = events.length >> 1;
+      return [...await this.persistIsolating(events.slice(0, half)), ...await this.persistIsolating(events.slice(half))];
+    }
+  }
+
+  /** Retries transient failures with backoff; throws a permanent one at once. */
+  private async persistRetrying(events: UsageEvent[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await persistEvents(this.sql, events);
+        return;
+      } catch (err) {
+        if (isPermanent(err) || (!this.running && attempt >= 3)) throw err;
+        this.log.warn({ err, events: events.length }, 'usage worker: Postgres write failed, retrying');
+        await this.sleep(Math.min(100 * 2 ** attempt, 5000));
+      }
+    }
   }
 
   private async ack(events: UsageEvent[]): Promise<void> {
@@ -160,7 +207,7 @@ export class UsageWorker {
       )) as [string, StreamEntry[]];
       for (const entry of entries) {
         const event = parseEntry(stream, entry);
-        out.push(event ?? { stream, id: entry[0], kind: 'bad' });
+        out.push(event);
       }
       if (out.length >= this.options.batchSize) break;
     }
@@ -184,7 +231,7 @@ export class UsageWorker {
     const out: UsageEvent[] = [];
     for (const reply of replies) {
       for (const [stream, entries] of reply ?? []) {
-        for (const entry of entries) out.push(parseEntry(stream, entry) ?? { stream, id: entry[0], kind: 'bad' });
+        for (const entry of entries) out.push(parseEntry(stream, entry));
       }
     }
     return out;

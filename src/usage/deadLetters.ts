@@ -1,0 +1,95 @@
+import postgres from 'postgres';
+import type { RedisClient } from '../redis/client.js';
+
+// Usage events Postgres refuses for good (a value it cannot store, a constraint it will
+// not break) are moved here, one stream per deployment, instead of being retried forever:
+// one bad event must never stop every other license's events from reaching Postgres.
+// Each entry keeps the event's fields as they were queued, so after a fix `npm run
+// dead-letters -- replay` puts them back on their usage stream, where the worker writes
+// them as usual (the write is idempotent, so a replayed event counts once).
+
+/** An event as read from a usage stream. */
+export interface QueuedEvent {
+  stream: string;
+  id: string;
+  /** field, value, field, value... as XADD wrote them */
+  fields: string[];
+}
+
+export interface DeadLetter extends QueuedEvent {
+  /** id in the dead-letter stream */
+  deadId: string;
+  error: string;
+  code: string;
+}
+
+/** SQLSTATE classes of a row Postgres will refuse however often it is sent. */
+const PERMANENT_CLASSES = new Set([
+  '22', // data exception: NUL in text, a number out of range, a bad encoding
+  '23', // integrity constraint violation
+  '54', // program limit exceeded: a value too large
+]);
+
+/**
+ * Whether Postgres refused the statement because of what it holds. Everything else (a
+ * lost connection, a timeout, a serialization failure, a server shutting down) is
+ * transient: the batch is sent again.
+ */
+export function isPermanent(err: unknown): boolean {
+  return err instanceof postgres.PostgresError && PERMANENT_CLASSES.has(String(err.code).slice(0, 2));
+}
+
+export class DeadLetters {
+  constructor(
+    private readonly redis: RedisClient,
+    readonly key: string,
+  ) {}
+
+  /** Records refused events (the caller acknowledges them on their streams afterwards). */
+  async bury(refused: { event: QueuedEvent; error: string; code: string }[]): Promise<void> {
+    if (refused.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const { event, error, code } of refused) {
+      pipeline.xadd(this.key, '*', 'stream', event.stream, 'id', event.id, 'error', error, 'code', code,
+        'event', JSON.stringify(event.fields));
+    }
+    const results = (await pipeline.exec()) ?? [];
+    for (const [err] of results) if (err) throw err;
+  }
+
+  count(): Promise<number> {
+    return this.redis.xlen(this.key);
+  }
+
+  async list(max = 10_000): Promise<DeadLetter[]> {
+    const entries = (await this.redis.xrange(this.key, '-', '+', 'COUNT', max)) as [string, string[]][];
+    return entries.map(([deadId, raw]) => {
+      const f: Record<string, string> = {};
+      for (let i = 0; i + 1 < raw.length; i += 2) f[raw[i] as string] = raw[i + 1] as string;
+      let fields: string[] = [];
+      try {
+        const parsed: unknown = JSON.parse(f.event ?? '[]');
+        if (Array.isArray(parsed)) fields = parsed.map(String);
+      } catch {
+        // kept as an empty event: replay skips it
+      }
+      return { deadId, stream: f.stream ?? '', id: f.id ?? '', fields, error: f.error ?? '', code: f.code ?? '' };
+    });
+  }
+
+  /**
+   * Puts dead letters back on their usage streams (all, or those whose dead-letter id or
+   * original id is given) and removes them here. Returns how many went back.
+   */
+  async replay(only?: readonly string[]): Promise<number> {
+    let replayed = 0;
+    for (const letter of await this.list()) {
+      if (only && only.length > 0 && !only.includes(letter.deadId) && !only.includes(letter.id)) continue;
+      if (letter.stream === '' || letter.fields.length < 2) continue;
+      await this.redis.xadd(letter.stream, '*', ...letter.fields);
+      await this.redis.xdel(this.key, letter.deadId);
+      replayed++;
+    }
+    return replayed;
+  }
+}
