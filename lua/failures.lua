@@ -1,22 +1,30 @@
 --[[
-  Failed get-tokens per client address (unknown keys and wrong passwords): "check" before
-  any work is done for the address, "count" after a failure. Fixed window, as rateLimit.
+  Failed get-tokens per client address (unknown keys and wrong passwords). Every attempt
+  takes a slot before any work is done for it, and gives it back when it succeeds, so a
+  burst sent at once cannot pass a check that is counted only afterwards. Fixed window,
+  as rateLimit.lua.
 
     KEYS[1] failure counter  {a:<address>}:fg
 
-    ARGV[1] "check" or "count"
+    ARGV[1] "take" or "give" (the attempt succeeded)
     ARGV[2] failures allowed per window (> 0)
     ARGV[3] window, ms
 
-  Returns {0} allowed (or counted), {1, ms until the window resets} when over the limit.
+  The counter holds failures and attempts under way; a refused attempt is not counted.
+
+  Returns {0} allowed (or given back), {1, ms until the window resets} when over the limit.
 ]]
-if ARGV[1] == 'count' then
-  local count = redis.call('INCR', KEYS[1])
-  if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+if ARGV[1] == 'give' then
+  if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
   return {0}
 end
-local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-if count < tonumber(ARGV[2]) then return {0} end
+local count = redis.call('INCR', KEYS[1])
 local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then ttl = tonumber(ARGV[3]) end
+if ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  ttl = tonumber(ARGV[3])
+end
+if count <= tonumber(ARGV[2]) then return {0} end
+-- refused: no work is done for it, so it is no failure either
+redis.call('DECR', KEYS[1])
 return {1, ttl}

@@ -87,7 +87,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
         const row = await ctx.store.create({
           licenseKey: canonicalKey(body.licenseKey ?? randomUUID()),
           organizationName: body.organizationName,
-          passwordHash: await ctx.passwords.hash(body.password),
+          passwordHash: await ctx.passwords.hash(body.password, req),
           totalQuota: body.totalQuota,
           expiryDate: new Date(body.expiryDate),
           isActive: body.isActive ?? true,
@@ -118,7 +118,7 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
         if (domains && !Array.isArray(domains)) return domains;
         const row = await ctx.store.update(key, {
           organizationName: body.organizationName,
-          passwordHash: body.password === undefined ? undefined : await ctx.passwords.hash(body.password),
+          passwordHash: body.password === undefined ? undefined : await ctx.passwords.hash(body.password, req),
           expiryDate: body.expiryDate === undefined ? undefined : new Date(body.expiryDate),
           isActive: body.isActive,
           domains,

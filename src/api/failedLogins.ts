@@ -6,7 +6,8 @@ import { RATE_WINDOW_MS } from './context.js';
  * Failed get-tokens (unknown key or wrong password) per client address, shared by every
  * instance through Redis (lua/failures.lua): past RATE_GET_TOKEN_FAILURES_PER_MIN an
  * address is refused with 429 before any look-up or hash is spent on it. Per-key limits
- * cannot stop a spray of random keys; this can, from any one address.
+ * cannot stop a spray of random keys; this can, from any one address. Each attempt takes
+ * a slot up front and a successful one gives it back, so concurrent attempts are counted.
  */
 export class FailedLogins {
   constructor(
@@ -15,15 +16,16 @@ export class FailedLogins {
     private readonly limit: number,
   ) {}
 
-  /** ms until the address may try again, 0 when it may now */
-  async blockedFor(address: string): Promise<number> {
+  /** Takes a slot for an attempt: ms until the address may try again, 0 when it may now. */
+  async take(address: string): Promise<number> {
     if (this.limit === 0 || address === '') return 0;
-    const [code, ms] = await this.redis.failures(this.keys.failures(address), 'check', this.limit, RATE_WINDOW_MS);
+    const [code, ms] = await this.redis.failures(this.keys.failures(address), 'take', this.limit, RATE_WINDOW_MS);
     return code === 1 ? Number(ms) : 0;
   }
 
-  async count(address: string): Promise<void> {
+  /** The attempt succeeded: its slot is given back. */
+  async giveBack(address: string): Promise<void> {
     if (this.limit === 0 || address === '') return;
-    await this.redis.failures(this.keys.failures(address), 'count', this.limit, RATE_WINDOW_MS);
+    await this.redis.failures(this.keys.failures(address), 'give', this.limit, RATE_WINDOW_MS);
   }
 }

@@ -13,10 +13,19 @@ export function getTokenRoute(ctx: ApiContext): Route {
   const limit = ctx.config.rate.getToken;
   const failed = new FailedLogins(ctx.redis, ctx.keys, ctx.config.rate.getTokenFailures);
 
-  /** A failed attempt answers as slowly for an unknown key as for a wrong password, and counts against the address. */
-  async function refuse(req: Request, spend: Promise<unknown>): Promise<Reply> {
-    await Promise.all([spend, failed.count(req.clientAddress)]);
-    return issueReplies.INVALID_CREDENTIALS;
+  /** After the password checked out: the attempt's slot goes back to its address. */
+  async function credentialsAccepted(req: Request, firmaId: string, imzaTipi: 0 | 1): Promise<Reply> {
+    const [issued] = await Promise.all([issueSignToken(ctx, firmaId, imzaTipi, 0), failed.giveBack(req.clientAddress)]);
+    if (issued === null) return issueReplies.INVALID_CREDENTIALS;
+    if ('status' in issued) return issued;
+    return reply(200, {
+      success: true,
+      accessToken: ctx.tokens.signAccessToken(firmaId, issued.iat),
+      signToken: issued.signToken,
+      accessExpiresIn: ACCESS_TOKEN_SECONDS,
+      signExpiresIn: SIGN_TOKEN_SECONDS,
+      remainingQuota: issued.remainingQuota,
+    });
   }
 
   return {
@@ -28,26 +37,19 @@ export function getTokenRoute(ctx: ApiContext): Route {
       const parsed = parse(req.body);
       if (!parsed.ok) return issueBadRequest(parsed.field);
       const { password, imzaTipi } = parsed.value;
-      const blockedMs = await failed.blockedFor(req.clientAddress);
+      const blockedMs = await failed.take(req.clientAddress);
       if (blockedMs > 0) return rateLimited(blockedMs);
       // keys are UUIDs (the admin API makes no other kind): another one cannot exist
       const licenseKey = canonicalKey(parsed.value.licenseKey);
       const cred = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, limit, RATE_WINDOW_MS) : null;
       if (typeof cred === 'number') return rateLimited(cred);
-      if (cred === null) return refuse(req, ctx.passwords.burn(password, req));
-      const verified = ctx.passwords.verify(cred.passwordHash, password, req);
-      if (!(await verified)) return refuse(req, verified);
-      const issued = await issueSignToken(ctx, cred.firmaId, imzaTipi, 0);
-      if (issued === null) return issueReplies.INVALID_CREDENTIALS;
-      if ('status' in issued) return issued;
-      return reply(200, {
-        success: true,
-        accessToken: ctx.tokens.signAccessToken(cred.firmaId, issued.iat),
-        signToken: issued.signToken,
-        accessExpiresIn: ACCESS_TOKEN_SECONDS,
-        signExpiresIn: SIGN_TOKEN_SECONDS,
-        remainingQuota: issued.remainingQuota,
-      });
+      if (cred === null) {
+        // as slow as a wrong password, without spending a hash
+        await ctx.passwords.burn(password);
+        return issueReplies.INVALID_CREDENTIALS;
+      }
+      if (!(await ctx.passwords.verify(cred.passwordHash, password, req))) return issueReplies.INVALID_CREDENTIALS;
+      return credentialsAccepted(req, cred.firmaId, imzaTipi);
     },
   };
 }

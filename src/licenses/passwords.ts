@@ -60,12 +60,13 @@ export class Passwords {
    * Takes as long as verifying a password does, so an unknown license key answers as
    * slowly as a wrong password, without spending a hash on it: it waits for one of the
    * recent verifications' times (queueing included), drawn at random. The first call
-   * measures one real verification.
+   * measures one real verification, on behalf of every caller waiting for it (so no
+   * one caller's going away cancels it).
    */
-  async burn(password: string, requester?: Requester): Promise<void> {
+  async burn(password: string): Promise<void> {
     if (this.verifyMs.length === 0) {
-      this.calibration ??= this.hash('unknown-license-key', requester)
-        .then((dummy) => this.verify(dummy, password, requester))
+      this.calibration ??= this.hash('unknown-license-key')
+        .then((dummy) => this.verify(dummy, password))
         .finally(() => {
           this.calibration = null;
         });
@@ -74,11 +75,6 @@ export class Passwords {
     }
     const ms = this.verifyMs[Math.floor(Math.random() * this.verifyMs.length)] as number;
     await new Promise((resolve) => setTimeout(resolve, ms));
-  }
-
-  /** Jobs accepted and not yet answered (waiting and being hashed). */
-  get load(): number {
-    return this.waiting.length + this.running.size;
   }
 
   /** The hasher's process id (tests kill it to see the service survive). */
