@@ -130,11 +130,12 @@ export class UsageWorker {
    * no batch is retried forever and no event is dropped unrecorded.
    */
   private async flush(events: UsageEvent[]): Promise<void> {
+    const writable = events.filter((e) => e.kind === 'issued' || e.kind === 'used');
+    const refusedByPostgres = await this.persistIsolating(writable);
     const refused: Refused[] = events
       .filter((e) => e.kind === 'bad')
       .map((event) => ({ event, error: 'malformed usage event', code: 'BAD_EVENT' }));
-    const writable = events.filter((e) => e.kind === 'issued' || e.kind === 'used');
-    refused.push(...await this.persistIsolating(writable));
+    refused.push(...refusedByPostgres);
     if (refused.length > 0) {
       await this.deadLetters.bury(refused);
       for (const { event, error, code } of refused) {
@@ -142,7 +143,7 @@ export class UsageWorker {
       }
     }
     await this.ack(events);
-    this.persisted += writable.length - refused.length;
+    this.persisted += writable.length - refusedByPostgres.length;
   }
 
   private async persistIsolating(events: UsageEvent[]): Promise<Refused[]> {
