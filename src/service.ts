@@ -14,6 +14,7 @@ import { healthRoute } from './api/health.js';
 import { codeShape } from './http/reply.js';
 import { createHttpServer, type Route } from './http/server.js';
 import { HotLicenses } from './licenses/hot.js';
+import { KnownKeys } from './licenses/knownKeys.js';
 import { Passwords } from './licenses/passwords.js';
 import { LicenseStore } from './licenses/store.js';
 import { createRedis, duplicateRedis, type RedisClient } from './redis/client.js';
@@ -36,23 +37,29 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const keys = new KeySpace(config.redisPrefix);
   const store = new LicenseStore(sql);
   const quotaCache = new QuotaCache(config.quotaCacheSeconds * 1000);
+  const knownKeys = new KnownKeys(sql);
+  await knownKeys.start();
   const ctx: ApiContext = {
     config, log, sql, redis, keys, store, quotaCache,
     tokens: new TokenService(config.jwtSecret),
-    hot: new HotLicenses(redis, keys, store, config.unknownKeySeconds * 1000),
+    hot: new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000),
     passwords: new Passwords(config.passwordQueue),
     issuer: new IssueBatcher(redis, RATE_WINDOW_MS),
   };
 
-  // admin changes made on any instance evict this instance's check-quota answers
+  // admin changes made on any instance evict this instance's check-quota answers, and
+  // announce keys created there
   await subscriber.subscribe(keys.invalidationChannel);
-  subscriber.on('message', (_channel: string, licenseKey: string) => quotaCache.evict(licenseKey));
+  subscriber.on('message', (_channel: string, licenseKey: string) => {
+    quotaCache.evict(licenseKey);
+    knownKeys.add(licenseKey);
+  });
 
   const worker = config.runWorker ? await startWorker(config, log, redis, sql, keys) : null;
 
   const routes: Route[] = [
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
-    healthRoute(ctx, worker),
+    healthRoute(ctx),
   ];
   if (config.adminToken) routes.push(...adminRoutes(ctx, config.adminToken));
   const http = createHttpServer({
@@ -69,6 +76,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       http.close();
       await worker?.stop();
       ctx.passwords.close();
+      knownKeys.stop();
       await Promise.allSettled([subscriber.quit(), redis.quit(), sql.end({ timeout: 5 })]);
     },
   };

@@ -134,9 +134,28 @@ t.test('unknown license keys: negative cache and timing', async (t) => {
   });
   const lic = await h.createLicense({ totalQuota: 100 });
   const marker = (key: string): string => `${h.prefix}:{k:${key}}:u`;
+  /** What an admin change on another instance does: the key is announced on the invalidation channel. */
+  const announce = async (key: string): Promise<void> => {
+    await h.redis.publish(`${h.prefix}:invalidate`, key);
+    await new Promise((r) => setTimeout(r, 100));
+  };
 
-  t.test('get-token: an unknown key is remembered; while it is, Postgres is not asked', async (t) => {
+  t.test('get-token: a key no license has costs no Postgres look-up and no Redis memory', async (t) => {
     const key = randomUUID();
+    expectCodedError(t, await h.getToken(key, lic.password), 401, 'INVALID_CREDENTIALS');
+    // the license now exists in Postgres, but was not made through any instance's admin API
+    await insertDirectly(h, key, lic.licenseKey);
+    expectCodedError(t, await h.getToken(key, lic.password), 401, 'INVALID_CREDENTIALS');
+    t.equal(await h.redis.exists(`${h.prefix}:{k:${key}}:c`), 0, 'no credentials were loaded: Postgres was not asked');
+    t.equal(await h.redis.exists(marker(key)), 0, 'and nothing was written to Redis for it');
+    await announce(key);
+    const found = await h.getToken(key, lic.password);
+    t.equal(found.status, 200, `once announced, the row is found (${found.text})`);
+  });
+
+  t.test('get-token: a known key Postgres lacks is remembered; while it is, Postgres is not asked', async (t) => {
+    const key = randomUUID();
+    await announce(key); // known, yet not in Postgres: the look-up finds nothing
     expectCodedError(t, await h.getToken(key, lic.password), 401, 'INVALID_CREDENTIALS');
     t.equal(await h.redis.exists(marker(key)), 1, `the marker ${marker(key)} is set`);
     const ttl = await h.redis.pttl(marker(key));
@@ -155,6 +174,7 @@ t.test('unknown license keys: negative cache and timing', async (t) => {
 
   t.test('an admin create of a remembered key clears the marker: the license works at once', async (t) => {
     const key = randomUUID();
+    await announce(key);
     expectCodedError(t, await h.getToken(key, 'yeni-parola'), 401, 'INVALID_CREDENTIALS');
     t.equal(await h.redis.exists(marker(key)), 1, 'marker set');
     const created = await h.createLicense({ licenseKey: key, password: 'yeni-parola' });
@@ -168,6 +188,7 @@ t.test('unknown license keys: negative cache and timing', async (t) => {
 
   t.test('check-quota: an unknown key is 404 and stays so while remembered', async (t) => {
     const key = randomUUID();
+    await announce(key);
     const first = await h.checkQuota(key);
     t.equal(first.status, 404, `404 (${first.text})`);
     t.equal(first.body?.error?.code, 'LICENSE_NOT_FOUND');

@@ -2,30 +2,62 @@ import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import { RATE_WINDOW_MS } from './context.js';
 
+/** How long a blocked address waits for its 429: each of its connections then costs a second, not a round trip. */
+const TARPIT_MS = 1000;
+/** Blocked addresses remembered in this process, at most. */
+const MAX_BLOCKED = 100_000;
+
 /**
  * Failed get-tokens (unknown key or wrong password) per client address, shared by every
  * instance through Redis (lua/failures.lua): past RATE_GET_TOKEN_FAILURES_PER_MIN an
  * address is refused with 429 before any look-up or hash is spent on it. Per-key limits
  * cannot stop a spray of random keys; this can, from any one address. Each attempt takes
  * a slot up front and a successful one gives it back, so concurrent attempts are counted.
+ *
+ * A blocked address is remembered here until its window ends, so its further attempts
+ * cost no Redis call, and its 429 is held back for TARPIT_MS: answered at once, a flood
+ * of cheap refusals would still take the event loop from real customers (bench/README.md,
+ * unknown-key flood).
  */
 export class FailedLogins {
+  private readonly blockedUntil = new Map<string, number>();
+
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly limit: number,
   ) {}
 
-  /** Takes a slot for an attempt: ms until the address may try again, 0 when it may now. */
+  /**
+   * Takes a slot for an attempt: 0 when the address may go on, else the ms until it may
+   * try again (resolved only after the tarpit wait).
+   */
   async take(address: string): Promise<number> {
     if (this.limit === 0 || address === '') return 0;
-    const [code, ms] = await this.redis.failures(this.keys.failures(address), 'take', this.limit, RATE_WINDOW_MS);
-    return code === 1 ? Number(ms) : 0;
+    const now = Date.now();
+    let until = this.blockedUntil.get(address) ?? 0;
+    if (until <= now) {
+      if (until !== 0) this.blockedUntil.delete(address);
+      const [code, ms] = await this.redis.failures(this.keys.failures(address), 'take', this.limit, RATE_WINDOW_MS);
+      if (code !== 1) return 0;
+      until = now + Number(ms);
+      this.remember(address, until);
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(TARPIT_MS, until - now)));
+    return Math.max(1, until - Date.now());
   }
 
   /** The attempt succeeded: its slot is given back. */
   async giveBack(address: string): Promise<void> {
     if (this.limit === 0 || address === '') return;
     await this.redis.failures(this.keys.failures(address), 'give', this.limit, RATE_WINDOW_MS);
+  }
+
+  private remember(address: string, until: number): void {
+    if (this.blockedUntil.size >= MAX_BLOCKED) {
+      const oldest = this.blockedUntil.keys().next();
+      if (!oldest.done) this.blockedUntil.delete(oldest.value);
+    }
+    this.blockedUntil.set(address, until);
   }
 }

@@ -2,7 +2,7 @@ import type { Route } from '../http/server.js';
 import { codeShape, reply } from '../http/reply.js';
 import type { ApiContext } from './context.js';
 import { issueBadRequest, issueReplies, quotaErrors } from './results.js';
-import { bearer, HistoryQuery, licenseKeyParam, queryParser } from './schemas.js';
+import { bearer, HistoryQuery, isInstant, licenseKeyParam, queryParser } from './schemas.js';
 
 const DEFAULT_LIMIT = 50;
 const invalidKey = reply(400, { success: false, error: { code: 'INVALID_LICENSE_KEY', message: quotaErrors.INVALID_LICENSE_KEY[1] } });
@@ -25,8 +25,8 @@ function decodeCursor(text: string): Cursor | null {
   const m = CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
   if (m === null) return null;
   const [, usedAt, tokenId] = m as unknown as [string, string, string];
-  const time = Date.parse(usedAt);
-  if (Number.isNaN(time) || new Date(time).toISOString() !== usedAt) return null;
+  // the years and days the server can have written (year 0000 is no Postgres date)
+  if (!isInstant(usedAt) || new Date(usedAt).toISOString() !== usedAt) return null;
   return { usedAt, tokenId };
 }
 

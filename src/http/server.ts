@@ -37,6 +37,8 @@ export interface Route {
 interface RequestState {
   /** answered (or gone): nothing more is sent */
   done: boolean;
+  /** a HEAD request: its answer has no body */
+  head: boolean;
   /** the client went away (uWS onAborted): the response must not be touched */
   gone: boolean;
   lingering: boolean;
@@ -134,7 +136,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       res.writeStatus(out.status).writeHeader('Content-Type', JSON_TYPE);
       if (hsts) res.writeHeader('Strict-Transport-Security', HSTS);
       if (out.headers) for (const [name, value] of out.headers) res.writeHeader(name, value);
-      res.end(out.body);
+      if (state.head) res.end(); // no body (this build's endWithoutBody never completes the response)
+      else res.end(out.body);
     });
     finish();
   }
@@ -196,7 +199,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
   app.any('/*', (res, uReq) => {
     inFlight++;
-    const state: RequestState = { done: false, gone: false, lingering: false, lingerTimer: null, discarded: 0, req: null };
+    const state: RequestState = { done: false, head: false, gone: false, lingering: false, lingerTimer: null, discarded: 0, req: null };
     res.onAborted(() => {
       state.gone = true;
       if (state.req) state.req.aborted = true;
@@ -209,6 +212,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     });
     const path = uReq.getUrl();
     const method = uReq.getMethod();
+    state.head = method === 'head';
     let entry = exact.get(path.toLowerCase());
     let params: string[] = [];
     if (!entry) {

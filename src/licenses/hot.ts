@@ -1,6 +1,7 @@
 import { ScriptResult } from '../api/results.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
+import type { KnownKeys } from './knownKeys.js';
 import { encodeDomains } from './origin.js';
 import type { LicenseRow, LicenseStore } from './store.js';
 
@@ -33,6 +34,8 @@ export class HotLicenses {
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly store: LicenseStore,
+    /** every license key there is: keys not in it are not looked up in Postgres */
+    private readonly known: KnownKeys,
     /** how long Redis remembers that Postgres has no such key (UNKNOWN_KEY_CACHE_SECONDS) */
     private readonly unknownKeyMs: number,
   ) {}
@@ -48,6 +51,7 @@ export class HotLicenses {
         'f', row.firmaId, 'h', row.passwordHash),
     ]);
     this.firmaIds.set(row.licenseKey, row.firmaId);
+    this.known.add(row.licenseKey);
   }
 
   /** Reloads one license from Postgres after a Redis miss; false when it does not exist. */
@@ -68,8 +72,9 @@ export class HotLicenses {
 
   /**
    * A license key's credentials, counting the attempt against `limit` per window first
-   * (0: not counted): from Redis, else from Postgres. null: no such license, and while
-   * Redis remembers that, Postgres is not asked again. A number: rate limited for that many ms.
+   * (0: not counted): from Redis, else from Postgres. null: no such license; a key that
+   * is not among the known keys, or that Redis remembers Postgres did not have, costs no
+   * Postgres look-up. A number: rate limited for that many ms.
    */
   async credentials(licenseKey: string, limit = 0, windowMs = 60_000): Promise<Credentials | number | null> {
     const found = await this.redis.credentials(
@@ -78,7 +83,7 @@ export class HotLicenses {
     const code = found[0] as ScriptResult;
     if (code === ScriptResult.OK) return { firmaId: String(found[1]), passwordHash: String(found[2]) };
     if (code === ScriptResult.RATE_LIMITED) return Number(found[1]);
-    if (code === ScriptResult.LICENSE_UNKNOWN) return null;
+    if (code === ScriptResult.LICENSE_UNKNOWN || !this.known.has(licenseKey)) return null;
     return this.hydrateKey(licenseKey);
   }
 

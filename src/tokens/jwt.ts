@@ -33,6 +33,12 @@ export interface AccessClaims {
 export type Verified<T> = { claims: T; expired?: undefined } | { claims?: undefined; expired: boolean };
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** Seconds since the epoch a token may name (up to year 5138): its times end up in Postgres timestamps. */
+const MAX_SECONDS = 1e11;
+
+function isTime(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= MAX_SECONDS;
+}
 const INVALID = { expired: false } as const;
 const EXPIRED = { expired: true } as const;
 
@@ -43,14 +49,14 @@ function isSignClaims(p: Record<string, unknown>): p is SignClaims & Record<stri
     typeof p.firma_adi === 'string' &&
     typeof p.token_id === 'string' && ID.test(p.token_id) &&
     (p.imza_tipi === 0 || p.imza_tipi === 1) &&
-    Number.isInteger(p.iat) && Number.isInteger(p.exp)
+    isTime(p.iat) && isTime(p.exp)
   );
 }
 
 function isAccessClaims(p: Record<string, unknown>): p is AccessClaims & Record<string, unknown> {
   return (
     p.typ === 'access' && typeof p.firma_id === 'string' && ID.test(p.firma_id) &&
-    Number.isInteger(p.iat) && Number.isInteger(p.exp)
+    isTime(p.iat) && isTime(p.exp)
   );
 }
 

@@ -12,6 +12,15 @@ const STOP_DRAIN_MS = 5000;
 type StreamEntry = [id: string, fields: string[] | null];
 type StreamReply = [key: string, entries: StreamEntry[]][] | null;
 
+/**
+ * Events written to the usage streams and not yet in Postgres (every worker's, wherever
+ * it runs). Asked on a connection that is not blocked in XREADGROUP, it answers at once.
+ */
+export async function usageLag(redis: RedisClient, keys: KeySpace): Promise<number> {
+  const lengths = await Promise.all(keys.streams.map((s) => redis.xlen(s)));
+  return lengths.reduce((a, b) => a + b, 0);
+}
+
 interface Refused {
   event: UsageEvent;
   error: string;
@@ -77,9 +86,8 @@ export class UsageWorker {
   }
 
   /** Events written to the streams and not yet in Postgres. */
-  async lag(): Promise<number> {
-    const lengths = await Promise.all(this.keys.streams.map((s) => this.redis.xlen(s)));
-    return lengths.reduce((a, b) => a + b, 0);
+  lag(): Promise<number> {
+    return usageLag(this.redis, this.keys);
   }
 
   /** From '0', so events written before the group existed (a Redis restart) are read too. */
