@@ -6,6 +6,7 @@ import postgres from 'postgres';
 import t from 'tap';
 import { KeySpace } from '../src/redis/keys.js';
 import { ADMIN_TOKEN, DATABASE_URL, deleteKeys, REDIS_URL, testEnv } from './helpers/harness.js';
+import { exitOf } from './helpers/processes.js';
 
 // Graceful stop (CONTRACT.md): on SIGTERM the real server process stops accepting, answers
 // every request it has accepted, flushes the usage worker to Postgres and exits 0 within 20 s.
@@ -125,20 +126,6 @@ function startServer(env: Record<string, string>): Promise<{ child: ChildProcess
         clearTimeout(timer);
         reject(new Error(`server exited (${code}) before listening: ${stdout} ${stderr}`));
       }
-    });
-  });
-}
-
-function exitOf(child: ChildProcess, timeoutMs: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; timedOut: boolean }> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      resolve({ code: child.exitCode, signal: child.signalCode, timedOut: false });
-      return;
-    }
-    const timer = setTimeout(() => resolve({ code: null, signal: null, timedOut: true }), timeoutMs);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, timedOut: false });
     });
   });
 }
