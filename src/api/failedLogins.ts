@@ -1,3 +1,4 @@
+import { addressBucket } from '../http/clientAddress.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import { RATE_WINDOW_MS } from './context.js';
@@ -34,14 +35,15 @@ export class FailedLogins {
    */
   async take(address: string): Promise<number> {
     if (this.limit === 0 || address === '') return 0;
+    const client = addressBucket(address);
     const now = Date.now();
-    let until = this.blockedUntil.get(address) ?? 0;
+    let until = this.blockedUntil.get(client) ?? 0;
     if (until <= now) {
-      if (until !== 0) this.blockedUntil.delete(address);
-      const [code, ms] = await this.redis.failures(this.keys.failures(address), 'take', this.limit, RATE_WINDOW_MS);
+      if (until !== 0) this.blockedUntil.delete(client);
+      const [code, ms] = await this.redis.failures(this.keys.failures(client), 'take', this.limit, RATE_WINDOW_MS);
       if (code !== 1) return 0;
       until = now + Number(ms);
-      this.remember(address, until);
+      this.remember(client, until);
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(TARPIT_MS, until - now)));
     return Math.max(1, until - Date.now());
@@ -50,14 +52,14 @@ export class FailedLogins {
   /** The attempt succeeded: its slot is given back. */
   async giveBack(address: string): Promise<void> {
     if (this.limit === 0 || address === '') return;
-    await this.redis.failures(this.keys.failures(address), 'give', this.limit, RATE_WINDOW_MS);
+    await this.redis.failures(this.keys.failures(addressBucket(address)), 'give', this.limit, RATE_WINDOW_MS);
   }
 
-  private remember(address: string, until: number): void {
+  private remember(client: string, until: number): void {
     if (this.blockedUntil.size >= MAX_BLOCKED) {
       const oldest = this.blockedUntil.keys().next();
       if (!oldest.done) this.blockedUntil.delete(oldest.value);
     }
-    this.blockedUntil.set(address, until);
+    this.blockedUntil.set(client, until);
   }
 }

@@ -1,11 +1,11 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
-import { isIP } from 'node:net';
 
 // The edge of the service, in one place: every body, path parameter, query parameter and
 // header value the service reads is checked here against a TypeBox schema compiled once by
 // ajv at start, before anything reaches Redis, Postgres or a usage stream. The schemas are
-// also the TypeScript types of the handlers' input.
+// also the TypeScript types of the handlers' input. (X-Forwarded-For is read by the HTTP
+// layer: src/http/clientAddress.ts.)
 //
 // Every string is "text": no C0 control character (NUL included) and no DEL, since Postgres
 // refuses NUL in text and a usage event it refuses must never be queued; and well-formed
@@ -169,21 +169,4 @@ const BEARER = /^Bearer[ \t]+([\x21-\x7e]{1,4096})[ \t]*$/i;
 export function bearer(header: string): string | null {
   const match = BEARER.exec(header);
   return match ? (match[1] as string) : null;
-}
-
-/**
- * The client's address: the peer's, or with TRUST_PROXY = n the address that the n-th
- * trusted proxy saw (X-Forwarded-For read from the right). Entries that are not an IP
- * address stop the walk: what lies beyond them cannot be trusted.
- */
-export function clientAddress(peer: string, forwardedFor: string, trustedHops: number): string {
-  if (trustedHops === 0 || forwardedFor === '') return peer;
-  const hops = forwardedFor.split(',');
-  let address = peer;
-  for (let i = hops.length - 1, n = 0; i >= 0 && n < trustedHops; i--, n++) {
-    const hop = (hops[i] as string).trim();
-    if (isIP(hop) === 0) break;
-    address = hop;
-  }
-  return address;
 }

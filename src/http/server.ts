@@ -1,7 +1,7 @@
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
-import { clientAddress } from '../api/schemas.js';
 import { ServiceUnavailable } from '../errors.js';
+import { clientAddress } from './clientAddress.js';
 import { retryHeaders, type ErrorShape, type Reply } from './reply.js';
 
 /** What a handler is given: read synchronously from uWS before the request object dies. */
@@ -158,6 +158,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       out.then(
         (r) => send(res, state, r),
         (err: unknown) => {
+          if (state.gone) return; // nobody to answer, nothing worth a log line (a dropped job)
           const busy = err instanceof ServiceUnavailable;
           if (busy) log.warn({ err, path: route.path }, 'request refused: service busy');
           else log.error({ err, path: route.path }, 'request failed');

@@ -77,11 +77,6 @@ export class Passwords {
     await new Promise((resolve) => setTimeout(resolve, ms));
   }
 
-  /** The hasher's process id (tests kill it to see the service survive). */
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
   close(): void {
     this.closed = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);

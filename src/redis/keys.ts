@@ -8,21 +8,6 @@ import { MARKER_SLACK_MS } from '../tokens/jwt.js';
 /** Number of usage streams; fixed for a deployment (changing it strands queued events). */
 export const STREAM_BUCKETS = 16;
 
-/**
- * What one client is, for per-address limits: an IPv4 address, or the /64 network of an
- * IPv6 one (one host is usually given a whole /64). IPv4-mapped IPv6 counts as IPv4.
- */
-export function addressBucket(address: string): string {
-  const mapped = /^(?:0{1,4}:){5}ffff:(\d+\.\d+\.\d+\.\d+)$|^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return (mapped[1] ?? mapped[2]) as string;
-  if (!address.includes(':')) return address;
-  const [head = '', tail = ''] = address.toLowerCase().split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === '' ? [] : tail.split(':');
-  const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
-}
-
 export function bucketOf(firmaId: string): number {
   // FNV-1a: firma ids are random, any even spread will do
   let h = 0x811c9dc5;
@@ -94,9 +79,9 @@ export class KeySpace {
     return `${this.prefix}:{k:${licenseKey}}:u`;
   }
 
-  /** failed get-tokens of a client address (an IPv6 address counts by its /64) */
-  failures(address: string): string {
-    return `${this.prefix}:{a:${addressBucket(address)}}:fg`;
+  /** failed get-tokens of a client (src/http/clientAddress.ts addressBucket) */
+  failures(client: string): string {
+    return `${this.prefix}:{a:${client}}:fg`;
   }
 
   rateCheckQuota(licenseKey: string): string {

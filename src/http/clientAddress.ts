@@ -1,0 +1,33 @@
+import { isIP } from 'node:net';
+
+/**
+ * The client's address: the peer's, or with TRUST_PROXY = n the address that the n-th
+ * trusted proxy saw (X-Forwarded-For read from the right). Entries that are not an IP
+ * address stop the walk: what lies beyond them cannot be trusted.
+ */
+export function clientAddress(peer: string, forwardedFor: string, trustedHops: number): string {
+  if (trustedHops === 0 || forwardedFor === '') return peer;
+  const hops = forwardedFor.split(',');
+  let address = peer;
+  for (let i = hops.length - 1, n = 0; i >= 0 && n < trustedHops; i--, n++) {
+    const hop = (hops[i] as string).trim();
+    if (isIP(hop) === 0) break;
+    address = hop;
+  }
+  return address;
+}
+
+/**
+ * What one client is, for per-address limits: an IPv4 address, or the /64 network of an
+ * IPv6 one (one host is usually given a whole /64). IPv4-mapped IPv6 counts as IPv4.
+ */
+export function addressBucket(address: string): string {
+  const mapped = /^(?:0{1,4}:){5}ffff:(\d+\.\d+\.\d+\.\d+)$|^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return (mapped[1] ?? mapped[2]) as string;
+  if (!address.includes(':')) return address;
+  const [head = '', tail = ''] = address.toLowerCase().split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
