@@ -46,9 +46,10 @@ export class KnownKeys {
   private async refresh(): Promise<void> {
     // a margin for transactions that committed after our last look with an earlier created_at
     const since = new Date(this.since.getTime() - REFRESH_MS);
-    const [clock] = await this.sql`select now() as at`; // Postgres's clock, which stamps created_at
-    const rows = await this.sql`select license_key from licenses where created_at >= ${since}`;
-    for (const row of rows) this.keys.add(row.license_key as string);
-    this.since = clock?.at as Date;
+    // now(): Postgres's clock, which stamps created_at
+    const [found] = await this.sql`
+      select now() as at, array(select license_key from licenses where created_at >= ${since}) as keys`;
+    for (const key of (found?.keys ?? []) as string[]) this.keys.add(key);
+    this.since = found?.at as Date;
   }
 }

@@ -16,6 +16,20 @@ export interface QueuedEvent {
   fields: string[];
 }
 
+/** A stream entry's field list as a record (the last value of a repeated field wins). */
+export function fieldRecord(fields: readonly string[]): Record<string, string> {
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
+  return f;
+}
+
+/** An event Postgres (or the worker) refused, with why. */
+export interface Refused<E extends QueuedEvent = QueuedEvent> {
+  event: E;
+  error: string;
+  code: string;
+}
+
 export interface DeadLetter extends QueuedEvent {
   /** id in the dead-letter stream */
   deadId: string;
@@ -46,7 +60,7 @@ export class DeadLetters {
   ) {}
 
   /** Records refused events (the caller acknowledges them on their streams afterwards). */
-  async bury(refused: { event: QueuedEvent; error: string; code: string }[]): Promise<void> {
+  async bury(refused: Refused[]): Promise<void> {
     if (refused.length === 0) return;
     const pipeline = this.redis.pipeline();
     for (const { event, error, code } of refused) {
@@ -64,8 +78,7 @@ export class DeadLetters {
   async list(max = 10_000): Promise<DeadLetter[]> {
     const entries = (await this.redis.xrange(this.key, '-', '+', 'COUNT', max)) as [string, string[]][];
     return entries.map(([deadId, raw]) => {
-      const f: Record<string, string> = {};
-      for (let i = 0; i + 1 < raw.length; i += 2) f[raw[i] as string] = raw[i + 1] as string;
+      const f = fieldRecord(raw);
       let fields: string[] = [];
       try {
         const parsed: unknown = JSON.parse(f.event ?? '[]');

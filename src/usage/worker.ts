@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Sql } from '../db/pg.js';
 import { isCluster, type RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
-import { DeadLetters, isPermanent } from './deadLetters.js';
+import { DeadLetters, fieldRecord, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
 import { persistEvents, type UsageEvent } from './persist.js';
 
 export const GROUP = 'usage';
@@ -21,11 +21,7 @@ export async function usageLag(redis: RedisClient, keys: KeySpace): Promise<numb
   return lengths.reduce((a, b) => a + b, 0);
 }
 
-interface Refused {
-  event: UsageEvent;
-  error: string;
-  code: string;
-}
+type Refused = RefusedEvent<UsageEvent>;
 
 export interface WorkerOptions {
   batchSize: number;
@@ -35,8 +31,7 @@ export interface WorkerOptions {
 
 function parseEntry(stream: string, [id, fields]: StreamEntry): UsageEvent {
   if (fields === null) return { stream, id, fields: [], kind: 'gone' }; // deleted while pending
-  const f: Record<string, string> = {};
-  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
+  const f = fieldRecord(fields);
   if ((f.k !== 'i' && f.k !== 'u') || !f.t || !f.f) return { stream, id, fields, kind: 'bad' };
   return {
     stream, id, fields, kind: f.k === 'i' ? 'issued' : 'used',
