@@ -3,7 +3,7 @@
   credentials. The limit is counted before any password is hashed, so guessing is bounded.
   check-quota and history use it with no limit to find a key's firma id.
 
-    KEYS[1] credentials hash    {k:<licenseKey>}:c   fields f firma id, h password hash
+    KEYS[1] credentials hash    {k:<licenseKey>}:c   fields f firma id, h password hash, z fence
     KEYS[2] rate-limit counter  {k:<licenseKey>}:rg
     KEYS[3] unknown-key marker  {k:<licenseKey>}:u   set when Postgres had no such key
 
@@ -13,7 +13,7 @@
   Returns:
     {0, firmaId, passwordHash}
     {1, ms until the window resets}   rate limited
-    {4}                                no copy: the caller hydrates from Postgres
+    {4}                                no copy, or a fenced one (fence.lua): the caller reads Postgres
     {11}                               no such license (Postgres said so lately): no look-up
 ]]
 -- @include rateLimit
@@ -23,7 +23,7 @@ if limit > 0 then
   local wait = overRateLimit(KEYS[2], limit, ARGV[2])
   if wait then return {1, wait} end
 end
-local cred = redis.call('HMGET', KEYS[1], 'f', 'h')
-if cred[1] then return {0, cred[1], cred[2]} end
+local cred = redis.call('HMGET', KEYS[1], 'f', 'h', 'z')
+if cred[1] and not cred[3] then return {0, cred[1], cred[2]} end
 if redis.call('EXISTS', KEYS[3]) == 1 then return {11} end
 return {4}

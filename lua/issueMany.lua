@@ -8,12 +8,14 @@
 
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
-    ARGV[6i-3..6i+2] token i: rate limit (0 = off), token id, firma id, imza tipi,
+    ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
+    ARGV[6i-2..6i+3] token i: rate limit (0 = off), token id, firma id, imza tipi,
              token expiry ms, marker hash expiry ms
 
   Returns {code1, a1, b1, code2, a2, b2, ...}: issueToken's result for each token, in order
   (codes listed in includes/issueToken.lua).
 ]]
+-- @include deadline
 -- @include rateLimit
 -- @include issueToken
 -- @include batch

@@ -10,20 +10,24 @@
     KEYS[4] usage stream        {b}:ev
 
     ARGV[1] now, ms since epoch
-    ARGV[2] rate limit per window (0 = off)
-    ARGV[3] rate window, ms
-    ARGV[4] origin host name, normalised ("" = none)
-    ARGV[5] token id
-    ARGV[6] firma id
-    ARGV[7] imza tipi
-    ARGV[8] token iat, ms
-    ARGV[9] origin as the client sent it (absent = none)
+    ARGV[2] deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
+    ARGV[3] rate limit per window (0 = off)
+    ARGV[4] rate window, ms
+    ARGV[5] origin host name, normalised ("" = none)
+    ARGV[6] token id
+    ARGV[7] firma id
+    ARGV[8] imza tipi
+    ARGV[9] token iat, ms
+    ARGV[10] origin as the client sent it (absent = none)
 
-  Returns {code, a, b}: redeemToken's result (codes listed in includes/redeemToken.lua).
+  Returns {code, a, b}: redeemToken's result (codes listed in includes/redeemToken.lua),
+  or {12, 0, 0} (LATE) past the deadline, having changed nothing.
 ]]
+-- @include deadline
 -- @include rateLimit
 -- @include redeemToken
 
-local code, a, b = redeemToken(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4],
-  ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9])
+if pastDeadline(ARGV[2]) then return {12, 0, 0} end
+local code, a, b = redeemToken(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[3]), ARGV[4], ARGV[5],
+  ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10])
 return {code, a, b}

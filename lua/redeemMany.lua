@@ -8,12 +8,14 @@
 
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
-    ARGV[7i-4..7i+2] token i: rate limit (0 = off), origin host ("" = none), token id,
+    ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
+    ARGV[7i-3..7i+3] token i: rate limit (0 = off), origin host ("" = none), token id,
              firma id, imza tipi, token iat ms, origin prefixed "+" ("" = none)
 
   Returns {code1, a1, b1, code2, a2, b2, ...}: redeemToken's result for each token, in order
   (codes listed in includes/redeemToken.lua).
 ]]
+-- @include deadline
 -- @include rateLimit
 -- @include redeemToken
 -- @include batch

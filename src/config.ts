@@ -9,6 +9,8 @@ export interface Config {
   redisUrl: string;
   redisClusterNodes: { host: string; port: number }[];
   redisPrefix: string;
+  /** a Redis call slower than this fails (503), never hangs */
+  redisCommandTimeoutMs: number;
   databaseUrl: string;
   pgSchema: string;
   jwtSecret: string;
@@ -98,6 +100,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
     redisPrefix: prefix,
+    redisCommandTimeoutMs: intVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60000),
     databaseUrl,
     pgSchema: schema,
     jwtSecret,

@@ -18,9 +18,10 @@ import { KnownKeys } from './licenses/knownKeys.js';
 import { Passwords } from './licenses/passwords.js';
 import { LicenseStore } from './licenses/store.js';
 import { createRedis, duplicateRedis, type RedisClient } from './redis/client.js';
+import { RedisClock } from './redis/clock.js';
 import { KeySpace } from './redis/keys.js';
 import { TokenService } from './tokens/jwt.js';
-import { UsageWorker } from './usage/worker.js';
+import { usageLag, UsageWorker } from './usage/worker.js';
 
 export interface Service {
   port: number;
@@ -34,25 +35,29 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema);
   const redis = createRedis(config, 'license-api');
   const subscriber = duplicateRedis(redis);
+  const clock = new RedisClock(redis, config.redisCommandTimeoutMs);
+  await clock.start();
   const keys = new KeySpace(config.redisPrefix);
   const store = new LicenseStore(sql);
   const quotaCache = new QuotaCache(config.quotaCacheSeconds * 1000);
   const knownKeys = new KnownKeys(sql);
   await knownKeys.start();
   const ctx: ApiContext = {
-    config, log, sql, redis, keys, store, quotaCache,
+    config, log, sql, redis, keys, store, quotaCache, clock,
     tokens: new TokenService(config.jwtSecret),
     hot: new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000),
     passwords: new Passwords(config.passwordQueue),
-    issuer: new IssueBatcher(redis, RATE_WINDOW_MS),
+    issuer: new IssueBatcher(redis, RATE_WINDOW_MS, clock),
   };
 
-  // admin changes made on any instance evict this instance's check-quota answers, and
-  // announce keys created there
+  // keys created on any instance are announced; after a reconnection (messages published
+  // meanwhile are lost) the keys are read again from Postgres at once
   await subscriber.subscribe(keys.invalidationChannel);
-  subscriber.on('message', (_channel: string, licenseKey: string) => {
-    quotaCache.evict(licenseKey);
-    knownKeys.add(licenseKey);
+  subscriber.on('message', (_channel: string, licenseKey: string) => knownKeys.add(licenseKey));
+  let subscribed = false;
+  subscriber.on('ready', () => {
+    if (subscribed) void knownKeys.refresh().catch(() => {});
+    subscribed = true;
   });
 
   const worker = config.runWorker ? await startWorker(config, log, redis, sql, keys) : null;
@@ -72,18 +77,47 @@ export async function startService(config: Config, log: Logger): Promise<Service
     port,
     worker,
     async stop() {
+      const stopBy = Date.now() + config.shutdownTimeoutMs + STOP_FLUSH_MS;
       await http.drain(config.shutdownTimeoutMs);
       http.close();
-      await worker?.stop();
       ctx.passwords.close();
       knownKeys.stop();
-      await Promise.allSettled([subscriber.quit(), redis.quit(), sql.end({ timeout: 5 })]);
+      clock.stop();
+      if (worker) {
+        await worker.stop(Math.max(500, stopBy - Date.now()));
+        await reportLeftovers(redis, keys, log);
+      }
+      await closeAll(subscriber, redis, sql);
     },
   };
 }
 
+/**
+ * After SIGTERM, how long the usage worker may go on writing what is queued once the last
+ * request is answered; a process exits within SHUTDOWN_TIMEOUT_MS plus this and the
+ * second connections take to close (src/cli/server.ts holds the hard limit).
+ */
+export const STOP_FLUSH_MS = 3000;
+
+/** Logs the usage events the stop leaves in Redis: nothing is lost, the next worker writes them. */
+export async function reportLeftovers(redis: RedisClient, keys: KeySpace, log: Logger): Promise<void> {
+  const left = await usageLag(redis, keys).catch(() => null);
+  if (left !== 0) log.warn({ usageLag: left }, 'usage events left in the streams for the next worker');
+}
+
+/** Closes the connections, waiting at most a second for each to say goodbye. */
+export async function closeAll(...connections: (RedisClient | Sql)[]): Promise<void> {
+  await Promise.allSettled(connections.map((c) => {
+    const polite = 'quit' in c ? c.quit() : c.end({ timeout: 1 });
+    return Promise.race([polite, new Promise((resolve) => setTimeout(resolve, 1000).unref())]).finally(() => {
+      if ('disconnect' in c) c.disconnect();
+    });
+  }));
+}
+
 export async function startWorker(config: Config, log: Logger, redis: RedisClient, sql: Sql, keys: KeySpace): Promise<UsageWorker> {
-  const worker = new UsageWorker(duplicateRedis(redis), sql, keys, config.worker, log);
+  // its reads block for up to WORKER_BLOCK_MS before they may count as hung
+  const worker = new UsageWorker(duplicateRedis(redis, config.worker.blockMs), sql, keys, config.worker, log);
   await worker.start();
   return worker;
 }

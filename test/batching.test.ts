@@ -1,5 +1,6 @@
 import t from 'tap';
 import { createRedis } from '../src/redis/client.js';
+import { RedisClock } from '../src/redis/clock.js';
 import { bucketOf, KeySpace } from '../src/redis/keys.js';
 import { RedeemBatcher, type RedeemResult } from '../src/redis/redeemBatcher.js';
 import { expectCodedError } from './helpers/auth.js';
@@ -80,7 +81,10 @@ t.test('the batcher: one turn of one slot is one redeemMany call per 64 tokens, 
   redis.redeemMany = (...args) => { calls.many++; return many(...args); };
 
   const keys = new KeySpace(h.prefix);
-  const batcher = new RedeemBatcher(redis, 60_000);
+  const clock = new RedisClock(redis, h.config.redisCommandTimeoutMs);
+  await clock.start();
+  t.teardown(() => clock.stop());
+  const batcher = new RedeemBatcher(redis, 60_000, clock);
   const redeem = (token: string): Promise<RedeemResult> => {
     const c = claimsOf(token);
     const k = keys.forLicense(c.firma_id);

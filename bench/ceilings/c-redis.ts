@@ -26,7 +26,7 @@ serve('/api/license/validate', (body, res, state) => {
   }
   const k = keys.forLicense(c.firma_id);
   redeem(k.license, k.markers(c.exp * 1000).key, k.rateValidate, k.stream,
-    Date.now(), limit, 60000, '', c.token_id, c.firma_id, c.imza_tipi, c.iat * 1000).then((r) => {
+    Date.now(), Date.now() + 750, limit, 60000, '', c.token_id, c.firma_id, c.imza_tipi, c.iat * 1000).then((r) => {
     if (r[0] === 0) {
       send(res, state, '200 OK', `{"success":true,"message":"Token doğrulandı, imza kotası düşüldü","usedQuota":${r[1]},"remainingQuota":${r[2]}}`);
     } else {

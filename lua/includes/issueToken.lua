@@ -4,7 +4,7 @@
 
   issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi,
              expMs, markersExpireAt) -> code, a, b
-    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, n name
+    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, n name, z fence
     markers  token markers       {b}:t:<expiry minute>   field token id: "i" issued, "u" used
     rate     rate-limit counter  {b}:rs:<firmaId>
     stream   usage stream        {b}:ev
@@ -15,7 +15,8 @@
   Codes (a, b are 0 where the code has none):
     0 OK                  a = remaining quota, b = organization name
     1 RATE_LIMITED        a = ms until the window resets
-    4 LICENSE_MISS        the caller hydrates from Postgres and retries
+    4 LICENSE_MISS        no copy, or a fenced one (fence.lua): the caller hydrates from
+                          Postgres and retries
     8 LICENSE_EXPIRED
     9 LICENSE_INACTIVE
     10 INSUFFICIENT_QUOTA a = remaining (0)
@@ -28,8 +29,8 @@ local function issueToken(license, markers, rate, stream, now, limit, windowMs, 
     if wait then return 1, wait, 0 end
   end
 
-  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n')
-  if not lic[1] then return 4, 0, 0 end
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n', 'z')
+  if not lic[1] or lic[6] then return 4, 0, 0 end
   if tonumber(lic[4]) <= tonumber(now) then return 8, 0, 0 end
   if lic[3] ~= '1' then return 9, 0, 0 end
   local remaining = tonumber(lic[1]) - tonumber(lic[2])

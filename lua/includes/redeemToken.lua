@@ -4,7 +4,7 @@
 
   redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId,
               imzaTipi, iat, origin) -> code, a, b
-    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, d domains
+    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, d domains, z fence
     markers  token markers       {b}:t:<expiry minute>   field token id: "i" issued, "u" used
     rate     rate-limit counter  {b}:rv:<firmaId>
     stream   usage stream        {b}:ev
@@ -16,9 +16,11 @@
   Codes (a, b are 0 where the code has none):
     0 OK               a = used quota, b = remaining quota
     1 RATE_LIMITED     a = ms until the window resets
-    2 TOKEN_UNKNOWN    no marker: the caller consults Postgres, re-seeds it and retries
+    2 TOKEN_UNKNOWN    no marker for a token we signed: Redis lost it, and perhaps its
+                       redemption with it; refused as used (fail closed)
     3 TOKEN_USED
-    4 LICENSE_MISS     no license copy: the caller hydrates from Postgres and retries
+    4 LICENSE_MISS     no license copy, or one fenced by an admin change (fence.lua): the
+                       caller hydrates from Postgres and retries (checked first)
     5 LICENSE_INVALID  inactive or past expiry
     6 ORIGIN_DENIED
     7 QUOTA_EXHAUSTED  a = remaining (0)
@@ -42,12 +44,14 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
     if wait then return 1, wait, 0 end
   end
 
+  -- the license first: a token of a company Redis does not hold is not "unknown" until
+  -- Postgres has been asked about the company
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd', 'z')
+  if not lic[1] or lic[6] then return 4, 0, 0 end
+
   local marker = redis.call('HGET', markers, tokenId)
   if not marker then return 2, 0, 0 end
   if marker == 'u' then return 3, 0, 0 end
-
-  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd')
-  if not lic[1] then return 4, 0, 0 end
   if lic[3] ~= '1' or tonumber(lic[4]) <= tonumber(now) then return 5, 0, 0 end
 
   local domains = lic[5]

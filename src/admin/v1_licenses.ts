@@ -3,12 +3,18 @@ import type { Route } from '../http/server.js';
 import { codeShape, reply, type Reply } from '../http/reply.js';
 import { type ApiContext, canonicalKey } from '../api/context.js';
 import { quotaPercentage } from '../api/license_checkQuota.js';
-import { AddQuotaBody, bearer, bodyParser, CreateLicenseBody, licenseKeyParam, PatchLicenseBody } from '../api/schemas.js';
+import {
+  AddQuotaBody, bearer, bodyParser, CreateLicenseBody, idempotencyKeyHeader, licenseKeyParam, PatchLicenseBody,
+} from '../api/schemas.js';
 import { normaliseDomain } from '../licenses/origin.js';
+import { changeLicense } from '../licenses/changes.js';
 import type { LicenseRow } from '../licenses/store.js';
 
 const unauthorized = reply(401, { success: false, error: { code: 'UNAUTHORIZED', message: 'Yönetici yetkisi gerekli' } });
 const notFound = reply(404, { success: false, error: { code: 'LICENSE_NOT_FOUND', message: 'Lisans bulunamadı' } });
+const keyReused = reply(422, {
+  success: false, error: { code: 'IDEMPOTENCY_KEY_REUSED', message: 'Bu işlem anahtarı başka bir satın alma için kullanıldı' },
+});
 const exists = reply(409, { success: false, error: { code: 'LICENSE_EXISTS', message: 'Bu lisans anahtarı zaten kayıtlı' } });
 
 function invalid(field: string, why = 'geçersiz'): Reply {
@@ -44,17 +50,15 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
     return token !== null && timingSafeEqual(digest(token), expected);
   }
 
-  /** Puts a committed change in force: Redis copy, then the check-quota caches. */
-  async function publish(row: LicenseRow): Promise<void> {
-    await ctx.hot.write(row);
-    ctx.quotaCache.evict(row.licenseKey);
-    await ctx.redis.publish(ctx.keys.invalidationChannel, row.licenseKey);
+  /** Tells every instance of a key just created (src/licenses/knownKeys.ts). */
+  async function announce(licenseKey: string): Promise<void> {
+    await ctx.redis.publish(ctx.keys.invalidationChannel, licenseKey);
   }
 
+  /** The row as Postgres has it, with the used count of the Redis copy (ahead by the worker lag). */
   async function view(row: LicenseRow, status = 200): Promise<Reply> {
-    const live = await ctx.hot.read(row.licenseKey);
-    const usedQuota = live?.usedQuota ?? row.usedQuota;
-    const totalQuota = live?.totalQuota ?? row.totalQuota;
+    const usedQuota = (await ctx.hot.usedQuota(row.firmaId)) ?? row.usedQuota;
+    const totalQuota = row.totalQuota;
     return reply(status, {
       success: true,
       data: {
@@ -84,8 +88,11 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
         const body = parsed.value;
         const domains = domainsOf(body.domains);
         if (domains && !Array.isArray(domains)) return domains;
+        const licenseKey = canonicalKey(body.licenseKey ?? randomUUID());
+        // before Postgres: an "unknown key" remembered in Redis must not outlive the create
+        await ctx.redis.del(ctx.keys.unknownKey(licenseKey));
         const row = await ctx.store.create({
-          licenseKey: canonicalKey(body.licenseKey ?? randomUUID()),
+          licenseKey,
           organizationName: body.organizationName,
           passwordHash: await ctx.passwords.hash(body.password, req),
           totalQuota: body.totalQuota,
@@ -94,7 +101,8 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
           domains: domains ?? [],
         });
         if (row === null) return exists;
-        await publish(row);
+        await ctx.hot.write(row); // no copy existed, so none can be stale if this fails
+        await announce(row.licenseKey);
         return view(row, 201);
       }),
     },
@@ -116,28 +124,32 @@ export function adminRoutes(ctx: ApiContext, adminToken: string): Route[] {
         const body = parsed.value;
         const domains = domainsOf(body.domains);
         if (domains && !Array.isArray(domains)) return domains;
-        const row = await ctx.store.update(key, {
+        const passwordHash = body.password === undefined ? undefined : await ctx.passwords.hash(body.password, req);
+        const row = await changeLicense<never>(ctx.store, ctx.hot, key, (deadline) => ctx.store.update(key, {
           organizationName: body.organizationName,
-          passwordHash: body.password === undefined ? undefined : await ctx.passwords.hash(body.password, req),
+          passwordHash,
           expiryDate: body.expiryDate === undefined ? undefined : new Date(body.expiryDate),
           isActive: body.isActive,
           domains,
-        });
+        }, deadline));
         if (row === null) return notFound;
-        await publish(row);
         return view(row);
       }),
     },
     {
       method: 'post', path: '/admin/v1/licenses/:licenseKey/quota', errors: codeShape, needsAuthorization: true, bodyLimit: limit,
+      needsIdempotencyKey: true,
       handler: guard(async (req) => {
         const key = licenseKeyParam(req.params[0]);
         if (key === null) return notFound;
         const parsed = parseQuota(req.body);
         if (!parsed.ok) return invalid(parsed.field);
-        const row = await ctx.store.addQuota(key, parsed.value.add);
+        const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
+        if (idempotencyKey === false) return invalid('Idempotency-Key', '1-255 yazdırılabilir ASCII karakter olmalı');
+        const add = parsed.value.add;
+        const row = await changeLicense(ctx.store, ctx.hot, key, (deadline) => ctx.store.addQuota(key, add, deadline, idempotencyKey));
         if (row === null) return notFound;
-        await publish(row);
+        if (row === 'reused') return keyReused;
         return view(row);
       }),
     },

@@ -5,6 +5,7 @@ import type { HotLicenses } from '../licenses/hot.js';
 import type { Passwords } from '../licenses/passwords.js';
 import type { LicenseStore } from '../licenses/store.js';
 import type { RedisClient } from '../redis/client.js';
+import type { RedisClock } from '../redis/clock.js';
 import type { IssueBatcher } from '../redis/issueBatcher.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { TokenService } from '../tokens/jwt.js';
@@ -16,6 +17,8 @@ export interface ApiContext {
   log: Logger;
   sql: Sql;
   redis: RedisClient;
+  /** deadlines of the scripts that change state, in Redis's clock */
+  clock: RedisClock;
   keys: KeySpace;
   tokens: TokenService;
   store: LicenseStore;

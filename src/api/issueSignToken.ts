@@ -3,7 +3,7 @@ import type { Reply } from '../http/reply.js';
 import type { Issuance } from '../redis/issueBatcher.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import type { ApiContext } from './context.js';
-import { issueRefusals, rateLimited, ScriptResult } from './results.js';
+import { issueRefusals, rateLimited, refusal, ScriptResult } from './results.js';
 
 export interface Issued {
   signToken: string;
@@ -14,8 +14,8 @@ export interface Issued {
 
 /**
  * Issues one sign token for a license through issue.lua, or issueMany.lua with the other
- * issuances of its slot and turn (one script call; a second only after a Redis miss has
- * been repaired from Postgres). null: the license does not exist.
+ * issuances of its slot and turn (one script call; more only after a Redis miss has been
+ * repaired from Postgres, src/licenses/hot.ts repair). null: the license does not exist.
  */
 export async function issueSignToken(
   ctx: ApiContext, firmaId: string, imzaTipi: 0 | 1, rateLimit: number,
@@ -29,7 +29,7 @@ export async function issueSignToken(
   const issuance: Issuance = {
     keys: k, markers: markers.key, markersExpireAt: markers.expiresAt, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
   };
-  for (let attempt = 0; attempt < 2; attempt++) {
+  for (let attempt = 0; ; attempt++) {
     const result = await ctx.issuer.issue(issuance);
     const code = result[0] as ScriptResult;
     if (code === ScriptResult.OK) {
@@ -39,9 +39,8 @@ export async function issueSignToken(
       return { signToken, remainingQuota: Number(result[1]), iat };
     }
     if (code === ScriptResult.RATE_LIMITED) return rateLimited(Number(result[1]));
-    if (code !== ScriptResult.LICENSE_MISS) return issueRefusals[code] as Reply;
-    if (!(await ctx.hot.hydrateFirma(firmaId))) return null;
+    if (code !== ScriptResult.LICENSE_MISS) return refusal(issueRefusals, code);
+    if (!(await ctx.hot.repair(firmaId, attempt))) return null;
     issuance.limit = 0; // this request has been counted already
   }
-  return null;
 }

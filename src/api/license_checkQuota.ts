@@ -13,7 +13,7 @@ export function quotaPercentage(total: number, used: number): number {
   return Math.round(((total - used) / total) * 10000) / 100;
 }
 
-type Answer = Omit<CachedAnswer, 'expiresAt'>;
+type Answer = Omit<CachedAnswer, 'expiresAt' | 'version'>;
 
 function failure(error: QuotaError, extra?: Record<string, unknown>): Answer {
   const [status, message] = quotaErrors[error];
@@ -54,26 +54,30 @@ export function checkQuotaRoute(ctx: ApiContext): Route {
   const limit = ctx.config.rate.checkQuota;
   const invalidKey = failure('INVALID_LICENSE_KEY');
 
-  /** The answer: from the cache without touching Redis (no promise either), else loaded. */
-  function current(licenseKey: string): Reply | Promise<Reply> {
+  /** The answer: cached if built from the license's current version, else loaded. */
+  function current(licenseKey: string, version: string): Reply | Promise<Reply> {
     const now = Date.now();
-    const cached = ctx.quotaCache.get(licenseKey, now);
-    return cached ? send(cached) : load(licenseKey, now);
+    const cached = version === '' ? undefined : ctx.quotaCache.get(licenseKey, version, now);
+    return cached ? send(cached) : load(licenseKey, version, now);
   }
 
-  async function load(licenseKey: string, now: number): Promise<Reply> {
+  /** version: read before the license itself, so an entry is never newer than its stamp */
+  async function load(licenseKey: string, version: string, now: number): Promise<Reply> {
     const live = await ctx.hot.read(licenseKey);
     const answer = answerFor(licenseKey, live, now);
     // unknown keys are not cached here (Redis remembers them): a spray of random keys
     // must not push real licenses out of the cache
-    if (live !== null) ctx.quotaCache.set(licenseKey, answer, now);
+    if (live !== null && version !== '') ctx.quotaCache.set(licenseKey, { ...answer, version }, now);
     return send(answer);
   }
 
-  async function counted(licenseKey: string): Promise<Reply> {
-    const [code, ms] = await ctx.redis.rate(ctx.keys.rateCheckQuota(licenseKey), limit, RATE_WINDOW_MS);
-    if (code !== ScriptResult.RATE_LIMITED) return current(licenseKey);
-    const seconds = retrySeconds(Number(ms));
+  /** One script call counts the request and reads the license's version (lua/checkQuota.lua). */
+  async function answer(licenseKey: string): Promise<Reply> {
+    const [code, value] = await ctx.redis.checkQuota(
+      ctx.keys.rateCheckQuota(licenseKey), ctx.keys.credentials(licenseKey), limit, RATE_WINDOW_MS,
+    );
+    if (code !== ScriptResult.RATE_LIMITED) return current(licenseKey, String(value));
+    const seconds = retrySeconds(Number(value));
     return send({ ...failure('RATE_LIMITED', { retryAfter: seconds }), headers: retryHeaders(seconds) });
   }
 
@@ -84,7 +88,7 @@ export function checkQuotaRoute(ctx: ApiContext): Route {
     handler(req) {
       const licenseKey = licenseKeyParam(req.params[0]);
       if (licenseKey === null) return send(invalidKey);
-      return limit > 0 ? counted(licenseKey) : current(licenseKey);
+      return answer(licenseKey);
     },
   };
 }

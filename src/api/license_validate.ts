@@ -4,26 +4,14 @@ import { originHost } from '../licenses/origin.js';
 import { RedeemBatcher, type Redemption } from '../redis/redeemBatcher.js';
 import type { SignClaims } from '../tokens/jwt.js';
 import { type ApiContext, RATE_WINDOW_MS } from './context.js';
-import { rateLimited, redeemRefusals, ScriptResult, validateBadRequest, validateReplies, validateSuccess } from './results.js';
+import { rateLimited, redeemRefusals, refusal, ScriptResult, validateBadRequest, validateReplies, validateSuccess } from './results.js';
 import { bodyParser, ValidateBody } from './schemas.js';
 
 /** POST /api/license/validate: redeem a sign token, spending one unit of quota. */
 export function validateRoute(ctx: ApiContext): Route {
   const parse = bodyParser(ValidateBody);
   const limit = ctx.config.rate.validate;
-  const batcher = new RedeemBatcher(ctx.redis, RATE_WINDOW_MS);
-
-  /** A marker lost with Redis is rebuilt from the audit trail before the token may redeem. */
-  async function reseedMarker(markers: { key: string; expiresAt: number }, claims: SignClaims): Promise<boolean> {
-    if (markers.expiresAt <= Date.now()) return false;
-    const status = await ctx.store.tokenStatus(claims.token_id);
-    // a token signed by us but never persisted was issued just before Redis was lost: redeemable
-    await ctx.redis.multi()
-      .hsetnx(markers.key, claims.token_id, status === 'used' ? 'u' : 'i')
-      .pexpireat(markers.key, markers.expiresAt)
-      .exec();
-    return true;
-  }
+  const batcher = new RedeemBatcher(ctx.redis, RATE_WINDOW_MS, ctx.clock);
 
   async function redeem(claims: SignClaims, origin: string | null): Promise<Reply> {
     const k = ctx.keys.forLicense(claims.firma_id);
@@ -32,20 +20,20 @@ export function validateRoute(ctx: ApiContext): Route {
       keys: k, markers: markers.key, limit, host: origin === null ? '' : originHost(origin),
       tokenId: claims.token_id, firmaId: claims.firma_id, imzaTipi: claims.imza_tipi, iatMs: claims.iat * 1000, origin,
     };
-    for (let attempt = 0; attempt < 3; attempt++) {
+    for (let attempt = 0; ; attempt++) {
       const [code, a, b] = await batcher.redeem(redemption);
       if (code === ScriptResult.OK) return validateSuccess(a, b);
       if (code === ScriptResult.RATE_LIMITED) return rateLimited(a);
-      redemption.limit = 0; // counted once per request
       if (code === ScriptResult.TOKEN_UNKNOWN) {
-        if (!(await reseedMarker(markers, claims))) return validateReplies.TOKEN_EXPIRED;
-      } else if (code === ScriptResult.LICENSE_MISS) {
-        if (!(await ctx.hot.hydrateFirma(claims.firma_id))) return validateReplies.TOKEN_INVALID;
-      } else {
-        return redeemRefusals[code] as Reply;
+        // We signed this token and it has not expired, yet Redis has no marker for it: Redis
+        // lost data, and with it perhaps this token's redemption (its event may not have
+        // reached Postgres). It cannot be proven unused, so it is refused (fail closed).
+        return markers.expiresAt <= Date.now() ? validateReplies.TOKEN_EXPIRED : validateReplies.TOKEN_USED;
       }
+      if (code !== ScriptResult.LICENSE_MISS) return refusal(redeemRefusals, code);
+      redemption.limit = 0; // counted once per request
+      if (!(await ctx.hot.repair(claims.firma_id, attempt))) return validateReplies.TOKEN_INVALID;
     }
-    throw new Error('redeem did not settle after repairing Redis');
   }
 
   return {

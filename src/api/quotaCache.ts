@@ -1,9 +1,11 @@
 /**
  * check-quota answers, per license key, for QUOTA_CACHE_SECONDS. An entry is the rendered
- * answer without its timestamp, which is added when it is sent. Admin changes evict the
- * entry here and, through Redis pub/sub, on every other instance.
+ * answer without its timestamp, which is added when it is sent, and the version of the
+ * license it was built from: an entry older than the license's current version (an admin
+ * change) is never served (lua/checkQuota.lua).
  */
 export interface CachedAnswer {
+  version: string;
   status: string;
   /** body up to the timestamp value: `...,"timestamp":"` */
   head: string;
@@ -22,10 +24,10 @@ export class QuotaCache {
     return this.ttlMs > 0;
   }
 
-  get(licenseKey: string, now: number): CachedAnswer | undefined {
+  get(licenseKey: string, version: string, now: number): CachedAnswer | undefined {
     const hit = this.entries.get(licenseKey);
     if (hit === undefined) return undefined;
-    if (hit.expiresAt > now) return hit;
+    if (hit.expiresAt > now && hit.version === version) return hit;
     this.entries.delete(licenseKey);
     return undefined;
   }
@@ -37,9 +39,5 @@ export class QuotaCache {
       if (!oldest.done) this.entries.delete(oldest.value);
     }
     this.entries.set(licenseKey, { ...answer, expiresAt: now + this.ttlMs });
-  }
-
-  evict(licenseKey: string): void {
-    this.entries.delete(licenseKey);
   }
 }

@@ -1,3 +1,4 @@
+import { ServiceUnavailable } from '../errors.js';
 import { reply, retryHeaders, retrySeconds, STATUS, type Reply } from '../http/reply.js';
 
 // Every answer of the public API, one table per endpoint, worded as in the spec's Errors
@@ -19,6 +20,8 @@ export const enum ScriptResult {
   LICENSE_INACTIVE = 9,
   INSUFFICIENT_QUOTA = 10,
   LICENSE_UNKNOWN = 11,
+  /** the call reached Redis after its deadline and changed nothing (the client had its 503) */
+  LATE = 12,
 }
 
 function fixed(status: number, body: unknown): Reply {
@@ -86,6 +89,16 @@ export const redeemRefusals: Partial<Record<ScriptResult, Reply>> = {
   [ScriptResult.ORIGIN_DENIED]: validateReplies.ORIGIN_DENIED,
   [ScriptResult.QUOTA_EXHAUSTED]: validateReplies.QUOTA_EXHAUSTED,
 };
+
+/**
+ * The reply for a refusal code of a script. A call that reached Redis too late (LATE) did
+ * nothing, and its client has been answered already; should one still come back, 503.
+ */
+export function refusal(table: Partial<Record<ScriptResult, Reply>>, code: ScriptResult): Reply {
+  const out = table[code];
+  if (out === undefined) throw new ServiceUnavailable(`script result ${code}`);
+  return out;
+}
 
 // ---- check-quota: {success:false, error:{code, message}, timestamp} ---------------------
 //        status  code                   message                       extra

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../config.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
-import { startService } from '../service.js';
+import { startService, STOP_FLUSH_MS } from '../service.js';
 
 // npm start: the HTTP server and the usage worker in one process.
 async function main(): Promise<void> {
@@ -26,6 +26,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping: finishing accepted requests and flushing the usage worker');
+    // the last word: whatever hangs (a dependency that accepts and never answers), the
+    // process is gone SHUTDOWN_TIMEOUT_MS + STOP_FLUSH_MS + 2 s after the signal
+    setTimeout(() => {
+      log.error('stop took too long: exiting; queued usage events stay in Redis for the next worker');
+      process.exit(1);
+    }, config.shutdownTimeoutMs + STOP_FLUSH_MS + 2000).unref();
     service.stop().then(
       () => {
         log.info('stopped');

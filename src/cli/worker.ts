@@ -3,7 +3,7 @@ import { connectPostgres } from '../db/pg.js';
 import { createLogger, guardProcess } from '../log.js';
 import { createRedis } from '../redis/client.js';
 import { KeySpace } from '../redis/keys.js';
-import { startWorker } from '../service.js';
+import { closeAll, reportLeftovers, startWorker, STOP_FLUSH_MS } from '../service.js';
 
 // npm run worker: the usage worker alone (any number of copies may run).
 async function main(): Promise<void> {
@@ -21,14 +21,16 @@ async function main(): Promise<void> {
   guardProcess(log);
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 4);
   const redis = createRedis(config, 'license-worker');
-  const worker = await startWorker(config, log, redis, sql, new KeySpace(config.redisPrefix));
+  const keys = new KeySpace(config.redisPrefix);
+  const worker = await startWorker(config, log, redis, sql, keys);
   log.info({ consumer: worker.consumer }, 'usage worker running');
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    void worker.stop().then(async () => {
-      await Promise.allSettled([redis.quit(), sql.end({ timeout: 5 })]);
+    void worker.stop(STOP_FLUSH_MS).then(async () => {
+      await reportLeftovers(redis, keys, log);
+      await closeAll(redis, sql);
       process.exit(0);
     });
   };

@@ -2,6 +2,7 @@ import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ServiceUnavailable } from '../errors.js';
 import { clientAddress } from './clientAddress.js';
+import { LogThrottle } from './logThrottle.js';
 import { retryHeaders, type ErrorShape, type Reply } from './reply.js';
 
 /** What a handler is given: read synchronously from uWS before the request object dies. */
@@ -13,6 +14,8 @@ export interface Request {
   authorization: string;
   /** the client's address (TRUST_PROXY applied), for routes that ask for it; else "" */
   clientAddress: string;
+  /** the Idempotency-Key header, for routes that ask for it; "" when absent */
+  idempotencyKey: string;
   /** the raw body, for routes that take one */
   body: Buffer | null;
   /** set when the client has gone: queued work for it can be dropped */
@@ -32,6 +35,7 @@ export interface Route {
   needsAuthorization?: boolean;
   needsQuery?: boolean;
   needsClientAddress?: boolean;
+  needsIdempotencyKey?: boolean;
 }
 
 interface RequestState {
@@ -147,6 +151,13 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     if (inFlight === 0 && idle) idle();
   }
 
+  const failureLog = new LogThrottle(1000);
+  /** failures alike for the throttle: same error code, or same first word of the message */
+  const failureKind = (err: unknown): string => {
+    const e = err as { code?: unknown; message?: unknown };
+    return typeof e?.code === 'string' ? e.code : String(e?.message ?? err).split(/[\s:]/, 1)[0] ?? '';
+  };
+
   function run(res: uWS.HttpResponse, state: RequestState, route: Route, req: Request): void {
     let out: Reply | Promise<Reply>;
     try {
@@ -160,8 +171,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         (err: unknown) => {
           if (state.gone) return; // nobody to answer, nothing worth a log line (a dropped job)
           const busy = err instanceof ServiceUnavailable;
-          if (busy) log.warn({ err, path: route.path }, 'request refused: service busy');
-          else log.error({ err, path: route.path }, 'request failed');
+          const suppressed = failureLog.take(`${route.method} ${route.path} ${failureKind(err)}`);
+          if (suppressed >= 0) {
+            if (busy) log.warn({ err, path: route.path, suppressed }, 'request refused: service busy');
+            else log.error({ err, path: route.path, suppressed }, 'request failed');
+          }
           const out = route.errors(503, 'SERVICE_UNAVAILABLE', 'Hizmet geçici olarak kullanılamıyor');
           send(res, state, { ...out, headers: retryHeaders(busy ? err.retryAfterSeconds : 1) });
         },
@@ -246,6 +260,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       clientAddress: route.needsClientAddress
         ? clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), uReq.getHeader('x-forwarded-for'), options.trustProxy)
         : '',
+      idempotencyKey: route.needsIdempotencyKey ? uReq.getHeader('idempotency-key') : '',
       body: null,
       aborted: false,
     };

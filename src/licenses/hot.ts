@@ -1,4 +1,5 @@
 import { ScriptResult } from '../api/results.js';
+import { ServiceUnavailable } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
@@ -22,6 +23,27 @@ export interface Credentials {
   passwordHash: string;
 }
 
+/** Redemptions read per XRANGE call when counting a stream's queued events. */
+const SCAN_PAGE = 1000;
+/**
+ * A fence outlives its change's deadline by this much before a hydration may lift it: an
+ * UPDATE that passed its deadline check takes its row lock within microseconds, and the
+ * hydration's share lock then waits for its commit (src/licenses/store.ts forHydration).
+ */
+export const FENCE_MARGIN_MS = 500;
+/**
+ * Reloads one request may make. The first repairs a copy Redis lost; the others happen only
+ * while an admin change holds its fence, which lifts within milliseconds (a change that
+ * failed half-way holds it until its deadline): after about half a second of waiting the
+ * request answers 503 rather than wait longer.
+ */
+const REPAIR_ATTEMPTS = 6;
+const FENCE_POLL_MS = 40;
+
+type Hydrated = 'missing' | 'ready' | 'fenced';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /**
  * The Redis copy of the licenses: written from Postgres rows (hydration and admin changes,
  * both through sync.lua so they commute) and read back for check-quota and the admin API.
@@ -40,32 +62,107 @@ export class HotLicenses {
     private readonly unknownKeyMs: number,
   ) {}
 
-  async write(row: LicenseRow): Promise<void> {
-    const k = this.keys.forLicense(row.firmaId);
+  /**
+   * Fences both Redis copies of a license before an admin change reaches Postgres
+   * (lua/fence.lua): until the change writes them, every request reloads from Postgres.
+   * Throws when Redis cannot be fenced: the change must then not be made.
+   */
+  async fence(firmaId: string, licenseKey: string, deadlineMs: number): Promise<void> {
     await Promise.all([
+      this.redis.fence(this.keys.forLicense(firmaId).license, deadlineMs),
+      this.redis.fence(this.keys.credentials(licenseKey), deadlineMs),
+    ]);
+  }
+
+  /**
+   * Writes a Postgres row to Redis. `completes`: this is the admin change that fenced the
+   * copies. `settledMs`: the row was read after this time (Postgres's clock), so fences
+   * whose deadline is older may be lifted. Resolves whether a fence remains.
+   */
+  async write(row: LicenseRow, completes = false, settledMs = 0): Promise<boolean> {
+    const k = this.keys.forLicense(row.firmaId);
+    const unfence = completes ? '1' : '0';
+    const [, [outcome, licenseFenced], [, credentialsFenced]] = await Promise.all([
       this.redis.del(this.keys.unknownKey(row.licenseKey)),
-      this.redis.sync(k.license, row.version, row.usedQuota,
-        'q', row.totalQuota, 'a', row.isActive ? '1' : '0', 'x', row.expiryDate.getTime(),
-        'd', encodeDomains(row.domains), 'n', row.organizationName, 'k', row.licenseKey),
-      this.redis.sync(this.keys.credentials(row.licenseKey), row.version, '',
+      this.redis.sync(k.license, row.version, '', unfence, settledMs, ...this.licenseFields(row)),
+      this.redis.sync(this.keys.credentials(row.licenseKey), row.version, '-', unfence, settledMs,
         'f', row.firmaId, 'h', row.passwordHash),
     ]);
     this.firmaIds.set(row.licenseKey, row.firmaId);
     this.known.add(row.licenseKey);
+    if (outcome !== 3) return licenseFenced === 1 || credentialsFenced === 1;
+    return (await this.createLicenseCopy(row.firmaId, unfence, settledMs)) || credentialsFenced === 1;
   }
 
-  /** Reloads one license from Postgres after a Redis miss; false when it does not exist. */
-  async hydrateFirma(firmaId: string): Promise<boolean> {
-    const row = await this.store.byFirmaId(firmaId);
-    if (!row) return false;
-    await this.write(row);
-    return true;
+  private licenseFields(row: LicenseRow): (string | number)[] {
+    return ['q', row.totalQuota, 'a', row.isActive ? '1' : '0', 'x', row.expiryDate.getTime(),
+      'd', encodeDomains(row.domains), 'n', row.organizationName, 'k', row.licenseKey];
+  }
+
+  /**
+   * Creates a license hash Redis does not have. Its used count is what Postgres has
+   * persisted plus the redemptions still queued in the license's stream: the stream is read
+   * first, then Postgres, which says which of those it counts already (one persisted in
+   * between is counted once). No redemption of the license is queued meanwhile, since
+   * none can run without the hash.
+   */
+  private async createLicenseCopy(firmaId: string, unfence: string, settledMs: number): Promise<boolean> {
+    const k = this.keys.forLicense(firmaId);
+    const queued = await this.queuedRedemptions(k.stream, firmaId);
+    const found = await this.store.forHydration(firmaId, queued);
+    if (found === null) return false;
+    const { row } = found;
+    const used = row.usedQuota + queued.length - found.counted;
+    const [, fenced] = await this.redis.sync(k.license, row.version, used, unfence, settledMs, ...this.licenseFields(row));
+    return fenced === 1;
+  }
+
+  /** Token ids of the license's redemptions waiting in its stream (not yet in Postgres, or not yet acknowledged). */
+  private async queuedRedemptions(stream: string, firmaId: string): Promise<string[]> {
+    const ids = new Set<string>();
+    let from = '-';
+    for (;;) {
+      const page = (await this.redis.xrange(stream, from, '+', 'COUNT', SCAN_PAGE)) as [string, string[]][];
+      for (const [, f] of page) {
+        let kind = '';
+        let firma = '';
+        let token = '';
+        for (let i = 0; i + 1 < f.length; i += 2) {
+          if (f[i] === 'k') kind = f[i + 1] as string;
+          else if (f[i] === 'f') firma = f[i + 1] as string;
+          else if (f[i] === 't') token = f[i + 1] as string;
+        }
+        if (kind === 'u' && firma === firmaId && token !== '') ids.add(token);
+      }
+      if (page.length < SCAN_PAGE) return [...ids];
+      from = `(${(page[page.length - 1] as [string, string[]])[0]}`;
+    }
+  }
+
+  /** Reloads one license from Postgres after a Redis miss. */
+  private async hydrateFirma(firmaId: string): Promise<Hydrated> {
+    const found = await this.store.forHydration(firmaId);
+    if (found === null) return 'missing';
+    return (await this.write(found.row, false, found.nowMs - FENCE_MARGIN_MS)) ? 'fenced' : 'ready';
+  }
+
+  /**
+   * After a script found a license's copy missing or fenced: reloads it, waiting a little
+   * when an admin change holds it. false: no such license. attempt counts from 0 per
+   * request; past REPAIR_ATTEMPTS the request is refused with 503.
+   */
+  async repair(firmaId: string, attempt: number): Promise<boolean> {
+    if (attempt >= REPAIR_ATTEMPTS) throw new ServiceUnavailable('license copy still fenced by an admin change');
+    const state = await this.hydrateFirma(firmaId);
+    if (state === 'fenced') await sleep(FENCE_POLL_MS);
+    return state !== 'missing';
   }
 
   /** The license from Postgres, written to Redis; its absence is remembered there for a while. */
   private async hydrateKey(licenseKey: string): Promise<LicenseRow | null> {
     const row = await this.store.byKey(licenseKey);
-    if (row) await this.write(row);
+    // the credentials come from Postgres itself, whatever state the Redis copy is left in
+    if (row) await this.hydrateFirma(row.firmaId);
     else if (this.unknownKeyMs > 0) await this.redis.set(this.keys.unknownKey(licenseKey), '1', 'PX', this.unknownKeyMs);
     return row;
   }
@@ -96,21 +193,26 @@ export class HotLicenses {
     return firmaId;
   }
 
-  /** The live license, hydrating it once if Redis has lost it; null when it does not exist. */
+  /** The used count of a license's Redis copy (fenced or not: the counter is live either way); null: no copy. */
+  async usedQuota(firmaId: string): Promise<number | null> {
+    const used = await this.redis.hget(this.keys.forLicense(firmaId).license, 'u');
+    return used === null ? null : Number(used);
+  }
+
+  /** The live license, reloaded if Redis lost it or an admin change fenced it; null when it does not exist. */
   async read(licenseKey: string): Promise<LiveLicense | null> {
     const firmaId = await this.firmaIdOf(licenseKey);
     if (firmaId === null) return null;
     const key = this.keys.forLicense(firmaId).license;
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const [q, u, a, x, n] = await this.redis.hmget(key, 'q', 'u', 'a', 'x', 'n');
-      if (q != null) {
+    for (let attempt = 0; ; attempt++) {
+      const [q, u, a, x, n, z] = await this.redis.hmget(key, 'q', 'u', 'a', 'x', 'n', 'z');
+      if (q != null && z == null) {
         return {
           firmaId, licenseKey, organizationName: n ?? '', totalQuota: Number(q), usedQuota: Number(u),
           expiryMs: Number(x), isActive: a === '1',
         };
       }
-      if (!(await this.hydrateFirma(firmaId))) return null;
+      if (!(await this.repair(firmaId, attempt))) return null;
     }
-    return null;
   }
 }

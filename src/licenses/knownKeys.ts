@@ -43,7 +43,8 @@ export class KnownKeys {
     this.keys.add(licenseKey);
   }
 
-  private async refresh(): Promise<void> {
+  /** Reads the keys created since the last look (at start, every REFRESH_MS, after a lost subscription). */
+  async refresh(): Promise<void> {
     // a margin for transactions that committed after our last look with an earlier created_at
     const since = new Date(this.since.getTime() - REFRESH_MS);
     // now(): Postgres's clock, which stamps created_at

@@ -81,7 +81,24 @@ export class LicenseStore {
     return rows[0] ? toRow(rows[0]) : null;
   }
 
-  async update(licenseKey: string, change: LicenseChange): Promise<LicenseRow | null> {
+  /**
+   * The license about to be changed, and the time by Postgres's clock: an admin change
+   * fences the Redis copy until a deadline on that clock (src/licenses/changes.ts).
+   */
+  async locate(licenseKey: string): Promise<{ firmaId: string; nowMs: number } | null> {
+    const rows = await this.sql.unsafe(
+      `select firma_id, extract(epoch from clock_timestamp()) * 1000 as now_ms from licenses where license_key = $1`,
+      [licenseKey],
+    );
+    return rows[0] ? { firmaId: rows[0].firma_id as string, nowMs: Math.floor(Number(rows[0].now_ms)) } : null;
+  }
+
+  /**
+   * Changes a license unless its deadline (ms, Postgres's clock) has passed: after it, the
+   * fence it set may be lifted by a hydration, which must not miss the change. null: no
+   * such license, or too late (Change.late).
+   */
+  async update(licenseKey: string, change: LicenseChange, deadlineMs: number): Promise<LicenseRow | null> {
     const rows = await this.sql.unsafe(
       `update licenses set
          organization_name = coalesce($2, organization_name),
@@ -90,26 +107,67 @@ export class LicenseStore {
          is_active = coalesce($5, is_active),
          domains = coalesce($6::text[], domains),
          version = version + 1, updated_at = now()
-       where license_key = $1
+       where license_key = $1 and clock_timestamp() < to_timestamp($7::float8 / 1000)
        returning ${columns}`,
       [licenseKey, change.organizationName ?? null, change.passwordHash ?? null, change.expiryDate ?? null,
-        change.isActive ?? null, (change.domains ?? null) as never],
+        change.isActive ?? null, (change.domains ?? null) as never, deadlineMs],
     );
     return rows[0] ? toRow(rows[0]) : null;
   }
 
-  async addQuota(licenseKey: string, add: number): Promise<LicenseRow | null> {
+  /**
+   * Credits a purchase, once per idempotency key: a retry with the key credits nothing and
+   * returns the license as it is. 'reused': the key was used for another purchase.
+   * null: no such license, or past the deadline (see update).
+   */
+  async addQuota(licenseKey: string, add: number, deadlineMs: number, idempotencyKey: string | null): Promise<LicenseRow | 'reused' | null> {
+    if (idempotencyKey === null) {
+      const rows = await this.sql.unsafe(
+        `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
+         where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning ${columns}`,
+        [licenseKey, add, deadlineMs],
+      );
+      return rows[0] ? toRow(rows[0]) : null;
+    }
+    // one statement: the purchase is recorded if and only if the quota is credited
     const rows = await this.sql.unsafe(
-      `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
-       where license_key = $1 returning ${columns}`,
-      [licenseKey, add],
+      `with target as (
+         select license_key from licenses where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000)
+       ), purchase as (
+         insert into quota_purchases (idempotency_key, license_key, add)
+         select $4, license_key, $2 from target
+         on conflict (idempotency_key) do nothing
+         returning license_key
+       ), credited as (
+         update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
+         where license_key in (select license_key from purchase) returning ${columns}
+       )
+       select 'credited' as outcome, c.* from credited c
+       union all
+       select case when p.license_key = $1 and p.add = $2 then 'replayed' else 'reused' end, l.*
+       from quota_purchases p, lateral (select ${columns} from licenses where license_key = $1) l
+       where p.idempotency_key = $4 and not exists (select 1 from purchase)`,
+      [licenseKey, add, deadlineMs, idempotencyKey],
     );
-    return rows[0] ? toRow(rows[0]) : null;
+    const first = rows[0];
+    if (!first) return null;
+    if (first.outcome === 'reused') return 'reused';
+    return toRow(first);
   }
 
-  /** Tokenstatus from the audit trail, for a token whose Redis marker was lost. */
-  async tokenStatus(tokenId: string): Promise<'issued' | 'used' | null> {
-    const rows = await this.sql`select status from sign_tokens where token_id = ${tokenId}`;
-    return rows[0] ? (rows[0].status as 'issued' | 'used') : null;
+  /**
+   * The row to hydrate Redis from, read with a share lock so that an admin change in
+   * flight commits first, with the time by Postgres's clock when the read began; and of
+   * the given redemptions (still queued in Redis), how many Postgres already counts.
+   */
+  async forHydration(firmaId: string, queuedTokenIds: string[] = []): Promise<{ row: LicenseRow; nowMs: number; counted: number } | null> {
+    const rows = await this.sql.unsafe(
+      `select ${columns}, extract(epoch from statement_timestamp()) * 1000 as now_ms,
+         (select count(*) from sign_tokens where token_id = any($2::text[]) and status = 'used')::int as counted
+       from licenses where firma_id = $1 for share`,
+      [firmaId, queuedTokenIds as never],
+    );
+    const r = rows[0];
+    return r ? { row: toRow(r), nowMs: Math.floor(Number(r.now_ms)), counted: r.counted as number } : null;
   }
 }

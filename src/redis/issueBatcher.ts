@@ -1,4 +1,5 @@
 import type { RedisClient } from './client.js';
+import type { RedisClock } from './clock.js';
 import { SlotBatcher, type BatchedScript, type ScriptReply, type SlotItem } from './slotBatcher.js';
 
 /** One issuance's keys and arguments (lua/includes/issueToken.lua). */
@@ -15,8 +16,8 @@ export interface Issuance extends SlotItem {
 /** issue.lua alone, issueMany.lua for the tokens of one slot and turn. */
 const issueScripts: BatchedScript<Issuance> = {
   many: 'issueMany',
-  one: (redis, r, now, windowMs) => redis.issue(r.keys.license, r.markers, r.keys.rateSign, r.keys.stream,
-    now, r.limit, windowMs, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
+  one: (redis, r, now, deadline, windowMs) => redis.issue(r.keys.license, r.markers, r.keys.rateSign, r.keys.stream,
+    now, deadline, r.limit, windowMs, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
   pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
 };
@@ -25,8 +26,8 @@ const issueScripts: BatchedScript<Issuance> = {
 export class IssueBatcher {
   private readonly batcher: SlotBatcher<Issuance>;
 
-  constructor(redis: RedisClient, windowMs: number) {
-    this.batcher = new SlotBatcher(redis, issueScripts, windowMs);
+  constructor(redis: RedisClient, windowMs: number, clock: RedisClock) {
+    this.batcher = new SlotBatcher(redis, issueScripts, windowMs, clock);
   }
 
   /** code, a, b of issueToken */

@@ -1,5 +1,6 @@
 import type { ScriptResult } from '../api/results.js';
 import type { RedisClient } from './client.js';
+import type { RedisClock } from './clock.js';
 import { SlotBatcher, type BatchedScript, type SlotItem } from './slotBatcher.js';
 
 /** One redemption's keys and arguments (lua/includes/redeemToken.lua). */
@@ -20,13 +21,13 @@ export type RedeemResult = [code: ScriptResult, a: number, b: number];
 /** redeem.lua alone, redeemMany.lua for the tokens of one slot and turn. */
 const redeemScripts: BatchedScript<Redemption> = {
   many: 'redeemMany',
-  one(redis, r, now, windowMs) {
+  one(redis, r, now, deadline, windowMs) {
     const k = r.keys;
     return r.origin === null
       ? redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
-        now, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs)
+        now, deadline, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs)
       : redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
-        now, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin);
+        now, deadline, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin);
   },
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
   pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`),
@@ -36,8 +37,8 @@ const redeemScripts: BatchedScript<Redemption> = {
 export class RedeemBatcher {
   private readonly batcher: SlotBatcher<Redemption>;
 
-  constructor(redis: RedisClient, windowMs: number) {
-    this.batcher = new SlotBatcher(redis, redeemScripts, windowMs);
+  constructor(redis: RedisClient, windowMs: number, clock: RedisClock) {
+    this.batcher = new SlotBatcher(redis, redeemScripts, windowMs, clock);
   }
 
   redeem(r: Redemption): Promise<RedeemResult> {

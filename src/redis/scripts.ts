@@ -11,8 +11,9 @@ export interface ScriptClient {
   issue(...keysAndArgs: (string | number)[]): Promise<Reply>;
   credentials(...keysAndArgs: (string | number)[]): Promise<Reply>;
   failures(...keysAndArgs: (string | number)[]): Promise<Reply>;
-  rate(...keysAndArgs: (string | number)[]): Promise<Reply>;
-  sync(...keysAndArgs: (string | number)[]): Promise<number>;
+  checkQuota(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  sync(...keysAndArgs: (string | number)[]): Promise<[outcome: number, fenced: number]>;
+  fence(...keysAndArgs: (string | number)[]): Promise<number>;
   /** numKeys first: the batch decides how many keys it has */
   redeemMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
   issueMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
@@ -23,8 +24,9 @@ const definitions: [keyof ScriptClient, number | undefined][] = [
   ['issue', 4],
   ['credentials', 3],
   ['failures', 1],
-  ['rate', 1],
+  ['checkQuota', 2],
   ['sync', 1],
+  ['fence', 1],
   ['redeemMany', undefined],
   ['issueMany', undefined],
 ];

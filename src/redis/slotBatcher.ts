@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { isCluster, type RedisClient } from './client.js';
+import type { RedisClock } from './clock.js';
 import { STREAM_BUCKETS, type LicenseKeys } from './keys.js';
 
 export type ScriptReply = (string | number | null)[];
@@ -12,17 +13,19 @@ export interface SlotItem {
 /**
  * A script pair driven by SlotBatcher: one call for a lone item, and a "many" script laid
  * out as lua/includes/batch.lua says (KEYS = stream, then three keys per item; ARGV = now,
- * rate window, then the item's arguments; three values back per item, in order).
+ * rate window, deadline, then the item's arguments; three values back per item, in order).
  */
 export interface BatchedScript<T extends SlotItem> {
   many: 'redeemMany' | 'issueMany';
-  one(redis: RedisClient, item: T, now: number, windowMs: number): Promise<ScriptReply>;
+  one(redis: RedisClient, item: T, now: number, deadline: number, windowMs: number): Promise<ScriptReply>;
   pushKeys(into: (string | number)[], item: T): void;
   pushArgs(into: (string | number)[], item: T): void;
 }
 
 /** code, a, b per item (lua/includes/batch.lua) */
 const RESULT_WIDTH = 3;
+/** ScriptResult.LATE (src/api/results.ts), as one item's result */
+const LATE_REPLY: ScriptReply = [12, 0, 0];
 
 interface Pending<T> {
   item: T;
@@ -49,6 +52,7 @@ export class SlotBatcher<T extends SlotItem> {
     private readonly redis: RedisClient,
     private readonly script: BatchedScript<T>,
     private readonly windowMs: number,
+    private readonly clock: RedisClock,
   ) {
     for (let b = 0; b < STREAM_BUCKETS; b++) this.queues.push([]);
   }
@@ -66,6 +70,7 @@ export class SlotBatcher<T extends SlotItem> {
   private flush(): void {
     this.scheduled = false;
     const now = Date.now();
+    const deadline = this.clock.deadline(now);
     // a Cluster spreads the calls over several sockets: only a single connection is corked
     const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;
     socket?.cork();
@@ -73,23 +78,24 @@ export class SlotBatcher<T extends SlotItem> {
       if (queue.length === 0) continue;
       if (queue.length === 1) {
         const p = queue[0] as Pending<T>;
-        this.script.one(this.redis, p.item, now, this.windowMs).then(p.resolve, p.reject);
+        this.script.one(this.redis, p.item, now, deadline, this.windowMs).then(p.resolve, p.reject);
       } else {
-        for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.sendMany(queue.slice(i, i + MAX_PER_CALL), now);
+        for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.sendMany(queue.slice(i, i + MAX_PER_CALL), now, deadline);
       }
       queue.length = 0;
     }
     socket?.uncork();
   }
 
-  private sendMany(part: Pending<T>[], now: number): void {
+  private sendMany(part: Pending<T>[], now: number, deadline: number): void {
     const { script } = this;
     const args: (string | number)[] = [1 + 3 * part.length, (part[0] as Pending<T>).item.keys.stream];
     for (const p of part) script.pushKeys(args, p.item);
-    args.push(now, this.windowMs);
+    args.push(now, this.windowMs, deadline);
     for (const p of part) script.pushArgs(args, p.item);
     this.redis[script.many](...(args as [number, ...(string | number)[]])).then((out) => {
       const w = RESULT_WIDTH;
+      if (out.length < part.length * w) out = part.flatMap(() => LATE_REPLY); // past the deadline: nothing done
       for (let i = 0; i < part.length; i++) (part[i] as Pending<T>).resolve(out.slice(i * w, i * w + w));
     }, (err: unknown) => {
       for (const p of part) p.reject(err);

@@ -48,6 +48,7 @@ function parseEntry(stream: string, [id, fields]: StreamEntry): UsageEvent {
  */
 export class UsageWorker {
   private running = false;
+  private stopBy = Infinity;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private lastClaim = 0;
@@ -72,12 +73,19 @@ export class UsageWorker {
     this.loop = this.run();
   }
 
-  /** Stops reading, finishes the batch in hand (its events stay pending if Postgres is down). */
-  async stop(): Promise<void> {
+  /**
+   * Stops reading and writes what is queued, for at most timeoutMs: a Postgres that does
+   * not answer cannot hold the stop. What is left stays in Redis (a batch in hand stays
+   * pending, and is reclaimed by the next worker).
+   */
+  async stop(timeoutMs = STOP_DRAIN_MS): Promise<void> {
+    this.stopBy = Date.now() + timeoutMs;
     this.running = false;
     this.wake?.();
-    await this.loop;
-    await this.redis.quit().catch(() => {});
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.loop, new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs); })]);
+    clearTimeout(timer);
+    this.redis.disconnect();
   }
 
   /** Events written to the streams and not yet in Postgres. */
@@ -96,14 +104,12 @@ export class UsageWorker {
 
   /**
    * Reads and persists until stopped; once stopping, goes on until the streams are empty
-   * (the server has answered its last request by then), for at most STOP_DRAIN_MS.
+   * (the server has answered its last request by then), until the stop's deadline.
    */
   private async run(): Promise<void> {
     let backoff = 100;
-    let stopBy = Infinity;
     for (;;) {
-      if (!this.running && stopBy === Infinity) stopBy = Date.now() + STOP_DRAIN_MS;
-      if (Date.now() > stopBy) break;
+      if (Date.now() > this.stopBy) break;
       let events: UsageEvent[] = [];
       try {
         events = await this.next();

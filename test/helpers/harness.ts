@@ -174,7 +174,7 @@ export async function startHarness(t: Teardown, label: string, overrides: Record
   const env = testEnv(label, overrides);
   const config = loadConfig(env);
   const service = await startService(config, createLogger('silent'));
-  const redis = new Redis(REDIS_URL);
+  const redis = new Redis(env.REDIS_URL ?? REDIS_URL);
   const sql = postgres(DATABASE_URL, { onnotice: () => {}, max: 2, connection: { search_path: config.pgSchema } });
   const harness = new Harness(service, config, redis, sql);
   t.teardown(async () => {

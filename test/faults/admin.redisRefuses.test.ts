@@ -1,0 +1,148 @@
+import t from 'tap';
+import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness, type Teardown } from '../helpers/harness.js';
+import { licenseHashOf, mintTokens, sleep } from '../helpers/durable.js';
+import { startPrivateRedis, type PrivateRedis } from '../helpers/processes.js';
+
+// Admin changes never leave Postgres and Redis split (issue 8): a change is in force on the
+// next request, or the admin gets an error and nothing changed. Redis here is the test's
+// own, made to refuse writes (min-replicas-to-write with no replica: NOREPLICAS) at the
+// worst moment: after the change has fenced the copy and while Postgres is committing it.
+
+const INVALID = { success: false, message: 'Geçersiz token' };
+
+async function stack(t: Teardown): Promise<{ h: Harness; redis: PrivateRedis }> {
+  const redis = await startPrivateRedis(t);
+  const h = await startHarness(t, 'admin-split', { ...LIVE_COUNTS, REDIS_URL: redis.url });
+  return { h, redis };
+}
+
+/**
+ * Runs an admin request whose Postgres UPDATE waits on a row lock the test holds; while it
+ * waits (the Redis copies already fenced), Redis starts refusing writes; then the lock goes.
+ */
+async function changeWhileRedisFails(h: Harness, redis: PrivateRedis, licenseKey: string, run: () => Promise<{ status: number; body: any }>) { // eslint-disable-line @typescript-eslint/no-explicit-any
+  let answer: Promise<{ status: number; body: any }> | null = null; // eslint-disable-line @typescript-eslint/no-explicit-any
+  await h.sql.begin(async (tx) => {
+    await tx`select 1 from licenses where license_key = ${licenseKey} for update`;
+    answer = run();
+    // the change has fenced Redis and is waiting for the row
+    for (let i = 0; i < 100; i++) {
+      const [row] = await h.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%update licenses set%'`;
+      if ((row?.n as number) > 0) break;
+      await sleep(10);
+    }
+    await redis.cli('config', 'set', 'min-replicas-to-write', '1');
+  });
+  const out = await (answer as unknown as Promise<{ status: number; body: any }>); // eslint-disable-line @typescript-eslint/no-explicit-any
+  return out;
+}
+
+t.test('a deactivation whose Redis write fails: no instance serves the old copy, and it takes hold by itself', async (t) => {
+  const { h, redis } = await stack(t);
+  const lic = await h.createLicense({ totalQuota: 10 });
+  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 3);
+  t.equal((await h.validate(tokens[0])).status, 200);
+
+  const patched = await changeWhileRedisFails(h, redis, lic.licenseKey,
+    () => h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false }));
+  t.equal(patched.status, 503, 'the admin is told the change did not fully complete');
+  const [row] = await h.sql`select is_active from licenses where license_key = ${lic.licenseKey}`;
+  t.equal(row?.is_active, false, 'Postgres has the change');
+  t.equal(await redis.cli('hget', licenseHashOf(h.prefix, lic.firmaId), 'a'), '1', 'the Redis copy is the old one...');
+  t.not(await redis.cli('hget', licenseHashOf(h.prefix, lic.firmaId), 'z'), '', '...but fenced');
+
+  // Redis writes again: the old copy must never serve
+  await redis.cli('config', 'set', 'min-replicas-to-write', '0');
+  const started = Date.now();
+  let last: { status: number; body: unknown } = { status: 0, body: null };
+  while (Date.now() - started < 6000) {
+    last = await h.validate(tokens[1]);
+    t.not(last.status, 200, 'the deactivated license never redeems');
+    if (last.status !== 503) break;
+    await sleep(100);
+  }
+  t.equal(last.status, 401, 'the deactivation takes hold without anyone retrying the change');
+  t.same(last.body, INVALID);
+  const got = await h.getToken(lic.licenseKey, lic.password);
+  t.equal(got.status, 401);
+  t.equal(got.body.error.code, 'LICENSE_INACTIVE');
+  t.equal(await redis.cli('hget', licenseHashOf(h.prefix, lic.firmaId), 'a'), '0', 'the copy is rebuilt from Postgres');
+});
+
+t.test('a password change whose Redis write fails: the old password stops working', async (t) => {
+  const { h, redis } = await stack(t);
+  const lic = await h.createLicense({ totalQuota: 10 });
+  t.equal((await h.getToken(lic.licenseKey, lic.password)).status, 200);
+  const patched = await changeWhileRedisFails(h, redis, lic.licenseKey,
+    () => h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { password: 'a brand new password' }));
+  t.equal(patched.status, 503);
+  await redis.cli('config', 'set', 'min-replicas-to-write', '0');
+  const old = await h.getToken(lic.licenseKey, lic.password);
+  t.equal(old.status, 401, 'the old password is refused at once');
+  t.equal(old.body.error.code, 'INVALID_CREDENTIALS');
+  // the license's copy stays fenced until the failed change's deadline: 503 meanwhile
+  const until = Date.now() + 5000;
+  let fresh = await h.getToken(lic.licenseKey, 'a brand new password');
+  while (fresh.status === 503 && Date.now() < until) {
+    t.equal((await h.getToken(lic.licenseKey, lic.password)).status, 401, 'the old password never works again');
+    await sleep(200);
+    fresh = await h.getToken(lic.licenseKey, 'a brand new password');
+  }
+  t.equal(fresh.status, 200, 'the new one works', { body: fresh.body });
+});
+
+t.test('Redis down before the change: 503 and nothing changed', async (t) => {
+  const { h, redis } = await stack(t);
+  const lic = await h.createLicense({ totalQuota: 10 });
+  await redis.cli('config', 'set', 'min-replicas-to-write', '1');
+  const patched = await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false });
+  t.equal(patched.status, 503);
+  t.equal(patched.body.error.code, 'SERVICE_UNAVAILABLE');
+  const added = await h.admin('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 5 });
+  t.equal(added.status, 503);
+  const [row] = await h.sql`select is_active, total_quota::int as total, version::int as version from licenses where license_key = ${lic.licenseKey}`;
+  t.same({ ...row }, { is_active: true, total: 10, version: 1 }, 'Postgres untouched');
+  await redis.cli('config', 'set', 'min-replicas-to-write', '0');
+  const quota = await h.checkQuota(lic.licenseKey);
+  t.equal(quota.body.data.totalQuota, 10);
+  t.equal(quota.body.data.isActive, true);
+});
+
+t.test('a purchase retried with its Idempotency-Key after a 503 credits once', async (t) => {
+  const { h, redis } = await stack(t);
+  const lic = await h.createLicense({ totalQuota: 10 });
+  const key = 'order-2026-11-22-0001';
+  const buy = () => h.request('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 5 },
+    { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': key });
+  const first = await changeWhileRedisFails(h, redis, lic.licenseKey, buy);
+  t.equal(first.status, 503, 'the answer is lost to the admin');
+  await redis.cli('config', 'set', 'min-replicas-to-write', '0');
+  const retried = await buy();
+  t.equal(retried.status, 200);
+  t.equal(retried.body.data.totalQuota, 15, 'credited once');
+  const again = await buy();
+  t.equal(again.body.data.totalQuota, 15, 'and once only');
+  const [row] = await h.sql`select total_quota::int as total from licenses where license_key = ${lic.licenseKey}`;
+  t.equal(row?.total, 15);
+  // the fence of the first attempt outlives it by its deadline: until then check-quota may
+  // answer 503, never the old total
+  const until = Date.now() + 5000;
+  let quota = await h.checkQuota(lic.licenseKey);
+  while (quota.status === 503 && Date.now() < until) {
+    await sleep(100);
+    quota = await h.checkQuota(lic.licenseKey);
+  }
+  t.equal(quota.status, 200);
+  t.equal(quota.body.data.totalQuota, 15);
+
+  const other = await h.request('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 7 },
+    { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': key });
+  t.equal(other.status, 422, 'the key of another purchase');
+  t.equal(other.body.error.code, 'IDEMPOTENCY_KEY_REUSED');
+  const plain = await h.admin('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 1 });
+  t.equal(plain.body.data.totalQuota, 16, 'without the header every call credits');
+  const bad = await h.request('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 1 },
+    { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': 'x'.repeat(256) });
+  t.equal(bad.status, 400);
+  t.equal(bad.body.error.code, 'INVALID_REQUEST');
+});
