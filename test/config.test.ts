@@ -120,6 +120,7 @@ t.test('loadConfig: defaults', async (t) => {
   t.equal(config.rate.validate, 100);
   t.equal(config.rate.checkQuota, 10);
   t.equal(config.quotaCacheSeconds, 30);
+  t.equal(config.redisCommandTimeoutMs, 1000, 'a Redis call may take a second before the request answers 503');
 });
 
 t.test('loadConfig: overrides', async (t) => {
@@ -127,8 +128,9 @@ t.test('loadConfig: overrides', async (t) => {
     JWT_SECRET: SECRET, TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY, PORT: '0', HOST: '0.0.0.0',
     REDIS_PREFIX: 'other', PG_SCHEMA: 'tenant_a', ADMIN_TOKEN: 'a-long-enough-admin-token',
     RATE_GET_TOKEN_PER_MIN: '0', RATE_VALIDATE_PER_MIN: '500', RATE_CHECK_QUOTA_PER_MIN: '0', QUOTA_CACHE_SECONDS: '0',
-    REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001',
+    REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001', REDIS_COMMAND_TIMEOUT_MS: '250',
   });
+  t.equal(config.redisCommandTimeoutMs, 250);
   t.same(config.tls, { certFile: CERT, keyFile: KEY }, 'TLS files need no ALLOW_HTTP');
   t.equal(config.port, 0, 'PORT 0 picks a free port');
   t.equal(config.host, '0.0.0.0');
@@ -166,6 +168,8 @@ t.test('loadConfig: refusals name the variable', async (t) => {
     [{ ...ok, QUOTA_CACHE_SECONDS: 'half' }, /QUOTA_CACHE_SECONDS/],
     [{ ...ok, DATABASE_URL: 'mysql://127.0.0.1/x' }, /DATABASE_URL/],
     [{ ...ok, REDIS_CLUSTER_NODES: 'nohostport' }, /REDIS_CLUSTER_NODES/],
+    [{ ...ok, REDIS_COMMAND_TIMEOUT_MS: '0' }, /REDIS_COMMAND_TIMEOUT_MS/],
+    [{ ...ok, REDIS_COMMAND_TIMEOUT_MS: 'soon' }, /REDIS_COMMAND_TIMEOUT_MS/],
   ];
   for (const [env, name] of cases) {
     t.throws(() => loadConfig(env), name, `${JSON.stringify(env).replace(SECRET, '<secret>')} -> ${name}`);

@@ -61,8 +61,14 @@ async function killChild(child: ChildProcess): Promise<void> {
 export interface PrivateRedis {
   port: number;
   url: string;
+  /** the folder the server keeps its files in (RDB, AOF) */
+  dir: string;
   /** redis-cli against this server; resolves with its trimmed output */
   cli(...args: string[]): Promise<string>;
+  /** sends a signal (SIGKILL, SIGTERM, SIGSTOP, SIGCONT) to this server's process; SIGKILL/SIGTERM wait for its exit */
+  signal(sig: NodeJS.Signals): Promise<void>;
+  /** starts the server again on the same port and folder (after a stop), with the same arguments plus `extraArgs` */
+  restart(extraArgs?: string[]): Promise<void>;
 }
 
 /**
@@ -80,12 +86,11 @@ export async function startPrivateRedis(t: Teardown, extraArgs: string[] = []): 
     const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args]);
     return stdout.trim();
   };
-  for (let attempt = 0; ; attempt++) {
-    const port = await freeLoopbackPort();
+  const launch = async (port: number, args: string[]): Promise<{ up: boolean; output: string[] }> => {
     const output: string[] = [];
     const started: ChildProcess = spawn('redis-server', [
       '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no',
-      '--daemonize', 'no', ...extraArgs,
+      '--daemonize', 'no', ...args,
     ], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = started;
     started.stdout?.on('data', (c: Buffer) => output.push(c.toString()));
@@ -96,8 +101,27 @@ export async function startPrivateRedis(t: Teardown, extraArgs: string[] = []): 
       up = await cli(port, ['ping']).then((s) => s === 'PONG', () => false);
       if (!up) await sleep(25);
     }
-    if (up) return { port, url: `redis://127.0.0.1:${port}`, cli: (...args) => cli(port, args) };
-    await killChild(started);
+    if (!up) await killChild(started);
+    return { up, output };
+  };
+  for (let attempt = 0; ; attempt++) {
+    const port = await freeLoopbackPort();
+    const { up, output } = await launch(port, extraArgs);
+    if (up) {
+      return {
+        port, dir, url: `redis://127.0.0.1:${port}`, cli: (...args) => cli(port, args),
+        async signal(sig) {
+          const target = child;
+          if (!target || target.exitCode !== null || target.signalCode !== null) return;
+          target.kill(sig);
+          if (sig === 'SIGKILL' || sig === 'SIGTERM') await exitOf(target, 10_000);
+        },
+        async restart(more = []) {
+          const again = await launch(port, [...extraArgs, ...more]);
+          if (!again.up) throw new Error(`redis-server did not start again on ${port}: ${again.output.join('')}`);
+        },
+      };
+    }
     // another process took the port between the pick and the bind: pick again
     if (attempt >= 4) throw new Error(`redis-server did not start: ${output.join('')}`);
   }
