@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test build deps lint typecheck services clean stop-services bench bench-flood soak profile load-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag soak profile load-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -32,6 +32,12 @@ test: build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
+# Only the fault scenarios (test/faults: worker, server and Postgres failures; each test
+# starts and breaks its own private Redis, server processes and Postgres proxy).
+test-faults: build
+	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	npx tap run $(TAP_FLAGS) 'dist/test/faults/*.test.js'
+
 # Longer property-based fuzzing of every endpoint (make test runs the same file briefly with
 # a fixed seed): FUZZ_RUNS per property, FUZZ_SEED to replay a failure (printed on failure).
 fuzz: build
@@ -52,6 +58,11 @@ bench: build load-tools
 bench-flood: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/load/flood.js
+
+# The usage worker's lag at peak validate load, as deployed (what a Redis loss without persistence costs).
+bench-lag: build load-tools
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	node dist/bench/load/lag.js
 
 # The 10-minute soak at a third of the peak rate.
 soak: build load-tools

@@ -97,7 +97,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
  * request is answered; a process exits within SHUTDOWN_TIMEOUT_MS plus this and the
  * second connections take to close (src/cli/server.ts holds the hard limit).
  */
-export const STOP_FLUSH_MS = 3000;
+export const STOP_FLUSH_MS = 2500;
 
 /** Logs the usage events the stop leaves in Redis: nothing is lost, the next worker writes them. */
 export async function reportLeftovers(redis: RedisClient, keys: KeySpace, log: Logger): Promise<void> {

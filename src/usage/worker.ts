@@ -192,9 +192,12 @@ export class UsageWorker {
       if (ids) ids.push(e.id);
       else byStream.set(e.stream, [e.id]);
     }
+    // one transaction per stream: a worker killed between an XACK and its XDEL would leave
+    // events acknowledged (never reclaimed) but still counted as lag, for good
     await Promise.all([...byStream].map(async ([stream, ids]) => {
-      await this.redis.xack(stream, GROUP, ...ids);
-      await this.redis.xdel(stream, ...ids);
+      const replies = await this.redis.multi().xack(stream, GROUP, ...ids).xdel(stream, ...ids).exec();
+      const failed = replies?.find(([err]) => err !== null);
+      if (!replies || failed) throw failed?.[0] ?? new Error('acknowledgement transaction aborted');
     }));
   }
 

@@ -64,18 +64,27 @@ export async function mintTokens(
 
 /**
  * A TCP proxy in front of Postgres that can be cut (every connection dropped, new ones
- * refused) and restored, to play "Postgres is down" for the usage worker.
+ * refused) and restored, to play "Postgres is down" for the usage worker; or put in a
+ * blackhole (connections accepted and kept open, every byte in either direction dropped,
+ * nothing ever answered), to play a Postgres that hangs.
  */
 export class CuttableProxy {
+  /** both ends of every connection that forwards */
   private readonly sockets = new Set<net.Socket>();
-  private down = false;
+  /** connections held open by the blackhole: accepted there, or forwarding when it began */
+  private readonly held = new Set<net.Socket>();
+  private mode: 'open' | 'down' | 'blackhole' = 'open';
   private readonly server: net.Server;
   port = 0;
 
   constructor(private readonly targetPort: number, private readonly targetHost = '127.0.0.1') {
     this.server = net.createServer((client) => {
-      if (this.down) {
+      if (this.mode === 'down') {
         client.destroy();
+        return;
+      }
+      if (this.mode === 'blackhole') {
+        this.hold(client);
         return;
       }
       const upstream = net.connect(this.targetPort, this.targetHost);
@@ -86,12 +95,26 @@ export class CuttableProxy {
         upstream.destroy();
         this.sockets.delete(client);
         this.sockets.delete(upstream);
+        this.held.delete(client);
+        this.held.delete(upstream);
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
       client.pipe(upstream);
       upstream.pipe(client);
     });
+  }
+
+  /** Keeps a socket open and reads (and drops) whatever arrives on it. */
+  private hold(socket: net.Socket): void {
+    this.held.add(socket);
+    const drop = () => {
+      socket.destroy();
+      this.held.delete(socket);
+    };
+    socket.on('error', drop).on('close', drop);
+    socket.on('data', () => {});
+    socket.resume();
   }
 
   async listen(): Promise<number> {
@@ -102,13 +125,30 @@ export class CuttableProxy {
 
   /** Drops every open connection and refuses new ones. */
   cut(): void {
-    this.down = true;
-    for (const s of this.sockets) s.destroy();
+    this.mode = 'down';
+    for (const s of [...this.sockets, ...this.held]) s.destroy();
+    this.sockets.clear();
+    this.held.clear();
+  }
+
+  /**
+   * Accepts connections and never answers: new ones reach nothing, open ones stop
+   * forwarding in both directions (bytes read and dropped), all stay open.
+   */
+  blackhole(): void {
+    this.mode = 'blackhole';
+    for (const s of this.sockets) {
+      s.unpipe();
+      this.hold(s);
+    }
     this.sockets.clear();
   }
 
+  /** Forwards again. Connections the blackhole held lost bytes mid-protocol: they are dropped. */
   restore(): void {
-    this.down = false;
+    this.mode = 'open';
+    for (const s of this.held) s.destroy();
+    this.held.clear();
   }
 
   get connections(): number {
