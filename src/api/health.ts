@@ -1,11 +1,11 @@
 import type { Route } from '../http/server.js';
 import { codeShape, reply } from '../http/reply.js';
-import { usageLag } from '../usage/worker.js';
+import { usageLag, usageLagMs } from '../usage/worker.js';
 import type { ApiContext } from './context.js';
 
 /**
  * GET /healthz: Redis and Postgres reachable, the usage worker's lag (events not yet in
- * Postgres) and the dead letters (events Postgres refused for good, waiting for a replay).
+ * Postgres, and how long the oldest has waited) and the dead letters (events Postgres refused for good, waiting for a replay).
  */
 export function healthRoute(ctx: ApiContext): Route {
   return {
@@ -16,14 +16,15 @@ export function healthRoute(ctx: ApiContext): Route {
       const [redis, postgres] = await Promise.allSettled([ctx.redis.ping(), ctx.sql`select 1`]);
       const ok = redis.status === 'fulfilled' && postgres.status === 'fulfilled';
       const redisUp = redis.status === 'fulfilled';
-      const [lag, deadLetters] = redisUp
-        ? await Promise.all([usageLag(ctx.redis, ctx.keys), ctx.redis.xlen(ctx.keys.deadLetters)])
-        : [null, null];
+      const [lag, lagMs, deadLetters] = redisUp
+        ? await Promise.all([usageLag(ctx.redis, ctx.keys), usageLagMs(ctx.redis, ctx.keys), ctx.redis.xlen(ctx.keys.deadLetters)])
+        : [null, null, null];
       return reply(ok ? 200 : 503, {
         success: ok,
         redis: redis.status === 'fulfilled' ? 'ok' : 'down',
         postgres: postgres.status === 'fulfilled' ? 'ok' : 'down',
         usageLag: lag,
+        usageLagMs: lagMs,
         deadLetters,
       });
     },

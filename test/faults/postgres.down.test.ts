@@ -54,10 +54,14 @@ t.test('Postgres down for 30 s under load: validate answers 200 throughout, the 
     lags.push(Number(lag));
   }
   t.ok((lags.at(-1) ?? 0) > (lags[0] ?? 0), `the backlog grew during the outage (${lags.join(' -> ')})`);
+  const last = healths.at(-1);
+  const waitedMs = last?.outcome.kind === 'answer' ? Number(last.outcome.body?.usageLagMs) : NaN;
+  t.ok(waitedMs >= (last?.at ?? 0) - 2_000 && waitedMs <= (last?.at ?? 0) + 3_000,
+    `/healthz usageLagMs: the oldest waiting event is as old as the outage (${waitedMs} ms, ${last?.at} ms in)`);
 
   // after: the backlog drains, /healthz is back to 200, and the books balance exactly
   await checkBooks(t, stack, load, { exact: true, drainTimeoutMs: 30_000 });
   const after = await stack.health();
-  t.same(after.kind === 'answer' ? { status: after.status, postgres: after.body?.postgres, usageLag: after.body?.usageLag } : after,
-    { status: 200, postgres: 'ok', usageLag: 0 }, '/healthz after the restore: Postgres ok, no lag');
+  t.same(after.kind === 'answer' ? { status: after.status, postgres: after.body?.postgres, usageLag: after.body?.usageLag, usageLagMs: after.body?.usageLagMs } : after,
+    { status: 200, postgres: 'ok', usageLag: 0, usageLagMs: 0 }, '/healthz after the restore: Postgres ok, no lag');
 });
