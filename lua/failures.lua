@@ -9,15 +9,20 @@
     ARGV[1] "take" or "give" (the attempt succeeded)
     ARGV[2] failures allowed per window (> 0)
     ARGV[3] window, ms
+    ARGV[4] deadline of a take, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua):
+            later, its request has had its 503, and no slot is taken
 
   The counter holds failures and attempts under way; a refused attempt is not counted.
 
   Returns {0} allowed (or given back), {1, ms until the window resets} when over the limit.
 ]]
+-- @include deadline
+
 if ARGV[1] == 'give' then
   if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
   return {0}
 end
+if pastDeadline(ARGV[4]) then return {0} end
 local count = redis.call('INCR', KEYS[1])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then

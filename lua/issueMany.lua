@@ -4,7 +4,8 @@
   issue.lua would, in the order given.
 
     KEYS[1]          usage stream of the slot   {b}:ev
-    KEYS[3i-1..3i+1] token i's license hash, token markers, rate-limit counter (i = 1..n)
+    KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
+    KEYS[3i..3i+2]   token i's license hash, token markers, rate-limit counter (i = 1..n)
 
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
@@ -16,11 +17,12 @@
   (codes listed in includes/issueToken.lua).
 ]]
 -- @include deadline
+-- @include epoch
 -- @include rateLimit
 -- @include issueToken
 -- @include batch
 
-return eachToken(6, function(k, v)
+return eachToken(6, function(k, v, mark)
   return issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
-    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5])
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], mark)
 end)

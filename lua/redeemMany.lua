@@ -4,7 +4,8 @@
   order given, so two copies of one token in a batch spend once.
 
     KEYS[1]          usage stream of the slot   {b}:ev
-    KEYS[3i-1..3i+1] token i's license hash, token markers, rate-limit counter (i = 1..n)
+    KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
+    KEYS[3i..3i+2]   token i's license hash, token markers, rate-limit counter (i = 1..n)
 
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
@@ -16,13 +17,14 @@
   (codes listed in includes/redeemToken.lua).
 ]]
 -- @include deadline
+-- @include epoch
 -- @include rateLimit
 -- @include redeemToken
 -- @include batch
 
-return eachToken(7, function(k, v)
+return eachToken(7, function(k, v, mark)
   local origin = ARGV[v + 6]
   if origin == '' then origin = nil else origin = string.sub(origin, 2) end
   return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
-    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin)
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark)
 end)

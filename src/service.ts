@@ -17,11 +17,13 @@ import { HotLicenses } from './licenses/hot.js';
 import { KnownKeys } from './licenses/knownKeys.js';
 import { Passwords } from './licenses/passwords.js';
 import { LicenseStore } from './licenses/store.js';
-import { createRedis, duplicateRedis, type RedisClient } from './redis/client.js';
+import { createRedis, duplicateRedis, whenReady, type RedisClient } from './redis/client.js';
+import { RedisRestarts } from './redis/restarts.js';
 import { RedisClock } from './redis/clock.js';
 import { KeySpace } from './redis/keys.js';
 import { TokenService } from './tokens/jwt.js';
-import { usageLag, UsageWorker } from './usage/worker.js';
+import { usageLag } from './usage/lag.js';
+import { UsageWorker } from './usage/worker.js';
 
 export interface Service {
   port: number;
@@ -33,21 +35,24 @@ export interface Service {
 /** Connects everything, applies migrations, listens. Everything here is built once. */
 export async function startService(config: Config, log: Logger): Promise<Service> {
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema);
-  const redis = createRedis(config, 'license-api');
+  const redis = createRedis(config, 'license-api', false);
+  const keys = new KeySpace(config.redisPrefix);
+  const restarts = new RedisRestarts(redis, keys, log);
+  await whenReady(redis, 10_000);
+  await restarts.ensure();
   const subscriber = duplicateRedis(redis);
   const clock = new RedisClock(redis, config.redisCommandTimeoutMs);
   await clock.start();
-  const keys = new KeySpace(config.redisPrefix);
   const store = new LicenseStore(sql);
   const quotaCache = new QuotaCache(config.quotaCacheSeconds * 1000);
   const knownKeys = new KnownKeys(sql);
   await knownKeys.start();
   const ctx: ApiContext = {
-    config, log, sql, redis, keys, store, quotaCache, clock,
+    config, log, sql, redis, keys, store, quotaCache, clock, restarts,
     tokens: new TokenService(config.jwtSecret),
     hot: new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000),
     passwords: new Passwords(config.passwordQueue),
-    issuer: new IssueBatcher(redis, RATE_WINDOW_MS, clock),
+    issuer: new IssueBatcher(redis, RATE_WINDOW_MS, clock, restarts),
   };
 
   // keys created on any instance are announced; after a reconnection (messages published

@@ -1,6 +1,8 @@
 import t from 'tap';
 import { createRedis } from '../src/redis/client.js';
 import { RedisClock } from '../src/redis/clock.js';
+import { RedisRestarts } from '../src/redis/restarts.js';
+import { createLogger } from '../src/log.js';
 import { bucketOf, KeySpace } from '../src/redis/keys.js';
 import { RedeemBatcher, type RedeemResult } from '../src/redis/redeemBatcher.js';
 import { expectCodedError } from './helpers/auth.js';
@@ -84,7 +86,9 @@ t.test('the batcher: one turn of one slot is one redeemMany call per 64 tokens, 
   const clock = new RedisClock(redis, h.config.redisCommandTimeoutMs);
   await clock.start();
   t.teardown(() => clock.stop());
-  const batcher = new RedeemBatcher(redis, 60_000, clock);
+  const restarts = new RedisRestarts(redis, keys, createLogger('silent'));
+  await restarts.ensure();
+  const batcher = new RedeemBatcher(redis, 60_000, clock, restarts);
   const redeem = (token: string): Promise<RedeemResult> => {
     const c = claimsOf(token);
     const k = keys.forLicense(c.firma_id);

@@ -1,17 +1,19 @@
 --[[
   The loop of the batch scripts (redeemMany.lua, issueMany.lua), whose KEYS are the slot's
-  stream, then three keys per token, and whose ARGV are now, the rate window and the
+  stream and epoch (includes/epoch.lua), then three keys per token, and whose ARGV are now, the rate window and the
   deadline, then argsPerToken arguments per token.
-  eachToken(argsPerToken, step): calls step(k, v) for every token in order, k the index of
-  its first key in KEYS, v of its first argument in ARGV; returns the steps' code, a, b
+  eachToken(argsPerToken, step): calls step(k, v, mark) for every token in order, k the
+  index of its first key in KEYS, v of its first argument in ARGV, mark the issued marker
+  of this epoch; returns the steps' code, a, b
   results flattened into one list. Past the deadline (includes/deadline.lua) it changes
   nothing and returns {12} (LATE).
 ]]
 local function eachToken(argsPerToken, step)
   if pastDeadline(ARGV[3]) then return {12} end
+  local mark = issuedMark(KEYS[2])
   local out = {}
-  for i = 1, (#KEYS - 1) / 3 do
-    local code, a, b = step(3 * i - 1, argsPerToken * (i - 1) + 4)
+  for i = 1, (#KEYS - 2) / 3 do
+    local code, a, b = step(3 * i, argsPerToken * (i - 1) + 4, mark)
     out[#out + 1] = code
     out[#out + 1] = a
     out[#out + 1] = b

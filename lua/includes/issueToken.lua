@@ -3,9 +3,10 @@
   tokens of one hash slot asked for together). Needs overRateLimit (rateLimit.lua).
 
   issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi,
-             expMs, markersExpireAt) -> code, a, b
+             expMs, markersExpireAt, issuedMark) -> code, a, b
     license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, n name, z fence
-    markers  token markers       {b}:t:<expiry minute>   field token id: "i" issued, "u" used
+    markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
+    issuedMark  "i" followed by the bucket's epoch (includes/epoch.lua)
     rate     rate-limit counter  {b}:rs:<firmaId>
     stream   usage stream        {b}:ev
     now      ms since epoch, as a string (it is the event's time)
@@ -23,7 +24,7 @@
   The marker makes the token redeemable; the stream event puts it in the Postgres audit
   trail with status "issued". A refusal changes nothing but the rate-limit count.
 ]]
-local function issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt)
+local function issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt, issuedMark)
   if limit > 0 then
     local wait = overRateLimit(rate, limit, windowMs)
     if wait then return 1, wait, 0 end
@@ -36,7 +37,7 @@ local function issueToken(license, markers, rate, stream, now, limit, windowMs, 
   local remaining = tonumber(lic[1]) - tonumber(lic[2])
   if remaining <= 0 then return 10, 0, 0 end
 
-  redis.call('HSET', markers, tokenId, 'i')
+  redis.call('HSET', markers, tokenId, issuedMark)
   redis.call('PEXPIREAT', markers, markersExpireAt)
   redis.call('XADD', stream, '*', 'k', 'i', 't', tokenId, 'f', firmaId, 'i', imzaTipi, 's', now, 'e', expMs)
   return 0, remaining, lic[5] or ''

@@ -3,9 +3,10 @@
   (the tokens of one hash slot that arrived together). Needs overRateLimit (rateLimit.lua).
 
   redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId,
-              imzaTipi, iat, origin) -> code, a, b
+              imzaTipi, iat, origin, issuedMark) -> code, a, b
     license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, d domains, z fence
-    markers  token markers       {b}:t:<expiry minute>   field token id: "i" issued, "u" used
+    markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
+    issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
     stream   usage stream        {b}:ev
     now      ms since epoch, as a string (it is the event's time)
@@ -18,7 +19,8 @@
     1 RATE_LIMITED     a = ms until the window resets
     2 TOKEN_UNKNOWN    no marker for a token we signed: Redis lost it, and perhaps its
                        redemption with it; refused as used (fail closed)
-    3 TOKEN_USED
+    3 TOKEN_USED       used, or issued in an earlier epoch: Redis came back from a restart
+                       that may have lost its redemption (src/redis/restarts.ts; fail closed)
     4 LICENSE_MISS     no license copy, or one fenced by an admin change (fence.lua): the
                        caller hydrates from Postgres and retries (checked first)
     5 LICENSE_INVALID  inactive or past expiry
@@ -38,7 +40,7 @@ local function originAllowed(domains, host)
   return false
 end
 
-local function redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin)
+local function redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark)
   if limit > 0 then
     local wait = overRateLimit(rate, limit, windowMs)
     if wait then return 1, wait, 0 end
@@ -51,7 +53,7 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
 
   local marker = redis.call('HGET', markers, tokenId)
   if not marker then return 2, 0, 0 end
-  if marker == 'u' then return 3, 0, 0 end
+  if marker ~= issuedMark then return 3, 0, 0 end
   if lic[3] ~= '1' or tonumber(lic[4]) <= tonumber(now) then return 5, 0, 0 end
 
   local domains = lic[5]

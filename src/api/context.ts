@@ -6,6 +6,7 @@ import type { Passwords } from '../licenses/passwords.js';
 import type { LicenseStore } from '../licenses/store.js';
 import type { RedisClient } from '../redis/client.js';
 import type { RedisClock } from '../redis/clock.js';
+import type { RedisRestarts } from '../redis/restarts.js';
 import type { IssueBatcher } from '../redis/issueBatcher.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { TokenService } from '../tokens/jwt.js';
@@ -19,6 +20,8 @@ export interface ApiContext {
   redis: RedisClient;
   /** deadlines of the scripts that change state, in Redis's clock */
   clock: RedisClock;
+  /** what the scripts wait for after Redis comes back */
+  restarts: RedisRestarts;
   keys: KeySpace;
   tokens: TokenService;
   store: LicenseStore;

@@ -1,5 +1,6 @@
 import { addressBucket } from '../http/clientAddress.js';
 import type { RedisClient } from '../redis/client.js';
+import type { RedisClock } from '../redis/clock.js';
 import type { KeySpace } from '../redis/keys.js';
 import { RATE_WINDOW_MS } from './context.js';
 
@@ -27,6 +28,7 @@ export class FailedLogins {
     private readonly redis: RedisClient,
     private readonly keys: KeySpace,
     private readonly limit: number,
+    private readonly clock: RedisClock,
   ) {}
 
   /**
@@ -40,7 +42,9 @@ export class FailedLogins {
     let until = this.blockedUntil.get(client) ?? 0;
     if (until <= now) {
       if (until !== 0) this.blockedUntil.delete(client);
-      const [code, ms] = await this.redis.failures(this.keys.failures(client), 'take', this.limit, RATE_WINDOW_MS);
+      const [code, ms] = await this.redis.failures(
+        this.keys.failures(client), 'take', this.limit, RATE_WINDOW_MS, this.clock.deadline(now),
+      );
       if (code !== 1) return 0;
       until = now + Number(ms);
       this.remember(client, until);
@@ -52,7 +56,7 @@ export class FailedLogins {
   /** The attempt succeeded: its slot is given back. */
   async giveBack(address: string): Promise<void> {
     if (this.limit === 0 || address === '') return;
-    await this.redis.failures(this.keys.failures(addressBucket(address)), 'give', this.limit, RATE_WINDOW_MS);
+    await this.redis.failures(this.keys.failures(addressBucket(address)), 'give', this.limit, RATE_WINDOW_MS, 0);
   }
 
   private remember(client: string, until: number): void {

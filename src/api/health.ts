@@ -1,6 +1,6 @@
 import type { Route } from '../http/server.js';
 import { codeShape, reply } from '../http/reply.js';
-import { usageLag, usageLagMs } from '../usage/worker.js';
+import { usageLag, usageLagMs } from '../usage/lag.js';
 import type { ApiContext } from './context.js';
 
 /**

@@ -11,7 +11,7 @@ import { bodyParser, ValidateBody } from './schemas.js';
 export function validateRoute(ctx: ApiContext): Route {
   const parse = bodyParser(ValidateBody);
   const limit = ctx.config.rate.validate;
-  const batcher = new RedeemBatcher(ctx.redis, RATE_WINDOW_MS, ctx.clock);
+  const batcher = new RedeemBatcher(ctx.redis, RATE_WINDOW_MS, ctx.clock, ctx.restarts);
 
   async function redeem(claims: SignClaims, origin: string | null): Promise<Reply> {
     const k = ctx.keys.forLicense(claims.firma_id);

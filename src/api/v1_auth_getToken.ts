@@ -11,7 +11,7 @@ import { bodyParser, GetTokenBody, UUID } from './schemas.js';
 export function getTokenRoute(ctx: ApiContext): Route {
   const parse = bodyParser(GetTokenBody);
   const limit = ctx.config.rate.getToken;
-  const failed = new FailedLogins(ctx.redis, ctx.keys, ctx.config.rate.getTokenFailures);
+  const failed = new FailedLogins(ctx.redis, ctx.keys, ctx.config.rate.getTokenFailures, ctx.clock);
 
   /** After the password checked out: the attempt's slot goes back to its address. */
   async function credentialsAccepted(req: Request, firmaId: string, imzaTipi: 0 | 1): Promise<Reply> {
@@ -39,17 +39,23 @@ export function getTokenRoute(ctx: ApiContext): Route {
       const { password, imzaTipi } = parsed.value;
       const blockedMs = await failed.take(req.clientAddress);
       if (blockedMs > 0) return rateLimited(blockedMs);
-      // keys are UUIDs (the admin API makes no other kind): another one cannot exist
-      const licenseKey = canonicalKey(parsed.value.licenseKey);
-      const cred = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, limit, RATE_WINDOW_MS) : null;
-      if (typeof cred === 'number') return rateLimited(cred);
-      if (cred === null) {
-        // as slow as a wrong password, without spending a hash
-        await ctx.passwords.burn(password);
-        return issueReplies.INVALID_CREDENTIALS;
+      try {
+        // keys are UUIDs (the admin API makes no other kind): another one cannot exist
+        const licenseKey = canonicalKey(parsed.value.licenseKey);
+        const cred = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, limit, RATE_WINDOW_MS) : null;
+        if (typeof cred === 'number') return rateLimited(cred);
+        if (cred === null) {
+          // as slow as a wrong password, without spending a hash
+          await ctx.passwords.burn(password);
+          return issueReplies.INVALID_CREDENTIALS;
+        }
+        if (!(await ctx.passwords.verify(cred.passwordHash, password, req))) return issueReplies.INVALID_CREDENTIALS;
+        return await credentialsAccepted(req, cred.firmaId, imzaTipi);
+      } catch (err) {
+        // the service failed, not the client: the attempt is not a failure
+        void failed.giveBack(req.clientAddress).catch(() => {});
+        throw err;
       }
-      if (!(await ctx.passwords.verify(cred.passwordHash, password, req))) return issueReplies.INVALID_CREDENTIALS;
-      return credentialsAccepted(req, cred.firmaId, imzaTipi);
     },
   };
 }

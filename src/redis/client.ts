@@ -9,33 +9,50 @@ export type RedisClient = (Redis | Cluster) & ScriptClient;
  * (the request answers 503) instead of waiting for TCP to give up on a hung Redis.
  * Commands that were sent when a connection dropped are failed, not sent again: a script
  * may have run before the drop, and running it twice would answer "already used" to the
- * client whose redemption it was. Commands never sent wait in the offline queue until
- * their timeout; the scripts that change state carry a deadline and do nothing when they
- * reach Redis after it (lua/includes/deadline.lua).
+ * client whose redemption it was. The request path's connection has no offline queue: while
+ * it is down a call fails at once (503) rather than wait, and nothing queued runs when it
+ * comes back before src/redis/restarts.ts has looked at the Redis it came back to. Calls
+ * that reach a Redis late anyway (one paused with calls in its socket) find the scripts
+ * that change state past their deadline (lua/includes/deadline.lua): nothing changes.
  */
-function connectionOptions(name: string, commandTimeoutMs: number) {
+function connectionOptions(name: string, commandTimeoutMs: number, offlineQueue: boolean) {
   return {
     connectionName: name,
     enableAutoPipelining: false, // measured: slower behind uWS (see bench/README.md)
     maxRetriesPerRequest: 2,
-    enableOfflineQueue: true,
+    enableOfflineQueue: offlineQueue,
     autoResendUnfulfilledCommands: false,
     commandTimeout: commandTimeoutMs,
   };
 }
 
-/** One client for a single Redis or a Redis Cluster; the scripts are defined on it once. */
-export function createRedis(config: Config, name: string, extraTimeoutMs = 0): RedisClient {
-  const options = connectionOptions(name, config.redisCommandTimeoutMs + extraTimeoutMs);
+/**
+ * One client for a single Redis or a Redis Cluster; the scripts are defined on it once.
+ * offlineQueue false (the request path): wait for `whenReady` before the first call.
+ */
+export function createRedis(config: Config, name: string, offlineQueue = true): RedisClient {
+  const options = connectionOptions(name, config.redisCommandTimeoutMs, offlineQueue);
   const client =
     config.redisClusterNodes.length > 0
-      ? new Cluster(config.redisClusterNodes, { redisOptions: options, enableOfflineQueue: true })
+      ? new Cluster(config.redisClusterNodes, { redisOptions: options, enableOfflineQueue: offlineQueue })
       : new Redis(config.redisUrl, options);
   client.on('error', () => {
     // reported through the failing commands; an unhandled 'error' event would crash the process
   });
   defineScripts(client);
   return client as RedisClient;
+}
+
+/** Resolves once the client is connected and ready; rejects after timeoutMs. */
+export function whenReady(client: RedisClient, timeoutMs: number): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Redis not ready within ${timeoutMs} ms`)), timeoutMs);
+    client.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 export function isCluster(client: Redis | Cluster): client is Cluster {
@@ -49,9 +66,10 @@ export function isCluster(client: Redis | Cluster): client is Cluster {
 export function duplicateRedis(client: RedisClient, extraTimeoutMs = 0): RedisClient {
   const base = isCluster(client) ? client.options.redisOptions ?? {} : (client as Redis).options;
   const timeout = (base.commandTimeout ?? 1000) + extraTimeoutMs;
+  // subscriptions and the worker's reads may wait in the offline queue (their timeouts hold)
   const copy: Redis | Cluster = isCluster(client)
-    ? client.duplicate(undefined, { redisOptions: { ...base, commandTimeout: timeout } })
-    : (client as Redis).duplicate({ commandTimeout: timeout });
+    ? client.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...base, commandTimeout: timeout, enableOfflineQueue: true } })
+    : (client as Redis).duplicate({ commandTimeout: timeout, enableOfflineQueue: true });
   copy.on('error', () => {});
   defineScripts(copy);
   return copy as RedisClient;

@@ -1,5 +1,6 @@
 import type { RedisClient } from './client.js';
 import type { RedisClock } from './clock.js';
+import type { RedisRestarts } from './restarts.js';
 import { SlotBatcher, type BatchedScript, type ScriptReply, type SlotItem } from './slotBatcher.js';
 
 /** One issuance's keys and arguments (lua/includes/issueToken.lua). */
@@ -16,7 +17,7 @@ export interface Issuance extends SlotItem {
 /** issue.lua alone, issueMany.lua for the tokens of one slot and turn. */
 const issueScripts: BatchedScript<Issuance> = {
   many: 'issueMany',
-  one: (redis, r, now, deadline, windowMs) => redis.issue(r.keys.license, r.markers, r.keys.rateSign, r.keys.stream,
+  one: (redis, r, now, deadline, windowMs) => redis.issue(r.keys.license, r.markers, r.keys.rateSign, r.keys.stream, r.keys.epoch,
     now, deadline, r.limit, windowMs, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
   pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
@@ -26,8 +27,8 @@ const issueScripts: BatchedScript<Issuance> = {
 export class IssueBatcher {
   private readonly batcher: SlotBatcher<Issuance>;
 
-  constructor(redis: RedisClient, windowMs: number, clock: RedisClock) {
-    this.batcher = new SlotBatcher(redis, issueScripts, windowMs, clock);
+  constructor(redis: RedisClient, windowMs: number, clock: RedisClock, restarts: RedisRestarts) {
+    this.batcher = new SlotBatcher(redis, issueScripts, windowMs, clock, restarts);
   }
 
   /** code, a, b of issueToken */

@@ -33,6 +33,8 @@ export interface LicenseKeys {
   rateValidate: string;
   rateSign: string;
   stream: string;
+  /** the bucket's epoch, raised after a Redis restart that may have lost writes (src/redis/restarts.ts) */
+  epoch: string;
   /** the marker hash of tokens expiring at expMs, and when the hash itself expires */
   markers(expMs: number): { key: string; expiresAt: number };
 }
@@ -40,14 +42,23 @@ export interface LicenseKeys {
 export class KeySpace {
   readonly invalidationChannel: string;
   readonly streams: string[];
+  /** every bucket's epoch key (LicenseKeys.epoch) */
+  readonly epochs: string[];
+  /** the run id of the Redis server that holds this service's data, as last seen (src/redis/restarts.ts) */
+  readonly runId: string;
   /** usage events Postgres refused for good (src/usage/deadLetters.ts) */
   readonly deadLetters: string;
 
   constructor(readonly prefix: string) {
     this.invalidationChannel = `${prefix}:invalidate`;
     this.deadLetters = `${prefix}:dead`;
+    this.runId = `${prefix}:runid`;
     this.streams = [];
-    for (let b = 0; b < STREAM_BUCKETS; b++) this.streams.push(`${prefix}:{${b}}:ev`);
+    this.epochs = [];
+    for (let b = 0; b < STREAM_BUCKETS; b++) {
+      this.streams.push(`${prefix}:{${b}}:ev`);
+      this.epochs.push(`${prefix}:{${b}}:epoch`);
+    }
   }
 
   forLicense(firmaId: string): LicenseKeys {
@@ -59,6 +70,7 @@ export class KeySpace {
       rateValidate: `${tag}:rv:${firmaId}`,
       rateSign: `${tag}:rs:${firmaId}`,
       stream: `${tag}:ev`,
+      epoch: `${tag}:epoch`,
       markers(expMs) {
         const window = Math.floor(expMs / MARKER_WINDOW_MS);
         return { key: `${tag}:t:${window}`, expiresAt: (window + 1) * MARKER_WINDOW_MS + MARKER_SLACK_MS };

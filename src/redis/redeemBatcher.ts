@@ -1,6 +1,7 @@
 import type { ScriptResult } from '../api/results.js';
 import type { RedisClient } from './client.js';
 import type { RedisClock } from './clock.js';
+import type { RedisRestarts } from './restarts.js';
 import { SlotBatcher, type BatchedScript, type SlotItem } from './slotBatcher.js';
 
 /** One redemption's keys and arguments (lua/includes/redeemToken.lua). */
@@ -24,9 +25,9 @@ const redeemScripts: BatchedScript<Redemption> = {
   one(redis, r, now, deadline, windowMs) {
     const k = r.keys;
     return r.origin === null
-      ? redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
+      ? redis.redeem(k.license, r.markers, k.rateValidate, k.stream, k.epoch,
         now, deadline, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs)
-      : redis.redeem(k.license, r.markers, k.rateValidate, k.stream,
+      : redis.redeem(k.license, r.markers, k.rateValidate, k.stream, k.epoch,
         now, deadline, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin);
   },
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
@@ -37,8 +38,8 @@ const redeemScripts: BatchedScript<Redemption> = {
 export class RedeemBatcher {
   private readonly batcher: SlotBatcher<Redemption>;
 
-  constructor(redis: RedisClient, windowMs: number, clock: RedisClock) {
-    this.batcher = new SlotBatcher(redis, redeemScripts, windowMs, clock);
+  constructor(redis: RedisClient, windowMs: number, clock: RedisClock, restarts: RedisRestarts) {
+    this.batcher = new SlotBatcher(redis, redeemScripts, windowMs, clock, restarts);
   }
 
   redeem(r: Redemption): Promise<RedeemResult> {

@@ -14,19 +14,21 @@ export interface ScriptClient {
   checkQuota(...keysAndArgs: (string | number)[]): Promise<Reply>;
   sync(...keysAndArgs: (string | number)[]): Promise<[outcome: number, fenced: number]>;
   fence(...keysAndArgs: (string | number)[]): Promise<number>;
+  usedFloor(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
   /** numKeys first: the batch decides how many keys it has */
   redeemMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
   issueMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
 }
 
 const definitions: [keyof ScriptClient, number | undefined][] = [
-  ['redeem', 4],
-  ['issue', 4],
+  ['redeem', 5],
+  ['issue', 5],
   ['credentials', 3],
   ['failures', 1],
   ['checkQuota', 2],
   ['sync', 1],
   ['fence', 1],
+  ['usedFloor', undefined],
   ['redeemMany', undefined],
   ['issueMany', undefined],
 ];

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { isCluster, type RedisClient } from './client.js';
 import type { RedisClock } from './clock.js';
+import type { RedisRestarts } from './restarts.js';
 import { STREAM_BUCKETS, type LicenseKeys } from './keys.js';
 
 export type ScriptReply = (string | number | null)[];
@@ -12,7 +13,7 @@ export interface SlotItem {
 
 /**
  * A script pair driven by SlotBatcher: one call for a lone item, and a "many" script laid
- * out as lua/includes/batch.lua says (KEYS = stream, then three keys per item; ARGV = now,
+ * out as lua/includes/batch.lua says (KEYS = stream, epoch, then three keys per item; ARGV = now,
  * rate window, deadline, then the item's arguments; three values back per item, in order).
  */
 export interface BatchedScript<T extends SlotItem> {
@@ -53,6 +54,8 @@ export class SlotBatcher<T extends SlotItem> {
     private readonly script: BatchedScript<T>,
     private readonly windowMs: number,
     private readonly clock: RedisClock,
+    /** no script runs against a Redis that came back until it has been looked at */
+    private readonly restarts: RedisRestarts,
   ) {
     for (let b = 0; b < STREAM_BUCKETS; b++) this.queues.push([]);
   }
@@ -68,6 +71,11 @@ export class SlotBatcher<T extends SlotItem> {
   }
 
   private flush(): void {
+    if (!this.restarts.ready) {
+      // stays scheduled: calls queue up behind the check
+      this.restarts.ensure().then(this.flushBound, (err: unknown) => this.failAll(err));
+      return;
+    }
     this.scheduled = false;
     const now = Date.now();
     const deadline = this.clock.deadline(now);
@@ -87,9 +95,18 @@ export class SlotBatcher<T extends SlotItem> {
     socket?.uncork();
   }
 
+  private failAll(err: unknown): void {
+    this.scheduled = false;
+    for (const queue of this.queues) {
+      for (const p of queue) p.reject(err);
+      queue.length = 0;
+    }
+  }
+
   private sendMany(part: Pending<T>[], now: number, deadline: number): void {
     const { script } = this;
-    const args: (string | number)[] = [1 + 3 * part.length, (part[0] as Pending<T>).item.keys.stream];
+    const first = (part[0] as Pending<T>).item.keys;
+    const args: (string | number)[] = [2 + 3 * part.length, first.stream, first.epoch];
     for (const p of part) script.pushKeys(args, p.item);
     args.push(now, this.windowMs, deadline);
     for (const p of part) script.pushArgs(args, p.item);

@@ -35,6 +35,9 @@ function byToken(events: Good[]): Map<string, TokenEvents> {
   return tokens;
 }
 
+/** firma id -> licenses.used_quota after a write, for the licenses it changed */
+export type UsedCounts = Map<string, number>;
+
 const ms = (value: number | null | undefined) => (value == null ? null : String(value));
 
 /**
@@ -43,11 +46,12 @@ const ms = (value: number | null | undefined) => (value == null ? null : String(
  * an issued token is inserted once, a redemption turns "issued" into "used" once, and the
  * license's used quota rises only by the rows that actually turned. A token issued and
  * redeemed within one batch is written once, as used: two parts of one statement may not
- * write the same row.
+ * write the same row. Answers the used quota of every license the batch changed.
  */
-export async function persistEvents(sql: Sql, events: UsageEvent[]): Promise<void> {
+export async function persistEvents(sql: Sql, events: UsageEvent[]): Promise<UsedCounts> {
+  const counts: UsedCounts = new Map();
   const tokens = byToken(events.filter((e): e is Good => e.kind === 'issued' || e.kind === 'used'));
-  if (tokens.size === 0) return;
+  if (tokens.size === 0) return counts;
   const issued: Good[] = [];
   const used: TokenEvents[] = [];
   for (const t of tokens.values()) {
@@ -55,7 +59,7 @@ export async function persistEvents(sql: Sql, events: UsageEvent[]): Promise<voi
     else if (t.issued) issued.push(t.issued);
   }
   const u = used.map((t) => t.used as Good);
-  await sql`
+  const rows = await sql`
     with issued as (
       insert into sign_tokens (token_id, firma_id, imza_tipi, status, issued_at, expires_at)
       select t, f, i, 'issued', timestamptz 'epoch' + s * interval '1 millisecond',
@@ -82,5 +86,8 @@ export async function persistEvents(sql: Sql, events: UsageEvent[]): Promise<voi
     )
     update licenses l set used_quota = l.used_quota + n.count, updated_at = now()
     from (select firma_id, count(*) as count from changed group by firma_id) n
-    where l.firma_id = n.firma_id`;
+    where l.firma_id = n.firma_id
+    returning l.firma_id, l.used_quota::float8 as used`;
+  for (const r of rows) counts.set(r.firma_id as string, r.used as number);
+  return counts;
 }

@@ -4,33 +4,15 @@ import type { Sql } from '../db/pg.js';
 import { isCluster, type RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import { DeadLetters, fieldRecord, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
-import { persistEvents, type UsageEvent } from './persist.js';
+import { usageLag } from './lag.js';
+import { persistEvents, type UsageEvent, type UsedCounts } from './persist.js';
+import type { ScriptClient } from '../redis/scripts.js';
 
 export const GROUP = 'usage';
 const STOP_DRAIN_MS = 5000;
 
 type StreamEntry = [id: string, fields: string[] | null];
 type StreamReply = [key: string, entries: StreamEntry[]][] | null;
-
-/**
- * Events written to the usage streams and not yet in Postgres (every worker's, wherever
- * it runs). Asked on a connection that is not blocked in XREADGROUP, it answers at once.
- */
-export async function usageLag(redis: RedisClient, keys: KeySpace): Promise<number> {
-  const lengths = await Promise.all(keys.streams.map((s) => redis.xlen(s)));
-  return lengths.reduce((a, b) => a + b, 0);
-}
-
-/**
- * How long the oldest event not yet in Postgres has waited, in ms (0: none waits): the
- * lag in time, which is what a Redis lost without persistence would cost.
- */
-export async function usageLagMs(redis: RedisClient, keys: KeySpace): Promise<number> {
-  const firsts = await Promise.all(keys.streams.map((s) => redis.xrange(s, '-', '+', 'COUNT', 1)));
-  let oldest = Infinity;
-  for (const [entry] of firsts) if (entry) oldest = Math.min(oldest, Number(entry[0].split('-')[0]));
-  return oldest === Infinity ? 0 : Math.max(0, Date.now() - oldest);
-}
 
 type Refused = RefusedEvent<UsageEvent>;
 
@@ -60,6 +42,7 @@ function parseEntry(stream: string, [id, fields]: StreamEntry): UsageEvent {
 export class UsageWorker {
   private running = false;
   private stopBy = Infinity;
+  private ownPendingFirst = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private lastClaim = 0;
@@ -132,6 +115,9 @@ export class UsageWorker {
         backoff = 100;
       } catch (err) {
         if (!this.running) break; // what is left stays in Redis for the next worker
+        // a read that timed out may still have been served (a Redis paused, then resumed):
+        // its events are ours and pending, so read our own pending ones first
+        this.ownPendingFirst = true;
         const message = (err as Error).message;
         // Redis lost its data (restart without persistence, FLUSH): the groups must be made again
         if (message.includes('NOGROUP')) await this.ensureGroups().catch(() => {});
@@ -151,7 +137,8 @@ export class UsageWorker {
    */
   private async flush(events: UsageEvent[]): Promise<void> {
     const writable = events.filter((e) => e.kind === 'issued' || e.kind === 'used');
-    const refusedByPostgres = await this.persistIsolating(writable);
+    const counts: UsedCounts = new Map();
+    const refusedByPostgres = await this.persistIsolating(writable, counts);
     const refused: Refused[] = events
       .filter((e) => e.kind === 'bad')
       .map((event) => ({ event, error: 'malformed usage event', code: 'BAD_EVENT' }));
@@ -162,14 +149,14 @@ export class UsageWorker {
         this.log.warn({ stream: event.stream, id: event.id, code, error }, 'usage event refused for good: moved to dead letters');
       }
     }
-    await this.ack(events);
+    await this.ack(events, counts);
     this.persisted += writable.length - refusedByPostgres.length;
   }
 
-  private async persistIsolating(events: UsageEvent[]): Promise<Refused[]> {
+  private async persistIsolating(events: UsageEvent[], counts: UsedCounts): Promise<Refused[]> {
     if (events.length === 0) return [];
     try {
-      await this.persistRetrying(events);
+      await this.persistRetrying(events, counts);
       return [];
     } catch (err) {
       if (!isPermanent(err)) throw err;
@@ -178,15 +165,17 @@ export class UsageWorker {
         return [{ event: events[0] as UsageEvent, error: e.message, code: e.code }];
       }
       const half = events.length >> 1;
-      return [...await this.persistIsolating(events.slice(0, half)), ...await this.persistIsolating(events.slice(half))];
+      return [...await this.persistIsolating(events.slice(0, half), counts), ...await this.persistIsolating(events.slice(half), counts)];
     }
   }
 
   /** Retries transient failures with backoff; throws a permanent one at once. */
-  private async persistRetrying(events: UsageEvent[]): Promise<void> {
+  private async persistRetrying(events: UsageEvent[], counts: UsedCounts): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await persistEvents(this.sql, events);
+        for (const [firmaId, used] of await persistEvents(this.sql, events)) {
+          counts.set(firmaId, Math.max(used, counts.get(firmaId) ?? 0));
+        }
         return;
       } catch (err) {
         if (isPermanent(err) || (!this.running && attempt >= 3)) throw err;
@@ -196,17 +185,31 @@ export class UsageWorker {
     }
   }
 
-  private async ack(events: UsageEvent[]): Promise<void> {
-    const byStream = new Map<string, string[]>();
-    for (const e of events) {
-      const ids = byStream.get(e.stream);
-      if (ids) ids.push(e.id);
-      else byStream.set(e.stream, [e.id]);
+  /**
+   * One transaction per stream: acknowledge and delete the batch's events (a worker killed
+   * between an XACK and its XDEL would leave events acknowledged, never reclaimed, but
+   * still counted as lag for good), and raise the licenses' used counts in Redis to what
+   * Postgres now holds (lua/usedFloor.lua: only ever needed after Redis lost data).
+   */
+  private async ack(events: UsageEvent[], counts: UsedCounts): Promise<void> {
+    const byStream = new Map<string, { ids: string[]; licenses: string[]; used: number[] }>();
+    const of = (stream: string) => {
+      let entry = byStream.get(stream);
+      if (!entry) byStream.set(stream, (entry = { ids: [], licenses: [], used: [] }));
+      return entry;
+    };
+    for (const e of events) of(e.stream).ids.push(e.id);
+    for (const [firmaId, used] of counts) {
+      const k = this.keys.forLicense(firmaId);
+      const entry = of(k.stream);
+      entry.licenses.push(k.license);
+      entry.used.push(used);
     }
-    // one transaction per stream: a worker killed between an XACK and its XDEL would leave
-    // events acknowledged (never reclaimed) but still counted as lag, for good
-    await Promise.all([...byStream].map(async ([stream, ids]) => {
-      const replies = await this.redis.multi().xack(stream, GROUP, ...ids).xdel(stream, ...ids).exec();
+    await Promise.all([...byStream].map(async ([stream, { ids, licenses, used }]) => {
+      const tx = this.redis.multi();
+      if (ids.length > 0) tx.xack(stream, GROUP, ...ids).xdel(stream, ...ids);
+      if (licenses.length > 0) (tx as unknown as ScriptClient).usedFloor(licenses.length, ...licenses, ...used);
+      const replies = await tx.exec();
       const failed = replies?.find(([err]) => err !== null);
       if (!replies || failed) throw failed?.[0] ?? new Error('acknowledgement transaction aborted');
     }));
@@ -238,16 +241,18 @@ export class UsageWorker {
     return out;
   }
 
+  /** New events ('>'), or after a failure this consumer's own pending ones ('0') until none is left. */
   private async read(): Promise<UsageEvent[]> {
     const { batchSize, blockMs } = this.options;
+    const from = this.ownPendingFirst ? '0' : '>';
     let replies: StreamReply[];
     if (isCluster(this.redis)) {
       // streams live in different slots: one read each, then a pause when all were empty
       replies = await Promise.all(this.keys.streams.map((s) =>
-        this.redis.xreadgroup('GROUP', GROUP, this.consumer, 'COUNT', batchSize, 'STREAMS', s, '>') as Promise<StreamReply>));
-      if (replies.every((r) => r === null) && this.running) await this.sleep(blockMs);
+        this.redis.xreadgroup('GROUP', GROUP, this.consumer, 'COUNT', batchSize, 'STREAMS', s, from) as Promise<StreamReply>));
+      if (from === '>' && replies.every((r) => r === null) && this.running) await this.sleep(blockMs);
     } else {
-      const ids = this.keys.streams.map(() => '>');
+      const ids = this.keys.streams.map(() => from);
       replies = [(await this.redis.xreadgroup(
         'GROUP', GROUP, this.consumer, 'COUNT', batchSize, 'BLOCK', blockMs, 'STREAMS', ...this.keys.streams, ...ids,
       )) as StreamReply];
@@ -258,6 +263,7 @@ export class UsageWorker {
         for (const entry of entries) out.push(parseEntry(stream, entry));
       }
     }
+    if (from === '0' && out.length === 0) this.ownPendingFirst = false;
     return out;
   }
 

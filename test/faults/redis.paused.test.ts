@@ -1,0 +1,89 @@
+import t from 'tap';
+import { sleep } from '../helpers/durable.js';
+import { Load, startStack } from '../helpers/faults.js';
+import {
+  check503s, checkExactBooks, expected503, failedLoginSlots, licenseState, makeProbe, mintHeld, probeWhile, seen503, summarize,
+  untilServing, validateAll, validateWhile,
+} from '../helpers/redisFaults.js';
+
+// Fault 5: Redis hung (SIGSTOP) for 10 s under load, then SIGCONT. The connections stay
+// open and every command sent meanwhile waits in Redis's socket: each request answers 503
+// in its endpoint's published shape within the command timeout (REDIS_COMMAND_TIMEOUT_MS,
+// 1000 ms; 500 ms more allowed for scheduling), nothing hangs, and when Redis runs again the
+// scripts queued during the pause reach it past their deadline and change nothing. So the
+// books balance exactly: validate 200s = 'used' rows = used_quota = Redis 'u', and every
+// token whose client got 503 redeems when retried.
+//
+// As in redis.stopped, the redemptions that meet the pause are those of a probe license
+// kept out of the load (40 tokens minted before, validated over and over during the pause).
+
+const PAUSE_MS = 10_000;
+const COMMAND_TIMEOUT_MS = 1000;
+const SLACK_MS = 500;
+const HELD = 40;
+
+t.test('Redis paused for 10 s under load: 503 within the timeout, nothing queued is spent, exact books', { timeout: 60_000 }, async (t) => {
+  const stack = await startStack(t, {
+    label: 'fault-redis-paused',
+    // the worker's XREADGROUP that timed out during the pause still runs after it: its events
+    // are then pending on a read nobody awaits, and wait for the claim (30 s by default)
+    env: { WORKER_CLAIM_IDLE_MS: '1000' },
+  });
+  const [probeLicense, ...licenses] = await stack.createLicenses(5);
+  if (!probeLicense) throw new Error('no license');
+  const probe = await makeProbe(stack, probeLicense);
+  const held = await mintHeld(stack, probeLicense, HELD);
+  const load = new Load(stack, licenses, { concurrency: 8, timeoutMs: 5000 });
+  await load.start();
+  await load.waitForOk(200);
+  const slotsBefore = await failedLoginSlots(stack);
+
+  await stack.redis.signal('SIGSTOP');
+  const pausedAt = Date.now();
+  const probing = () => Date.now() - pausedAt < PAUSE_MS - COMMAND_TIMEOUT_MS - SLACK_MS;
+  const [rounds, redemptions] = await Promise.all([probeWhile(stack, probe, probing), validateWhile(stack, held, probing)]);
+  await sleep(Math.max(0, pausedAt + PAUSE_MS - Date.now()));
+  const okBeforeResume = load.okCount();
+  await stack.redis.signal('SIGCONT');
+  const resumedAt = Date.now();
+
+  const recovered = await untilServing(stack, probe.lic.licenseKey);
+  await load.waitForOk(okBeforeResume + 200, 10_000).catch(() => {});
+  const firstOk = load.timeline.find((e) => e.at >= resumedAt && e.outcome === '200');
+  await load.stop();
+
+  // during the pause: the published 503, in time, for every endpoint and every redemption
+  t.ok(rounds.length >= 5, `probed every endpoint ${rounds.length} times during the pause`);
+  const latencies = check503s(t, rounds, COMMAND_TIMEOUT_MS + SLACK_MS, 'Redis paused');
+  t.ok(redemptions.length >= 40, `${redemptions.length} validates of held tokens during the pause`);
+  const wrong = redemptions.filter((r) => JSON.stringify(seen503(r)) !== JSON.stringify(expected503('validate')));
+  t.same(wrong.map(seen503), [], 'every validate during the pause answered the published 503 with Retry-After');
+  const validateMs = summarize(redemptions.map((r) => r.ms));
+  t.ok(validateMs.max <= COMMAND_TIMEOUT_MS + SLACK_MS, `every validate during the pause answered within ${COMMAND_TIMEOUT_MS + SLACK_MS} ms (${JSON.stringify(validateMs)})`);
+  t.comment(`503 latencies while Redis was paused (ms): probes ${JSON.stringify(latencies)}; held-token validates ${JSON.stringify(validateMs)}`);
+  const during = load.timeline.filter((e) => e.at > pausedAt + COMMAND_TIMEOUT_MS + SLACK_MS && e.at < resumedAt);
+  t.same(during.filter((e) => e.outcome !== '503'), [], `no validate of the load answered anything but 503 during the pause (${during.length})`);
+
+  // nothing hangs: every request of the load got an answer, and only 503 when refused
+  t.same(Object.keys(load.others()).filter((k) => k !== '503'), [], `the load's validate failures were all 503, none unanswered (${JSON.stringify(load.others())})`);
+  t.same(Object.keys(load.mintFailures()).filter((k) => k !== '503'), [], `the load's mint failures were all 503, none unanswered (${JSON.stringify(load.mintFailures())})`);
+
+  // recovery by itself
+  t.ok(recovered >= 0 && recovered <= 3000, `check-quota answered 200 ${recovered} ms after SIGCONT`);
+  t.ok(firstOk !== undefined && firstOk.at - resumedAt <= 3000, `the load's first validate 200 came ${firstOk ? firstOk.at - resumedAt : '-'} ms after SIGCONT`);
+  t.ok(load.okCount() >= okBeforeResume + 200, `the load went on after SIGCONT (${load.okCount() - okBeforeResume} more 200s)`);
+  t.comment(`recovery after SIGCONT: check-quota ${recovered} ms, validate ${firstOk ? firstOk.at - resumedAt : '-'} ms`);
+
+  // the books, exactly: what was queued in Redis during the pause spent nothing
+  const retries = await load.retryUnsettled();
+  t.same(Object.keys(retries).filter((k) => k !== '200'), [], `every validate of the load refused with 503 redeems on retry (${JSON.stringify(retries)})`);
+  t.comment(`validates of the load refused: ${JSON.stringify(load.others())}; retried: ${JSON.stringify(retries)}; failed-login slots: ${slotsBefore} before, ${await failedLoginSlots(stack)} after`);
+  await checkExactBooks(t, stack, load);
+  t.same(await licenseState(stack, probe.lic.firmaId), { pgUsed: 0, rows: HELD + 1, usedRows: 0, redisU: 0 },
+    'probe license: no quota used, no token issued by the refused get-tokens and sign-tokens');
+  const after = await validateAll(stack, [probe.signToken, ...held]);
+  t.same(after.counts, { 200: HELD + 1 }, 'every probe token refused during the pause redeems now, once');
+  t.ok(await stack.drained(10_000), 'their events reach Postgres');
+  t.same(await licenseState(stack, probe.lic.firmaId), { pgUsed: HELD + 1, rows: HELD + 1, usedRows: HELD + 1, redisU: HELD + 1 },
+    'probe license: exactly those redemptions counted');
+});

@@ -1,0 +1,96 @@
+import t from 'tap';
+import { sleep } from '../helpers/durable.js';
+import { Load, startStack } from '../helpers/faults.js';
+import {
+  check503s, checkExactBooks, expected503, failedLoginSlots, licenseState, logSummary, makeProbe, mintHeld, probeWhile, seen503,
+  summarize, untilServing, validateAll, validateWhile,
+} from '../helpers/redisFaults.js';
+
+// Fault 4: Redis stopped under load (SIGTERM; with appendfsync always, so it comes back with
+// every write it acknowledged) and started again 4 s later on the same port. Meanwhile each
+// public endpoint answers 503 in its published shape with Retry-After within the command
+// timeout (REDIS_COMMAND_TIMEOUT_MS, 1000 ms; 500 ms more allowed for scheduling on a
+// loaded machine) and spends nothing; the service reconnects by itself, and the books
+// balance exactly once the refused validates are retried.
+//
+// The load mints a token and validates it; while Redis is down its mints fail, so the
+// redemptions that meet the outage are those of a probe license kept out of the load: 40
+// tokens minted before, validated over and over during the outage, every one redeemed after.
+
+const OUTAGE_MS = 4000;
+const COMMAND_TIMEOUT_MS = 1000;
+const SLACK_MS = 500;
+const HELD = 40;
+
+t.test('Redis stopped for 4 s under load: 503 within the timeout, nothing spent, recovery by itself', { timeout: 60_000 }, async (t) => {
+  const stack = await startStack(t, {
+    label: 'fault-redis-stopped',
+    redisArgs: ['--appendonly', 'yes', '--appendfsync', 'always'],
+    // an XREADGROUP of the worker queued while Redis was down still runs once it is back,
+    // and its events wait for the claim (30 s by default) before they are written
+    env: { WORKER_CLAIM_IDLE_MS: '1000' },
+  });
+  const [probeLicense, ...licenses] = await stack.createLicenses(5);
+  if (!probeLicense) throw new Error('no license');
+  const probe = await makeProbe(stack, probeLicense);
+  const held = await mintHeld(stack, probeLicense, HELD);
+  const load = new Load(stack, licenses, { concurrency: 8, timeoutMs: 5000 });
+  await load.start();
+  await load.waitForOk(200);
+
+  const stopping = Date.now();
+  await stack.redis.signal('SIGTERM');
+  const stoppedAt = Date.now();
+  t.comment(`Redis stopped (SIGTERM to exit: ${stoppedAt - stopping} ms)`);
+  const probing = () => Date.now() - stoppedAt < OUTAGE_MS - COMMAND_TIMEOUT_MS - SLACK_MS;
+  const [rounds, redemptions] = await Promise.all([probeWhile(stack, probe, probing), validateWhile(stack, held, probing)]);
+  await sleep(Math.max(0, stoppedAt + OUTAGE_MS - Date.now()));
+  const restartedAt = Date.now();
+  await stack.redis.restart();
+  const upAt = Date.now();
+
+  // recovery, with no server restart: the first check-quota 200 and validate 200 after Redis is up
+  const recovered = await untilServing(stack, probe.lic.licenseKey);
+  const okAtRestart = load.okCount();
+  await load.waitForOk(okAtRestart + 200, 10_000).catch(() => {});
+  const firstOk = load.timeline.find((e) => e.at >= upAt && e.outcome === '200');
+  await load.stop();
+
+  // during the outage: the published 503, in time
+  t.ok(rounds.length >= 2, `probed every endpoint ${rounds.length} times during the outage`);
+  const latencies = check503s(t, rounds, COMMAND_TIMEOUT_MS + SLACK_MS, 'Redis stopped');
+  t.ok(redemptions.length >= 16, `${redemptions.length} validates of held tokens during the outage`);
+  const wrong = redemptions.filter((r) => JSON.stringify(seen503(r)) !== JSON.stringify(expected503('validate')));
+  t.same(wrong.map(seen503), [], 'every validate during the outage answered the published 503 with Retry-After');
+  const validateMs = summarize(redemptions.map((r) => r.ms));
+  t.ok(validateMs.max <= COMMAND_TIMEOUT_MS + SLACK_MS, `every validate during the outage answered within ${COMMAND_TIMEOUT_MS + SLACK_MS} ms (${JSON.stringify(validateMs)})`);
+  t.comment(`503 latencies while Redis was stopped (ms): probes ${JSON.stringify(latencies)}; held-token validates ${JSON.stringify(validateMs)}`);
+  const during = load.timeline.filter((e) => e.at > stoppedAt + COMMAND_TIMEOUT_MS + SLACK_MS && e.at < restartedAt);
+  t.same(during.filter((e) => e.outcome !== '503'), [], `no validate of the load answered anything but 503 during the outage (${during.length})`);
+  t.same(Object.keys(load.others()).filter((k) => k !== '503'), [], `the load's validate failures were all 503 (${JSON.stringify(load.others())})`);
+  t.same(Object.keys(load.mintFailures()).filter((k) => k !== '503'), [], `the load's mint failures were all 503 (${JSON.stringify(load.mintFailures())})`);
+
+  // recovery by itself, bounded by the client's reconnection backoff (ioredis: doubling from
+  // 50 ms, at most 5 s plus up to 200 ms of jitter)
+  t.ok(recovered >= 0 && recovered <= 5500, `check-quota answered 200 ${recovered} ms after Redis was up`);
+  t.ok(firstOk !== undefined && firstOk.at - upAt <= 5500, `the load's first validate 200 came ${firstOk ? firstOk.at - upAt : '-'} ms after Redis was up`);
+  t.ok(load.okCount() >= okAtRestart + 200, `the load went on after the restart (${load.okCount() - okAtRestart} more 200s)`);
+  t.equal(stack.servers[0]?.child.exitCode, null, 'the server was never restarted');
+  t.comment(`recovery after Redis was up: check-quota ${recovered} ms, validate ${firstOk ? firstOk.at - upAt : '-'} ms`);
+
+  // nothing spent by the refused calls: a retry redeems, unless the call was in flight when
+  // Redis went away (its script may have run, the answer lost with the connection)
+  const retries = await load.retryUnsettled();
+  t.same(Object.keys(retries).filter((k) => k !== '200' && k !== '400'), [], `every refused validate of the load retried answers 200 or 400 (${JSON.stringify(retries)})`);
+  t.comment(`validates of the load refused: ${JSON.stringify(load.others())}; retried: ${JSON.stringify(retries)}; failed-login slots left: ${await failedLoginSlots(stack)}`);
+  await checkExactBooks(t, stack, load, 8);
+  if (process.env.FAULT_DEBUG) t.comment(JSON.stringify({ streams: await stack.streamState(), log: logSummary(stack) }, null, 1));
+
+  t.same(await licenseState(stack, probe.lic.firmaId), { pgUsed: 0, rows: HELD + 1, usedRows: 0, redisU: 0 },
+    'probe license: no quota used, no token issued by the refused get-tokens and sign-tokens');
+  const after = await validateAll(stack, [probe.signToken, ...held]);
+  t.same(after.counts, { 200: HELD + 1 }, 'every probe token refused during the outage redeems now, once');
+  t.ok(await stack.drained(10_000), 'their events reach Postgres');
+  t.same(await licenseState(stack, probe.lic.firmaId), { pgUsed: HELD + 1, rows: HELD + 1, usedRows: HELD + 1, redisU: HELD + 1 },
+    'probe license: exactly those redemptions counted');
+});
