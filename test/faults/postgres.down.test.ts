@@ -1,6 +1,9 @@
 import t from 'tap';
 import { sleep } from '../helpers/durable.js';
-import { checkBooks, Load, startStack, type Outcome } from '../helpers/faults.js';
+import { checkBooks } from '../helpers/faults/books.js';
+import { Load } from '../helpers/faults/load.js';
+import type { Outcome } from '../helpers/faults/requests.js';
+import { startStack } from '../helpers/faults/stack.js';
 
 // Fault 2: Postgres unreachable for 30 s under load. Nothing on the request path waits for
 // Postgres, so validate keeps answering 200 throughout; /healthz says Postgres is down and

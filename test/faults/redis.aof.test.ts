@@ -1,10 +1,13 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { claimsOf, sleep } from '../helpers/durable.js';
-import { Load, startStack } from '../helpers/faults.js';
-import {
-  AofSizes, checkLossBooks, CountWatch, incrAof, licenseState, mintHeld, truncateTo, untilServing, validateAll,
-} from '../helpers/redisFaults.js';
+import { AofSizes, incrAof, truncateTo } from '../helpers/faults/aof.js';
+import { checkLossBooks, licenseState } from '../helpers/faults/books.js';
+import { Load } from '../helpers/faults/load.js';
+import { untilServing } from '../helpers/faults/probe.js';
+import { CountWatch } from '../helpers/faults/redis.js';
+import { startStack } from '../helpers/faults/stack.js';
+import { mintHeld, validateAll } from '../helpers/faults/tokens.js';
 
 // Fault 7: Redis with AOF (appendfsync everysec, as the README asks of production)
 // SIGKILLed under load and started again from its AOF. No token may answer 200 twice:

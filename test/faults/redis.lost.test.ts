@@ -1,9 +1,12 @@
 import t from 'tap';
 import { claimsOf, sleep } from '../helpers/durable.js';
-import { Load, startStack } from '../helpers/faults.js';
-import {
-  checkLossBooks, CountWatch, killFrozen, licenseState, logSummary, mintHeld, timedCall, untilServing, usedInPostgres, validateAll,
-} from '../helpers/redisFaults.js';
+import { checkLossBooks, licenseState } from '../helpers/faults/books.js';
+import { Load } from '../helpers/faults/load.js';
+import { untilServing } from '../helpers/faults/probe.js';
+import { CountWatch, killFrozen, usedInPostgres } from '../helpers/faults/redis.js';
+import { timedCall } from '../helpers/faults/requests.js';
+import { logSummary, startStack } from '../helpers/faults/stack.js';
+import { mintHeld, validateAll } from '../helpers/faults/tokens.js';
 
 // Fault 6: Redis restarted empty (SIGKILL, no persistence) under load while usage events
 // wait in its streams (the standalone worker was killed a second before, so they pile up).

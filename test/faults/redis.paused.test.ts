@@ -1,10 +1,11 @@
 import t from 'tap';
 import { sleep } from '../helpers/durable.js';
-import { Load, startStack } from '../helpers/faults.js';
-import {
-  check503s, checkExactBooks, expected503, failedLoginSlots, licenseState, makeProbe, mintHeld, probeWhile, seen503, summarize,
-  untilServing, validateAll, validateWhile,
-} from '../helpers/redisFaults.js';
+import { checkExactBooks, licenseState } from '../helpers/faults/books.js';
+import { Load } from '../helpers/faults/load.js';
+import { check503s, expected503, makeProbe, probeWhile, seen503, summarize, untilServing } from '../helpers/faults/probe.js';
+import { failedLoginSlots } from '../helpers/faults/redis.js';
+import { startStack } from '../helpers/faults/stack.js';
+import { mintHeld, validateAll, validateWhile } from '../helpers/faults/tokens.js';
 
 // Fault 5: Redis hung (SIGSTOP) for 10 s under load, then SIGCONT. The connections stay
 // open and every command sent meanwhile waits in Redis's socket: each request answers 503

@@ -1,10 +1,11 @@
 import t from 'tap';
 import { sleep } from '../helpers/durable.js';
-import { Load, startStack } from '../helpers/faults.js';
-import {
-  check503s, checkExactBooks, expected503, failedLoginSlots, licenseState, logSummary, makeProbe, mintHeld, probeWhile, seen503,
-  summarize, untilServing, validateAll, validateWhile,
-} from '../helpers/redisFaults.js';
+import { checkExactBooks, licenseState } from '../helpers/faults/books.js';
+import { Load } from '../helpers/faults/load.js';
+import { check503s, expected503, makeProbe, probeWhile, seen503, summarize, untilServing } from '../helpers/faults/probe.js';
+import { failedLoginSlots } from '../helpers/faults/redis.js';
+import { logSummary, startStack } from '../helpers/faults/stack.js';
+import { mintHeld, validateAll, validateWhile } from '../helpers/faults/tokens.js';
 
 // Fault 4: Redis stopped under load (SIGTERM; with appendfsync always, so it comes back with
 // every write it acknowledged) and started again 4 s later on the same port. Meanwhile each

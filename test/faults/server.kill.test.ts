@@ -1,6 +1,8 @@
 import t from 'tap';
 import { sleep } from '../helpers/durable.js';
-import { checkBooks, Load, startStack } from '../helpers/faults.js';
+import { checkBooks } from '../helpers/faults/books.js';
+import { Load } from '../helpers/faults/load.js';
+import { startStack } from '../helpers/faults/stack.js';
 
 // Fault 3: the server (with its usage worker) SIGKILLed under load, twice, and restarted on
 // the same Redis and Postgres. A redemption either ran whole or not at all: a client that

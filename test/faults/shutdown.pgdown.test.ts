@@ -1,6 +1,8 @@
 import t from 'tap';
 import { sleep, waitFor } from '../helpers/durable.js';
-import { checkBooks, Load, startStack } from '../helpers/faults.js';
+import { checkBooks } from '../helpers/faults/books.js';
+import { Load } from '../helpers/faults/load.js';
+import { startStack } from '../helpers/faults/stack.js';
 
 // SIGTERM while Postgres hangs (connections accepted, never answered): the usage worker
 // cannot persist what is queued, so the process must give up within its shutdown budget,

@@ -1,6 +1,8 @@
 import t from 'tap';
 import { sleep, waitFor } from '../helpers/durable.js';
-import { checkBooks, Load, startStack } from '../helpers/faults.js';
+import { checkBooks } from '../helpers/faults/books.js';
+import { Load } from '../helpers/faults/load.js';
+import { startStack } from '../helpers/faults/stack.js';
 
 // Fault 1: the standalone usage worker SIGKILLed in the middle of a batch, again and again,
 // under load. Its read-but-unacknowledged events stay pending in the consumer group; the
