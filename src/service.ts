@@ -35,7 +35,7 @@ export interface Service {
 /** Connects everything, applies migrations, listens. Everything here is built once. */
 export async function startService(config: Config, log: Logger): Promise<Service> {
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema);
-  const redis = createRedis(config, 'license-api', false);
+  const redis = createRedis(config, 'license-api', { offlineQueue: false });
   const keys = new KeySpace(config.redisPrefix);
   const restarts = new RedisRestarts(redis, keys, log);
   await whenReady(redis, 10_000);
@@ -104,6 +104,13 @@ export async function startService(config: Config, log: Logger): Promise<Service
  */
 export const STOP_FLUSH_MS = 2500;
 
+/**
+ * Added to the worker connection's command timeout: its reads bring back up to
+ * WORKER_BATCH_SIZE events of every stream at once, and no client waits on it, so only a
+ * Redis hung for this long counts as hung (the worker then retries).
+ */
+export const WORKER_REDIS_TIMEOUT_MS = 30_000;
+
 /** Logs the usage events the stop leaves in Redis: nothing is lost, the next worker writes them. */
 export async function reportLeftovers(redis: RedisClient, keys: KeySpace, log: Logger): Promise<void> {
   const left = await usageLag(redis, keys).catch(() => null);
@@ -121,8 +128,7 @@ export async function closeAll(...connections: (RedisClient | Sql)[]): Promise<v
 }
 
 export async function startWorker(config: Config, log: Logger, redis: RedisClient, sql: Sql, keys: KeySpace): Promise<UsageWorker> {
-  // its reads block for up to WORKER_BLOCK_MS before they may count as hung
-  const worker = new UsageWorker(duplicateRedis(redis, config.worker.blockMs), sql, keys, config.worker, log);
+  const worker = new UsageWorker(duplicateRedis(redis, WORKER_REDIS_TIMEOUT_MS), sql, keys, config.worker, log);
   await worker.start();
   return worker;
 }

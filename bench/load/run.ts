@@ -83,7 +83,7 @@ async function main(): Promise<void> {
   const config = loadConfig(env, 'worker');
   const sql = await connectPostgres(DATABASE_URL, 'bench', 2);
   const drain = async () => {
-    const worker = new UsageWorker(createRedis(config, 'bench-drain'), sql, new KeySpace('bench'),
+    const worker = new UsageWorker(createRedis(config, 'bench-drain', { commandTimeoutMs: 60_000 }), sql, new KeySpace('bench'),
       { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000 }, pino({ level: 'silent' }));
     await worker.start();
     while ((await worker.lag()) > 0) await new Promise((r) => setTimeout(r, 50));

@@ -30,8 +30,10 @@ function connectionOptions(name: string, commandTimeoutMs: number, offlineQueue:
  * One client for a single Redis or a Redis Cluster; the scripts are defined on it once.
  * offlineQueue false (the request path): wait for `whenReady` before the first call.
  */
-export function createRedis(config: Config, name: string, offlineQueue = true): RedisClient {
-  const options = connectionOptions(name, config.redisCommandTimeoutMs, offlineQueue);
+export function createRedis(
+  config: Config, name: string, { offlineQueue = true, commandTimeoutMs = config.redisCommandTimeoutMs } = {},
+): RedisClient {
+  const options = connectionOptions(name, commandTimeoutMs, offlineQueue);
   const client =
     config.redisClusterNodes.length > 0
       ? new Cluster(config.redisClusterNodes, { redisOptions: options, enableOfflineQueue: offlineQueue })
