@@ -107,10 +107,11 @@ export const STOP_FLUSH_MS = 2500;
 /**
  * Added to the worker connection's command timeout: its reads bring back up to
  * WORKER_BATCH_SIZE events of every stream at once, and no client waits on it. Not much
- * more: with 30 s, the worker sat out a Redis restart (test/faults/redis.aof, in CI)
- * with the backlog unread for over 20 s, as if one of its calls was never answered.
+ * more: a call in flight when its connection drops is neither answered nor failed by
+ * ioredis (src/redis/client.ts), so the worker sits out a Redis restart for this long (with
+ * 30 s, a restarted Redis's backlog stayed unread through a 20 s fault test).
  */
-export const WORKER_REDIS_TIMEOUT_MS = 5_000;
+export const WORKER_REDIS_TIMEOUT_MS = 2_000;
 
 /** Logs the usage events the stop leaves in Redis: nothing is lost, the next worker writes them. */
 export async function reportLeftovers(redis: RedisClient, keys: KeySpace, log: Logger): Promise<void> {

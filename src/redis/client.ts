@@ -7,9 +7,10 @@ export type RedisClient = (Redis | Cluster) & ScriptClient;
 /**
  * Options of every connection. A command that gets no answer within the timeout fails
  * (the request answers 503) instead of waiting for TCP to give up on a hung Redis.
- * Commands that were sent when a connection dropped are failed, not sent again: a script
- * may have run before the drop, and running it twice would answer "already used" to the
- * client whose redemption it was. The request path's connection has no offline queue: while
+ * Commands that were sent when a connection dropped are not sent again: a script may have
+ * run before the drop, and running it twice would answer "already used" to the client
+ * whose redemption it was. (ioredis then neither answers nor fails them when the
+ * connection comes back quickly: they fail at their timeout.) The request path's connection has no offline queue: while
  * it is down a call fails at once (503) rather than wait, and nothing queued runs when it
  * comes back before src/redis/restarts.ts has looked at the Redis it came back to. Calls
  * that reach a Redis late anyway (one paused with calls in its socket) find the scripts
