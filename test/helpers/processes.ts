@@ -134,6 +134,20 @@ export interface LogLine {
   at: number;
 }
 
+/** The lines that are JSON objects (pino's records), parsed; the others skipped. */
+export function jsonRecords(lines: LogLine[]): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const line of lines) {
+    try {
+      const parsed: unknown = JSON.parse(line.text);
+      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) out.push(parsed as Record<string, unknown>);
+    } catch {
+      // not a JSON line
+    }
+  }
+  return out;
+}
+
 export interface ServerProcess {
   child: ChildProcess;
   port: number;
@@ -216,18 +230,7 @@ export async function spawnServer(t: Teardown, env: Record<string, string>, time
     port,
     url: `http://127.0.0.1:${port}`,
     lines,
-    records() {
-      const out: Record<string, unknown>[] = [];
-      for (const line of lines) {
-        try {
-          const parsed: unknown = JSON.parse(line.text);
-          if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) out.push(parsed as Record<string, unknown>);
-        } catch {
-          // not a JSON line
-        }
-      }
-      return out;
-    },
+    records: () => jsonRecords(lines),
     async stop(signal: NodeJS.Signals = 'SIGTERM', stopTimeoutMs = 20_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const status = await exitOf(child, stopTimeoutMs);

@@ -8,7 +8,7 @@ import type { Stack } from './stack.js';
 // cannot balance exactly: the lost events are lost).
 
 /** The assertions checkBooks makes (a tap Test). */
-export type Checks = Pick<Test, 'ok' | 'equal' | 'same' | 'fail'>;
+export type Checks = Pick<Test, 'ok' | 'equal' | 'same' | 'fail' | 'comment'>;
 
 export interface BooksOptions {
   /**

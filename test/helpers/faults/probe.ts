@@ -1,6 +1,7 @@
 import { claimsOf, sleep } from '../durable.js';
 import type { Checks } from './books.js';
 import { timedCall, type Timed } from './requests.js';
+import type { Load } from './load.js';
 import type { FaultLicense, Stack } from './stack.js';
 
 // The probe license, kept out of the load to show that refused calls spend nothing: its four
@@ -119,4 +120,37 @@ export function check503s(t: Checks, rounds: Record<Endpoint, Timed>[], maxMs: n
     out[endpoint] = summarize(all.map((x) => x.ms));
   }
   return out;
+}
+
+/** What a test saw while Redis was away: the probe rounds and the held tokens' validates. */
+export interface Outage {
+  /** "paused", "stopped" */
+  what: string;
+  rounds: Record<Endpoint, Timed>[];
+  redemptions: Timed[];
+  /** when Redis went away and came back (Date.now()) */
+  from: number;
+  to: number;
+  minRounds: number;
+  minRedemptions: number;
+}
+
+/**
+ * While Redis was away: every probe and every held-token validate answered the published
+ * 503 with Retry-After within maxMs, and the load's validates answered nothing else once
+ * the first timeout had passed; every refusal of the load was a 503, none unanswered.
+ */
+export function checkOutage(t: Checks, load: Load, o: Outage, maxMs: number): void {
+  t.ok(o.rounds.length >= o.minRounds, `probed every endpoint ${o.rounds.length} times while Redis was ${o.what}`);
+  const latencies = check503s(t, o.rounds, maxMs, `Redis ${o.what}`);
+  t.ok(o.redemptions.length >= o.minRedemptions, `${o.redemptions.length} validates of held tokens while Redis was ${o.what}`);
+  const wrong = o.redemptions.filter((r) => JSON.stringify(seen503(r)) !== JSON.stringify(expected503('validate')));
+  t.same(wrong.map(seen503), [], `every validate while Redis was ${o.what} answered the published 503 with Retry-After`);
+  const validateMs = summarize(o.redemptions.map((r) => r.ms));
+  t.ok(validateMs.max <= maxMs, `every validate while Redis was ${o.what} answered within ${maxMs} ms (${JSON.stringify(validateMs)})`);
+  t.comment(`503 latencies while Redis was ${o.what} (ms): probes ${JSON.stringify(latencies)}; held-token validates ${JSON.stringify(validateMs)}`);
+  const during = load.timeline.filter((e) => e.at > o.from + maxMs && e.at < o.to);
+  t.same(during.filter((e) => e.outcome !== '503'), [], `no validate of the load answered anything but 503 while Redis was ${o.what} (${during.length})`);
+  t.same(Object.keys(load.others()).filter((k) => k !== '503'), [], `the load's validate failures were all 503, none unanswered (${JSON.stringify(load.others())})`);
+  t.same(Object.keys(load.mintFailures()).filter((k) => k !== '503'), [], `the load's mint failures were all 503, none unanswered (${JSON.stringify(load.mintFailures())})`);
 }

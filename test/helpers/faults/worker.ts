@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Teardown } from '../harness.js';
-import { exitOf, type ExitStatus, type LogLine } from '../processes.js';
+import { exitOf, jsonRecords, type ExitStatus, type LogLine } from '../processes.js';
 
 // The usage worker as a child process of its own (`node dist/src/cli/worker.js`), which a
 // fault test may SIGKILL and restart; every line it writes is kept.
@@ -15,19 +15,6 @@ export interface WorkerProcess {
   records(): Record<string, unknown>[];
   /** sends the signal and waits for the exit */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<ExitStatus>;
-}
-
-function parseRecords(lines: LogLine[]): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [];
-  for (const line of lines) {
-    try {
-      const parsed: unknown = JSON.parse(line.text);
-      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) out.push(parsed as Record<string, unknown>);
-    } catch {
-      // not a JSON line
-    }
-  }
-  return out;
 }
 
 /**
@@ -79,7 +66,7 @@ export async function spawnWorker(t: Teardown, env: Record<string, string>, time
   return {
     child,
     lines,
-    records: () => parseRecords(lines),
+    records: () => jsonRecords(lines),
     async stop(signal: NodeJS.Signals = 'SIGTERM', stopTimeoutMs = 20_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exitOf(child, stopTimeoutMs);
