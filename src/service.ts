@@ -59,10 +59,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
   // meanwhile are lost) the keys are read again from Postgres at once
   await subscriber.subscribe(keys.invalidationChannel);
   subscriber.on('message', (_channel: string, licenseKey: string) => knownKeys.add(licenseKey));
-  let subscribed = false;
+  let connected = subscriber.status === 'ready';
   subscriber.on('ready', () => {
-    if (subscribed) void knownKeys.refresh().catch(() => {});
-    subscribed = true;
+    if (connected) void knownKeys.refresh().catch(() => {});
+    connected = true;
   });
 
   const worker = config.runWorker ? await startWorker(config, log, redis, sql, keys) : null;
