@@ -11,40 +11,43 @@ import { scriptSource } from '../src/redis/scripts.js';
 type Call = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false });
-redis.defineCommand('redeem', { numberOfKeys: 5, lua: scriptSource('redeem') });
-redis.defineCommand('redeemMany', { lua: scriptSource('redeemMany') });
-const client = redis as unknown as { redeem: Call; redeemBuffer: Call; redeemMany: Call };
+redis.defineCommand('redeem', { lua: scriptSource('redeem') }); // numKeys first, as the service calls it
+const client = redis as unknown as { redeem: Call; redeemBuffer: Call };
 const CALLS = Number(process.env.IOREDIS_CALLS ?? 100_000);
 const ROUNDS = Number(process.env.IOREDIS_ROUNDS ?? 5);
 const IN_FLIGHT = 64;
 
 const firma = randomUUID();
+// license, markers, rate counter (per token); then the slot's stream and epoch
 const keys = [`bench-io:{3}:l:${firma}`, 'bench-io:{3}:t:29921872', `bench-io:{3}:rv:${firma}`, 'bench-io:{3}:ev', 'bench-io:{3}:epoch'];
 const keyBuffers = keys.map((k) => Buffer.from(k));
 const token = randomUUID();
 
-function many(n: number): () => Promise<unknown> {
-  const keyArgs: string[] = [];
+/** A call of redeem.lua with n tokens (lua/includes/batch.lua), its arguments in the given form. */
+function batch(n: number, form: 'as sent' | 'strings' | 'key buffers' = 'as sent', replies: 'strings' | 'buffers' = 'strings'): () => Promise<unknown> {
+  const k = form === 'key buffers' ? keyBuffers : keys;
+  const keyArgs: (string | Buffer)[] = [];
   const tokenArgs: (string | number)[] = [];
   for (let i = 0; i < n; i++) {
-    keyArgs.push(keys[0]!, keys[1]!, keys[2]!);
+    keyArgs.push(k[0]!, k[1]!, k[2]!);
     tokenArgs.push(0, '', token, firma, 0, 1795312340000, '');
   }
-  return () => client.redeemMany(2 + 3 * n, keys[3]!, keys[4]!, ...keyArgs, Date.now(), 60000, 0, ...tokenArgs);
+  const call = replies === 'buffers' ? client.redeemBuffer : client.redeem;
+  if (form === 'strings') {
+    const strings = tokenArgs.map(String);
+    return () => call.call(redis, String(2 + 3 * n), k[3]!, k[4]!, ...keyArgs, String(Date.now()), '60000', '0', ...strings);
+  }
+  return () => call.call(redis, 2 + 3 * n, k[3]!, k[4]!, ...keyArgs, Date.now(), 60000, 0, ...tokenArgs);
 }
 
 interface Variant { name: string; tokens: number; call: () => Promise<unknown> }
 const variants: Variant[] = [
-  { name: 'redeem: strings and numbers (as sent)', tokens: 1, call: () =>
-    client.redeem(keys[0]!, keys[1]!, keys[2]!, keys[3]!, keys[4]!, Date.now(), 0, 0, 60000, '', token, firma, 0, 1795312340000) },
-  { name: 'redeem: every argument a string', tokens: 1, call: () =>
-    client.redeem(keys[0]!, keys[1]!, keys[2]!, keys[3]!, keys[4]!, String(Date.now()), '0', '0', '60000', '', token, firma, '0', '1795312340000') },
-  { name: 'redeem: keys as cached Buffers', tokens: 1, call: () =>
-    client.redeem(keyBuffers[0]!, keyBuffers[1]!, keyBuffers[2]!, keyBuffers[3]!, keyBuffers[4]!, Date.now(), 0, 0, 60000, '', token, firma, 0, 1795312340000) },
-  { name: 'redeem: Buffer replies (redeemBuffer)', tokens: 1, call: () =>
-    client.redeemBuffer(keys[0]!, keys[1]!, keys[2]!, keys[3]!, keys[4]!, Date.now(), 0, 0, 60000, '', token, firma, 0, 1795312340000) },
-  { name: 'redeemMany: 2 tokens per call', tokens: 2, call: many(2) },
-  { name: 'redeemMany: 4 tokens per call', tokens: 4, call: many(4) },
+  { name: 'redeem: strings and numbers (as sent)', tokens: 1, call: batch(1) },
+  { name: 'redeem: every argument a string', tokens: 1, call: batch(1, 'strings') },
+  { name: 'redeem: keys as cached Buffers', tokens: 1, call: batch(1, 'key buffers') },
+  { name: 'redeem: Buffer replies (redeemBuffer)', tokens: 1, call: batch(1, 'as sent', 'buffers') },
+  { name: 'redeem: 2 tokens per call', tokens: 2, call: batch(2) },
+  { name: 'redeem: 4 tokens per call', tokens: 4, call: batch(4) },
 ];
 
 async function redisCpuMicros(): Promise<number> {

@@ -1,32 +1,29 @@
 --[[
-  Issue one sign token (get-token, sign-token): checks the license and records the token.
-  The steps are issueToken (includes/issueToken.lua).
+  Issue sign tokens (get-token, sign-token): one or more tokens of one hash slot in one
+  call, the requests that reached one server in the same event-loop turn (a batch of one is
+  a call like any other). Each is issued as includes/issueToken.lua says, in the order
+  given.
 
-    KEYS[1] license hash        {b}:l:<firmaId>
-    KEYS[2] token markers       {b}:t:<expiry minute>
-    KEYS[3] rate-limit counter  {b}:rs:<firmaId>
-    KEYS[4] usage stream        {b}:ev
-    KEYS[5] epoch               {b}:epoch (includes/epoch.lua)
+    KEYS[1]          usage stream of the slot   {b}:ev
+    KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
+    KEYS[3i..3i+2]   token i's license hash, token markers, rate-limit counter (i = 1..n)
 
-    ARGV[1] now, ms since epoch
-    ARGV[2] deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
-    ARGV[3] rate limit per window (0 = off; get-token limits per license key before hashing)
-    ARGV[4] rate window, ms
-    ARGV[5] token id
-    ARGV[6] firma id
-    ARGV[7] imza tipi
-    ARGV[8] token expiry, ms since epoch
-    ARGV[9] when the marker hash expires, ms since epoch (after its last token, plus slack)
+    ARGV[1]  now, ms since epoch
+    ARGV[2]  rate window, ms
+    ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
+    ARGV[6i-2..6i+3] token i: rate limit (0 = off), token id, firma id, imza tipi,
+             token expiry ms, marker hash expiry ms
 
-  Returns {code, a, b}: issueToken's result (codes listed in includes/issueToken.lua),
-  or {12, 0, 0} (LATE) past the deadline, having changed nothing.
+  Returns {code1, a1, b1, code2, a2, b2, ...}: issueToken's result for each token, in order
+  (codes listed in includes/issueToken.lua).
 ]]
 -- @include deadline
 -- @include epoch
 -- @include rateLimit
 -- @include issueToken
+-- @include batch
 
-if pastDeadline(ARGV[2]) then return {12, 0, 0} end
-local code, a, b = issueToken(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[3]), ARGV[4],
-  ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], issuedMark(KEYS[5]))
-return {code, a, b}
+return eachToken(6, function(k, v, mark)
+  return issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], mark)
+end)

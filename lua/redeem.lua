@@ -1,35 +1,32 @@
 --[[
-  Redeem one sign token (validate): the only place where quota is spent.
+  Redeem sign tokens (validate), the only place where quota is spent: one or more tokens
+  of one hash slot in one call, the tokens that reached one server in the same event-loop
+  turn (a batch of one is a call like any other). Each runs atomically as
+  includes/redeemToken.lua says, in the order given, so a token is spent at most once
+  (two copies of one token in a batch spend once) and quota never goes below zero.
 
-  Everything below runs atomically, so a token is spent at most once and quota never goes
-  below zero, whatever the concurrency. The steps are redeemToken (includes/redeemToken.lua).
+    KEYS[1]          usage stream of the slot   {b}:ev
+    KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
+    KEYS[3i..3i+2]   token i's license hash, token markers, rate-limit counter (i = 1..n)
 
-    KEYS[1] license hash        {b}:l:<firmaId>
-    KEYS[2] token markers       {b}:t:<expiry minute>
-    KEYS[3] rate-limit counter  {b}:rv:<firmaId>
-    KEYS[4] usage stream        {b}:ev
-    KEYS[5] epoch               {b}:epoch (includes/epoch.lua)
+    ARGV[1]  now, ms since epoch
+    ARGV[2]  rate window, ms
+    ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
+    ARGV[7i-3..7i+3] token i: rate limit (0 = off), origin host ("" = none), token id,
+             firma id, imza tipi, token iat ms, origin prefixed "+" ("" = none)
 
-    ARGV[1] now, ms since epoch
-    ARGV[2] deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
-    ARGV[3] rate limit per window (0 = off)
-    ARGV[4] rate window, ms
-    ARGV[5] origin host name, normalised ("" = none)
-    ARGV[6] token id
-    ARGV[7] firma id
-    ARGV[8] imza tipi
-    ARGV[9] token iat, ms
-    ARGV[10] origin as the client sent it (absent = none)
-
-  Returns {code, a, b}: redeemToken's result (codes listed in includes/redeemToken.lua),
-  or {12, 0, 0} (LATE) past the deadline, having changed nothing.
+  Returns {code1, a1, b1, code2, a2, b2, ...}: redeemToken's result for each token, in order
+  (codes listed in includes/redeemToken.lua).
 ]]
 -- @include deadline
 -- @include epoch
 -- @include rateLimit
 -- @include redeemToken
+-- @include batch
 
-if pastDeadline(ARGV[2]) then return {12, 0, 0} end
-local code, a, b = redeemToken(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], tonumber(ARGV[3]), ARGV[4], ARGV[5],
-  ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], issuedMark(KEYS[5]))
-return {code, a, b}
+return eachToken(7, function(k, v, mark)
+  local origin = ARGV[v + 6]
+  if origin == '' then origin = nil else origin = string.sub(origin, 2) end
+  return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark)
+end)

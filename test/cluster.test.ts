@@ -75,7 +75,7 @@ t.test('the whole flow on a three-master Redis Cluster', async (t) => {
   t.equal(quota.body.data.remainingQuota, 4);
 
   // a burst of one license: the requests of one turn go to its slot's master as one
-  // redeemMany.lua call, routed by the Cluster client like any other
+  // redeem.lua call, routed by the Cluster client like any other
   const burst = (await mintTokens(h, extra.licenseKey, extra.password, 12)).tokens;
   const burstAnswers = await Promise.all(burst.map((token) => h.validate(token)));
   t.same(burstAnswers.filter((a) => a.status === 200).map((a) => a.body.usedQuota as number).sort((a, b) => a - b), [2, 3, 4, 5],

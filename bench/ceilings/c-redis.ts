@@ -10,7 +10,7 @@ const verify = createVerifier({ key: Buffer.from(process.env.JWT_SECRET ?? ''), 
 const keys = new KeySpace(process.env.REDIS_PREFIX ?? 'lic');
 const limit = Number(process.env.RATE_VALIDATE_PER_MIN ?? 0);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false });
-redis.defineCommand('redeem', { numberOfKeys: 5, lua: scriptSource('redeem') });
+redis.defineCommand('redeem', { lua: scriptSource('redeem') }); // numKeys first, as the service calls it
 const redeem = (redis as unknown as { redeem(...a: (string | number)[]): Promise<number[]> }).redeem.bind(redis);
 
 const bad = '{"success":false,"message":"Geçersiz token"}';
@@ -25,8 +25,10 @@ serve('/api/license/validate', (body, res, state) => {
     return;
   }
   const k = keys.forLicense(c.firma_id);
-  redeem(k.license, k.markers(c.exp * 1000).key, k.rateValidate, k.stream, k.epoch,
-    Date.now(), Date.now() + 750, limit, 60000, '', c.token_id, c.firma_id, c.imza_tipi, c.iat * 1000).then((r) => {
+  const now = Date.now();
+  // a batch of one, laid out as lua/includes/batch.lua says
+  redeem(5, k.stream, k.epoch, k.license, k.markers(c.exp * 1000).key, k.rateValidate,
+    now, 60000, now + 750, limit, '', c.token_id, c.firma_id, c.imza_tipi, c.iat * 1000, '').then((r) => {
     if (r[0] === 0) {
       send(res, state, '200 OK', `{"success":true,"message":"Token doğrulandı, imza kotası düşüldü","usedQuota":${r[1]},"remainingQuota":${r[2]}}`);
     } else {

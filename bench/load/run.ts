@@ -28,7 +28,10 @@ const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
-const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104 };
+const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105 };
+// BENCH_BASELINE=<another checkout's dist folder>: that build of the service is measured in the
+// same rounds as "service before", to compare a change before and after in one run
+const BASELINE = process.env.BENCH_BASELINE;
 
 const work = mkdtempSync(path.join(tmpdir(), 'bench-'));
 const samples: Sample[] = [];
@@ -73,7 +76,8 @@ async function main(): Promise<void> {
     b: await startCeiling('b', SERVER_CPU, env, PORTS.b),
     c: await startCeiling('c', SERVER_CPU, env, PORTS.c),
   };
-  const all = [redis, service, minter, ceilings.a, ceilings.b, ceilings.c];
+  const baseline = BASELINE === undefined ? null : await startService(SERVER_CPU, { ...env, PORT: String(PORTS.baseline) }, PORTS.baseline, undefined, BASELINE);
+  const all = [redis, service, minter, ceilings.a, ceilings.b, ceilings.c, ...(baseline ? [baseline] : [])];
   process.on('exit', () => stopAll(all));
 
   // The usage worker, run by the driver between measured runs only, so streams stay small
@@ -153,13 +157,15 @@ async function main(): Promise<void> {
     for (let run = 0; run < RUNS; run++) {
       const forCeiling = await mint();
       const forService = await mint();
+      const forBaseline = baseline ? await mint() : '';
       await drain();
       if (!ONLY_VALIDATE) {
         await measure('ceiling (a) uws+json', connections, ceilings.a, redis, 'redeem.lua', [forCeiling, '1'], '/api/license/validate');
         await measure('ceiling (b) +jwt', connections, ceilings.b, redis, 'redeem.lua', [forCeiling, '1'], '/api/license/validate');
       }
       const turns: [string, Pinned, string][] = [['ceiling (c) +evalsha', ceilings.c, forCeiling], ['service validate', service, forService]];
-      if (run % 2 === 1) turns.reverse();
+      if (baseline) turns.push(['service before', baseline, forBaseline]);
+      for (let i = 0; i < run % turns.length; i++) turns.push(turns.shift() as [string, Pinned, string]);
       for (const [name, target, tokens] of turns) await redeeming(name, connections, target, tokens);
     }
   }

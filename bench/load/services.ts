@@ -64,11 +64,14 @@ export function serviceEnv(redisPort: number, databaseUrl: string, port: number)
   };
 }
 
-/** With profileDir, the service writes a V8 CPU profile there when it stops (make profile). */
-export function startService(cpu: string, env: Record<string, string>, port: number, profileDir?: string): Promise<Pinned> {
+/**
+ * With profileDir, the service writes a V8 CPU profile there when it stops (make profile).
+ * root: another build's output folder (BENCH_BASELINE: the service before a change).
+ */
+export function startService(cpu: string, env: Record<string, string>, port: number, profileDir?: string, root = buildRoot): Promise<Pinned> {
   const profile = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`];
   // the service logs nothing at warn level when it starts: wait for the port instead
-  return startPinned('service', cpu, ['node', ...profile, path.join(buildRoot, 'src/cli/server.js')],
+  return startPinned('service', cpu, ['node', ...profile, path.join(root, 'src/cli/server.js')],
     { ...env, LOG_LEVEL: 'info' }, /"listening"/, port);
 }
 

@@ -1,5 +1,5 @@
 --[[
-  The loop of the batch scripts (redeemMany.lua, issueMany.lua), whose KEYS are the slot's
+  The loop of the batch scripts (redeem.lua, issue.lua), whose KEYS are the slot's
   stream and epoch (includes/epoch.lua), then three keys per token, and whose ARGV are now, the rate window and the
   deadline, then argsPerToken arguments per token.
   eachToken(argsPerToken, step): calls step(k, v, mark) for every token in order, k the

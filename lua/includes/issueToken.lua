@@ -1,6 +1,5 @@
 --[[
-  The issuance of one sign token, shared by issue.lua (one token) and issueMany.lua (the
-  tokens of one hash slot asked for together). Needs overRateLimit (rateLimit.lua).
+  The issuance of one sign token, of issue.lua. Needs overRateLimit (rateLimit.lua).
 
   issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi,
              expMs, markersExpireAt, issuedMark) -> code, a, b

@@ -1,6 +1,5 @@
 --[[
-  The redemption of one sign token, shared by redeem.lua (one token) and redeemMany.lua
-  (the tokens of one hash slot that arrived together). Needs overRateLimit (rateLimit.lua).
+  The redemption of one sign token, of redeem.lua. Needs overRateLimit (rateLimit.lua).
 
   redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId,
               imzaTipi, iat, origin, issuedMark) -> code, a, b

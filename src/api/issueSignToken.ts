@@ -13,7 +13,7 @@ export interface Issued {
 
 
 /**
- * Issues one sign token for a license through issue.lua, or issueMany.lua with the other
+ * Issues one sign token for a license through issue.lua, with the other
  * issuances of its slot and turn (one script call; more only after a Redis miss has been
  * repaired from Postgres, src/licenses/hot.ts repair). null: the license does not exist.
  */

@@ -14,11 +14,9 @@ export interface Issuance extends SlotItem {
   expMs: number;
 }
 
-/** issue.lua alone, issueMany.lua for the tokens of one slot and turn. */
-const issueScripts: BatchedScript<Issuance> = {
-  many: 'issueMany',
-  one: (redis, r, now, deadline, windowMs) => redis.issue(r.keys.license, r.markers, r.keys.rateSign, r.keys.stream, r.keys.epoch,
-    now, deadline, r.limit, windowMs, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
+/** issue.lua, for the tokens of one slot and turn. */
+const issueScript: BatchedScript<Issuance> = {
+  name: 'issue',
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
   pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
 };
@@ -28,7 +26,7 @@ export class IssueBatcher {
   private readonly batcher: SlotBatcher<Issuance>;
 
   constructor(redis: RedisClient, windowMs: number, clock: RedisClock, restarts: RedisRestarts) {
-    this.batcher = new SlotBatcher(redis, issueScripts, windowMs, clock, restarts);
+    this.batcher = new SlotBatcher(redis, issueScript, windowMs, clock, restarts);
   }
 
   /** code, a, b of issueToken */

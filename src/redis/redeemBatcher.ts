@@ -19,17 +19,9 @@ export interface Redemption extends SlotItem {
 /** code, a, b of redeemToken */
 export type RedeemResult = [code: ScriptResult, a: number, b: number];
 
-/** redeem.lua alone, redeemMany.lua for the tokens of one slot and turn. */
-const redeemScripts: BatchedScript<Redemption> = {
-  many: 'redeemMany',
-  one(redis, r, now, deadline, windowMs) {
-    const k = r.keys;
-    return r.origin === null
-      ? redis.redeem(k.license, r.markers, k.rateValidate, k.stream, k.epoch,
-        now, deadline, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs)
-      : redis.redeem(k.license, r.markers, k.rateValidate, k.stream, k.epoch,
-        now, deadline, r.limit, windowMs, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin);
-  },
+/** redeem.lua, for the tokens of one slot and turn. */
+const redeemScript: BatchedScript<Redemption> = {
+  name: 'redeem',
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
   pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`),
 };
@@ -39,7 +31,7 @@ export class RedeemBatcher {
   private readonly batcher: SlotBatcher<Redemption>;
 
   constructor(redis: RedisClient, windowMs: number, clock: RedisClock, restarts: RedisRestarts) {
-    this.batcher = new SlotBatcher(redis, redeemScripts, windowMs, clock, restarts);
+    this.batcher = new SlotBatcher(redis, redeemScript, windowMs, clock, restarts);
   }
 
   redeem(r: Redemption): Promise<RedeemResult> {

@@ -7,8 +7,6 @@ type Reply = (string | number | null)[];
 
 /** The Lua scripts, loaded once at start; ioredis sends EVALSHA and falls back to EVAL. */
 export interface ScriptClient {
-  redeem(...keysAndArgs: (string | number)[]): Promise<Reply>;
-  issue(...keysAndArgs: (string | number)[]): Promise<Reply>;
   credentials(...keysAndArgs: (string | number)[]): Promise<Reply>;
   failures(...keysAndArgs: (string | number)[]): Promise<Reply>;
   checkQuota(...keysAndArgs: (string | number)[]): Promise<Reply>;
@@ -16,21 +14,19 @@ export interface ScriptClient {
   fence(...keysAndArgs: (string | number)[]): Promise<number>;
   usedFloor(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
   /** numKeys first: the batch decides how many keys it has */
-  redeemMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
-  issueMany(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
+  redeem(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
+  issue(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
 }
 
 const definitions: [keyof ScriptClient, number | undefined][] = [
-  ['redeem', 5],
-  ['issue', 5],
   ['credentials', 3],
   ['failures', 1],
   ['checkQuota', 2],
   ['sync', 1],
   ['fence', 1],
   ['usedFloor', undefined],
-  ['redeemMany', undefined],
-  ['issueMany', undefined],
+  ['redeem', undefined],
+  ['issue', undefined],
 ];
 
 const sources = new Map<string, string>();

@@ -12,13 +12,12 @@ export interface SlotItem {
 }
 
 /**
- * A script pair driven by SlotBatcher: one call for a lone item, and a "many" script laid
- * out as lua/includes/batch.lua says (KEYS = stream, epoch, then three keys per item; ARGV = now,
- * rate window, deadline, then the item's arguments; three values back per item, in order).
+ * A script driven by SlotBatcher, laid out as lua/includes/batch.lua says (KEYS = stream,
+ * epoch, then three keys per item; ARGV = now, rate window, deadline, then the item's
+ * arguments; three values back per item, in order).
  */
 export interface BatchedScript<T extends SlotItem> {
-  many: 'redeemMany' | 'issueMany';
-  one(redis: RedisClient, item: T, now: number, deadline: number, windowMs: number): Promise<ScriptReply>;
+  name: 'redeem' | 'issue';
   pushKeys(into: (string | number)[], item: T): void;
   pushArgs(into: (string | number)[], item: T): void;
 }
@@ -39,8 +38,8 @@ const MAX_PER_CALL = 64;
 
 /**
  * Calls go to Redis once per event-loop turn: the items of a turn that fall in one hash slot
- * become one call of the "many" script, and a single connection's writes are corked so the
- * turn's calls leave in one write. A lone item is a plain call of the single script.
+ * become one call of the script (a lone item is a batch of one), and a single connection's
+ * writes are corked so the turn's calls leave in one write.
  * Each call costs about 9 µs of server CPU and 8 µs of Redis CPU whatever it carries
  * (bench/README.md, Attempts), so tokens per call is what saves CPU on both sides.
  */
@@ -84,12 +83,7 @@ export class SlotBatcher<T extends SlotItem> {
     socket?.cork();
     for (const queue of this.queues) {
       if (queue.length === 0) continue;
-      if (queue.length === 1) {
-        const p = queue[0] as Pending<T>;
-        this.script.one(this.redis, p.item, now, deadline, this.windowMs).then(p.resolve, p.reject);
-      } else {
-        for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.sendMany(queue.slice(i, i + MAX_PER_CALL), now, deadline);
-      }
+      for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.send(queue.slice(i, i + MAX_PER_CALL), now, deadline);
       queue.length = 0;
     }
     socket?.uncork();
@@ -103,14 +97,14 @@ export class SlotBatcher<T extends SlotItem> {
     }
   }
 
-  private sendMany(part: Pending<T>[], now: number, deadline: number): void {
+  private send(part: Pending<T>[], now: number, deadline: number): void {
     const { script } = this;
     const first = (part[0] as Pending<T>).item.keys;
     const args: (string | number)[] = [2 + 3 * part.length, first.stream, first.epoch];
     for (const p of part) script.pushKeys(args, p.item);
     args.push(now, this.windowMs, deadline);
     for (const p of part) script.pushArgs(args, p.item);
-    this.redis[script.many](...(args as [number, ...(string | number)[]])).then((out) => {
+    this.redis[script.name](...(args as [number, ...(string | number)[]])).then((out) => {
       const w = RESULT_WIDTH;
       if (out.length < part.length * w) out = part.flatMap(() => LATE_REPLY); // past the deadline: nothing done
       for (let i = 0; i < part.length; i++) (part[i] as Pending<T>).resolve(out.slice(i * w, i * w + w));
