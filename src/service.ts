@@ -6,7 +6,7 @@ import { checkQuotaRoute } from './api/license_checkQuota.js';
 import { historyRoute } from './api/license_history.js';
 import { validateRoute } from './api/license_validate.js';
 import { QuotaCache } from './api/quotaCache.js';
-import { IssueBatcher } from './redis/issueBatcher.js';
+import { issueBatcher } from './redis/issueBatcher.js';
 import { getTokenRoute } from './api/v1_auth_getToken.js';
 import { signTokenRoute } from './api/v1_auth_signToken.js';
 import { connectPostgres, type Sql } from './db/pg.js';
@@ -52,7 +52,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     tokens: new TokenService(config.jwtSecret),
     hot: new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000),
     passwords: new Passwords(config.passwordQueue),
-    issuer: new IssueBatcher(redis, RATE_WINDOW_MS, clock, restarts),
+    issuer: issueBatcher(redis, RATE_WINDOW_MS, clock, restarts),
   };
 
   // keys created on any instance are announced; after a reconnection (messages published

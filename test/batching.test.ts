@@ -4,7 +4,7 @@ import { RedisClock } from '../src/redis/clock.js';
 import { RedisRestarts } from '../src/redis/restarts.js';
 import { createLogger } from '../src/log.js';
 import { bucketOf, KeySpace } from '../src/redis/keys.js';
-import { RedeemBatcher, type RedeemResult } from '../src/redis/redeemBatcher.js';
+import { redeemBatcher, type RedeemResult } from '../src/redis/redeemBatcher.js';
 import { expectCodedError } from './helpers/auth.js';
 import { claimsOf, mintTokens } from './helpers/durable.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -86,11 +86,11 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
   t.teardown(() => clock.stop());
   const restarts = new RedisRestarts(redis, keys, createLogger('silent'));
   await restarts.ensure();
-  const batcher = new RedeemBatcher(redis, 60_000, clock, restarts);
+  const batcher = redeemBatcher(redis, 60_000, clock, restarts);
   const redeem = (token: string): Promise<RedeemResult> => {
     const c = claimsOf(token);
     const k = keys.forLicense(c.firma_id);
-    return batcher.redeem({
+    return batcher.call({
       keys: k, markers: k.markers(c.exp * 1000).key, limit: 0, host: '', tokenId: c.token_id,
       firmaId: c.firma_id, imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null,
     });

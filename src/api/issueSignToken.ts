@@ -26,21 +26,20 @@ export async function issueSignToken(
   const iat = Math.floor(nowMs / 1000);
   const exp = iat + SIGN_TOKEN_SECONDS;
   const markers = k.markers(exp * 1000);
-  const issuance: Issuance = {
+  let issuance: Issuance = {
     keys: k, markers: markers.key, markersExpireAt: markers.expiresAt, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
   };
   for (let attempt = 0; ; attempt++) {
-    const result = await ctx.issuer.issue(issuance);
-    const code = result[0] as ScriptResult;
+    const [code, a, b] = await ctx.issuer.call(issuance);
     if (code === ScriptResult.OK) {
       const signToken = ctx.tokens.signSignToken({
-        firma_id: firmaId, firma_adi: String(result[2] ?? ''), token_id: tokenId, imza_tipi: imzaTipi, iat, exp,
+        firma_id: firmaId, firma_adi: b, token_id: tokenId, imza_tipi: imzaTipi, iat, exp,
       });
-      return { signToken, remainingQuota: Number(result[1]), iat };
+      return { signToken, remainingQuota: a, iat };
     }
-    if (code === ScriptResult.RATE_LIMITED) return rateLimited(Number(result[1]));
+    if (code === ScriptResult.RATE_LIMITED) return rateLimited(a);
     if (code !== ScriptResult.LICENSE_MISS) return refusal(issueRefusals, code);
     if (!(await ctx.hot.repair(firmaId, attempt))) return null;
-    issuance.limit = 0; // this request has been counted already
+    if (issuance.limit !== 0) issuance = { ...issuance, limit: 0 }; // this request has been counted already
   }
 }

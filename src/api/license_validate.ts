@@ -1,7 +1,7 @@
 import type { Route } from '../http/server.js';
 import { messageShape, type Reply } from '../http/reply.js';
 import { originHost } from '../licenses/origin.js';
-import { RedeemBatcher, type Redemption } from '../redis/redeemBatcher.js';
+import { redeemBatcher, type Redemption } from '../redis/redeemBatcher.js';
 import type { SignClaims } from '../tokens/jwt.js';
 import { type ApiContext, RATE_WINDOW_MS } from './context.js';
 import { rateLimited, redeemRefusals, refusal, ScriptResult, validateBadRequest, validateReplies, validateSuccess } from './results.js';
@@ -11,17 +11,17 @@ import { bodyParser, ValidateBody } from './schemas.js';
 export function validateRoute(ctx: ApiContext): Route {
   const parse = bodyParser(ValidateBody);
   const limit = ctx.config.rate.validate;
-  const batcher = new RedeemBatcher(ctx.redis, RATE_WINDOW_MS, ctx.clock, ctx.restarts);
+  const batcher = redeemBatcher(ctx.redis, RATE_WINDOW_MS, ctx.clock, ctx.restarts);
 
   async function redeem(claims: SignClaims, origin: string | null): Promise<Reply> {
     const k = ctx.keys.forLicense(claims.firma_id);
     const markers = k.markers(claims.exp * 1000);
-    const redemption: Redemption = {
+    let redemption: Redemption = {
       keys: k, markers: markers.key, limit, host: origin === null ? '' : originHost(origin),
       tokenId: claims.token_id, firmaId: claims.firma_id, imzaTipi: claims.imza_tipi, iatMs: claims.iat * 1000, origin,
     };
     for (let attempt = 0; ; attempt++) {
-      const [code, a, b] = await batcher.redeem(redemption);
+      const [code, a, b] = await batcher.call(redemption);
       if (code === ScriptResult.OK) return validateSuccess(a, b);
       if (code === ScriptResult.RATE_LIMITED) return rateLimited(a);
       if (code === ScriptResult.TOKEN_UNKNOWN) {
@@ -31,7 +31,7 @@ export function validateRoute(ctx: ApiContext): Route {
         return markers.expiresAt <= Date.now() ? validateReplies.TOKEN_EXPIRED : validateReplies.TOKEN_USED;
       }
       if (code !== ScriptResult.LICENSE_MISS) return refusal(redeemRefusals, code);
-      redemption.limit = 0; // counted once per request
+      if (redemption.limit !== 0) redemption = { ...redemption, limit: 0 }; // counted once per request
       if (!(await ctx.hot.repair(claims.firma_id, attempt))) return validateReplies.TOKEN_INVALID;
     }
   }

@@ -6,23 +6,9 @@ import { reply, retryHeaders, retrySeconds, STATUS, type Reply } from '../http/r
 
 export const RATE_MESSAGE = 'Çok fazla istek. Lütfen bekleyiniz.';
 
-/** Result codes of redeem.lua and issue.lua (their headers list them). */
-export const enum ScriptResult {
-  OK = 0,
-  RATE_LIMITED = 1,
-  TOKEN_UNKNOWN = 2,
-  TOKEN_USED = 3,
-  LICENSE_MISS = 4,
-  LICENSE_INVALID = 5,
-  ORIGIN_DENIED = 6,
-  QUOTA_EXHAUSTED = 7,
-  LICENSE_EXPIRED = 8,
-  LICENSE_INACTIVE = 9,
-  INSUFFICIENT_QUOTA = 10,
-  LICENSE_UNKNOWN = 11,
-  /** the call reached Redis after its deadline and changed nothing (the client had its 503) */
-  LATE = 12,
-}
+import { ScriptResult } from '../redis/scripts.js';
+
+export { ScriptResult };
 
 function fixed(status: number, body: unknown): Reply {
   return { status: STATUS[status] as string, body: JSON.stringify(body) };

@@ -1,4 +1,4 @@
-import { ScriptResult } from '../api/results.js';
+import { ScriptResult } from '../redis/scripts.js';
 import { ServiceUnavailable } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';

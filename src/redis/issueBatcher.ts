@@ -1,7 +1,8 @@
+import { scriptResult, type ScriptResult } from './scripts.js';
 import type { RedisClient } from './client.js';
 import type { RedisClock } from './clock.js';
 import type { RedisRestarts } from './restarts.js';
-import { SlotBatcher, type BatchedScript, type ScriptReply, type SlotItem } from './slotBatcher.js';
+import { SlotBatcher, type BatchedScript, type SlotItem } from './slotBatcher.js';
 
 /** One issuance's keys and arguments (lua/includes/issueToken.lua). */
 export interface Issuance extends SlotItem {
@@ -14,23 +15,20 @@ export interface Issuance extends SlotItem {
   expMs: number;
 }
 
+/** code, a, b of issueToken: OK's a is the remaining quota, b the organization name */
+export type IssueResult = [code: ScriptResult, a: number, b: string];
+
 /** issue.lua, for the tokens of one slot and turn. */
-const issueScript: BatchedScript<Issuance> = {
+const issueScript: BatchedScript<Issuance, IssueResult> = {
   name: 'issue',
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
   pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
+  result: (out, i) => [scriptResult(out[3 * i]), Number(out[3 * i + 1]), String(out[3 * i + 2] ?? '')],
 };
 
+export type IssueBatcher = SlotBatcher<Issuance, IssueResult>;
+
 /** Issuances, batched per hash slot and event-loop turn (src/redis/slotBatcher.ts). */
-export class IssueBatcher {
-  private readonly batcher: SlotBatcher<Issuance>;
-
-  constructor(redis: RedisClient, windowMs: number, clock: RedisClock, restarts: RedisRestarts) {
-    this.batcher = new SlotBatcher(redis, issueScript, windowMs, clock, restarts);
-  }
-
-  /** code, a, b of issueToken */
-  issue(r: Issuance): Promise<ScriptReply> {
-    return this.batcher.call(r);
-  }
+export function issueBatcher(redis: RedisClient, windowMs: number, clock: RedisClock, restarts: RedisRestarts): IssueBatcher {
+  return new SlotBatcher(redis, issueScript, windowMs, clock, restarts);
 }

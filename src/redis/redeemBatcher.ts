@@ -1,4 +1,4 @@
-import type { ScriptResult } from '../api/results.js';
+import { scriptResult, type ScriptResult } from './scripts.js';
 import type { RedisClient } from './client.js';
 import type { RedisClock } from './clock.js';
 import type { RedisRestarts } from './restarts.js';
@@ -20,21 +20,16 @@ export interface Redemption extends SlotItem {
 export type RedeemResult = [code: ScriptResult, a: number, b: number];
 
 /** redeem.lua, for the tokens of one slot and turn. */
-const redeemScript: BatchedScript<Redemption> = {
+const redeemScript: BatchedScript<Redemption, RedeemResult> = {
   name: 'redeem',
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
   pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`),
+  result: (out, i) => [scriptResult(out[3 * i]), Number(out[3 * i + 1]), Number(out[3 * i + 2])],
 };
 
+export type RedeemBatcher = SlotBatcher<Redemption, RedeemResult>;
+
 /** Redemptions, batched per hash slot and event-loop turn (src/redis/slotBatcher.ts). */
-export class RedeemBatcher {
-  private readonly batcher: SlotBatcher<Redemption>;
-
-  constructor(redis: RedisClient, windowMs: number, clock: RedisClock, restarts: RedisRestarts) {
-    this.batcher = new SlotBatcher(redis, redeemScript, windowMs, clock, restarts);
-  }
-
-  redeem(r: Redemption): Promise<RedeemResult> {
-    return this.batcher.call(r) as unknown as Promise<RedeemResult>;
-  }
+export function redeemBatcher(redis: RedisClient, windowMs: number, clock: RedisClock, restarts: RedisRestarts): RedeemBatcher {
+  return new SlotBatcher(redis, redeemScript, windowMs, clock, restarts);
 }

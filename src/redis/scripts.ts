@@ -47,3 +47,26 @@ export function defineScripts(client: Redis | Cluster): void {
     client.defineCommand(name, numberOfKeys === undefined ? { lua: scriptSource(name) } : { numberOfKeys, lua: scriptSource(name) });
   }
 }
+
+/** Result codes of redeem.lua and issue.lua (their headers list them). */
+export const enum ScriptResult {
+  OK = 0,
+  RATE_LIMITED = 1,
+  TOKEN_UNKNOWN = 2,
+  TOKEN_USED = 3,
+  LICENSE_MISS = 4,
+  LICENSE_INVALID = 5,
+  ORIGIN_DENIED = 6,
+  QUOTA_EXHAUSTED = 7,
+  LICENSE_EXPIRED = 8,
+  LICENSE_INACTIVE = 9,
+  INSUFFICIENT_QUOTA = 10,
+  LICENSE_UNKNOWN = 11,
+  /** the call reached Redis after its deadline and changed nothing (the client had its 503) */
+  LATE = 12,
+}
+
+/** A script's result code as the script returned it (a number, or a numeric string). */
+export function scriptResult(value: unknown): ScriptResult {
+  return Number(value) as ScriptResult;
+}

@@ -16,20 +16,22 @@ export interface SlotItem {
  * epoch, then three keys per item; ARGV = now, rate window, deadline, then the item's
  * arguments; three values back per item, in order).
  */
-export interface BatchedScript<T extends SlotItem> {
+export interface BatchedScript<T extends SlotItem, R> {
   name: 'redeem' | 'issue';
   pushKeys(into: (string | number)[], item: T): void;
   pushArgs(into: (string | number)[], item: T): void;
+  /** item i's result, read from the script's reply (three values per item, from 3i) */
+  result(reply: ScriptReply, i: number): R;
 }
 
 /** code, a, b per item (lua/includes/batch.lua) */
 const RESULT_WIDTH = 3;
-/** ScriptResult.LATE (src/api/results.ts), as one item's result */
+/** ScriptResult.LATE (./scripts.ts), as one item's result */
 const LATE_REPLY: ScriptReply = [12, 0, 0];
 
-interface Pending<T> {
-  item: T;
-  resolve(reply: ScriptReply): void;
+interface Pending<T, R> {
+  item: Readonly<T>;
+  resolve(result: R): void;
   reject(err: unknown): void;
 }
 
@@ -43,14 +45,14 @@ const MAX_PER_CALL = 64;
  * Each call costs about 9 µs of server CPU and 8 µs of Redis CPU whatever it carries
  * (bench/README.md, Attempts), so tokens per call is what saves CPU on both sides.
  */
-export class SlotBatcher<T extends SlotItem> {
-  private readonly queues: Pending<T>[][] = [];
+export class SlotBatcher<T extends SlotItem, R> {
+  private readonly queues: Pending<T, R>[][] = [];
   private scheduled = false;
   private readonly flushBound = () => this.flush();
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly script: BatchedScript<T>,
+    private readonly script: BatchedScript<T, R>,
     private readonly windowMs: number,
     private readonly clock: RedisClock,
     /** no script runs against a Redis that came back until it has been looked at */
@@ -59,9 +61,10 @@ export class SlotBatcher<T extends SlotItem> {
     for (let b = 0; b < STREAM_BUCKETS; b++) this.queues.push([]);
   }
 
-  call(item: T): Promise<ScriptReply> {
+  /** Queues an item for this turn's call of its slot; the item is read, never changed. */
+  call(item: Readonly<T>): Promise<R> {
     return new Promise((resolve, reject) => {
-      (this.queues[item.keys.bucket] as Pending<T>[]).push({ item, resolve, reject });
+      (this.queues[item.keys.bucket] as Pending<T, R>[]).push({ item, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(this.flushBound);
@@ -97,17 +100,17 @@ export class SlotBatcher<T extends SlotItem> {
     }
   }
 
-  private send(part: Pending<T>[], now: number, deadline: number): void {
+  private send(part: Pending<T, R>[], now: number, deadline: number): void {
     const { script } = this;
-    const first = (part[0] as Pending<T>).item.keys;
+    const first = (part[0] as Pending<T, R>).item.keys;
     const args: (string | number)[] = [2 + 3 * part.length, first.stream, first.epoch];
     for (const p of part) script.pushKeys(args, p.item);
     args.push(now, this.windowMs, deadline);
     for (const p of part) script.pushArgs(args, p.item);
     this.redis[script.name](...(args as [number, ...(string | number)[]])).then((out) => {
-      const w = RESULT_WIDTH;
-      if (out.length < part.length * w) out = part.flatMap(() => LATE_REPLY); // past the deadline: nothing done
-      for (let i = 0; i < part.length; i++) (part[i] as Pending<T>).resolve(out.slice(i * w, i * w + w));
+      // past the deadline the script did nothing and answered one code for all
+      const late = out.length < part.length * RESULT_WIDTH;
+      for (let i = 0; i < part.length; i++) (part[i] as Pending<T, R>).resolve(late ? script.result(LATE_REPLY, 0) : script.result(out, i));
     }, (err: unknown) => {
       for (const p of part) p.reject(err);
     });
