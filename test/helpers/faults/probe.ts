@@ -1,8 +1,9 @@
 import { claimsOf, sleep } from '../durable.js';
 import type { Checks } from './books.js';
 import { timedCall, type Timed } from './requests.js';
-import type { Load } from './load.js';
+import { Load } from './load.js';
 import type { FaultLicense, Stack } from './stack.js';
+import { mintHeld } from './tokens.js';
 
 // The probe license, kept out of the load to show that refused calls spend nothing: its four
 // public endpoints timed during a Redis fault, checked against the published 503 with
@@ -153,4 +154,20 @@ export function checkOutage(t: Checks, load: Load, o: Outage, maxMs: number): vo
   t.same(during.filter((e) => e.outcome !== '503'), [], `no validate of the load answered anything but 503 while Redis was ${o.what} (${during.length})`);
   t.same(Object.keys(load.others()).filter((k) => k !== '503'), [], `the load's validate failures were all 503, none unanswered (${JSON.stringify(load.others())})`);
   t.same(Object.keys(load.mintFailures()).filter((k) => k !== '503'), [], `the load's mint failures were all 503, none unanswered (${JSON.stringify(load.mintFailures())})`);
+}
+
+/**
+ * The setup of a Redis outage scenario: of the stack's licenses the first is the probe
+ * (with `held` tokens minted for it and kept out of the load), the others carry the load,
+ * started and redeeming before the fault.
+ */
+export async function probedLoad(stack: Stack, licenses: FaultLicense[], held: number): Promise<{ probe: Probe; held: string[]; load: Load }> {
+  const [probeLicense, ...loaded] = licenses;
+  if (!probeLicense) throw new Error('no license');
+  const probe = await makeProbe(stack, probeLicense);
+  const tokens = await mintHeld(stack, probeLicense, held);
+  const load = new Load(stack, loaded, { concurrency: 8, timeoutMs: 5000 });
+  await load.start();
+  await load.waitForOk(200);
+  return { probe, held: tokens, load };
 }

@@ -13,26 +13,7 @@ export type Outcome =
 export async function call(
   base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, timeoutMs = 5000,
 ): Promise<Outcome> {
-  try {
-    const res = await fetch(base + path, {
-      method,
-      headers: { 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const text = await res.text();
-    let parsed: unknown = null;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      // not JSON
-    }
-    return { kind: 'answer', status: res.status, body: parsed, text };
-  } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string } };
-    if (e.name === 'TimeoutError' || e.name === 'AbortError') return { kind: 'timeout' };
-    return { kind: 'noAnswer', error: e.cause?.code ?? e.cause?.message ?? e.message };
-  }
+  return (await timedCall(base, method, path, body, headers, timeoutMs)).outcome;
 }
 
 /** The outcome as one word for counting: the status, 'noAnswer' or 'timeout'. */
