@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { scriptSource } from '../src/redis/scripts.js';
+import { KeySpace } from '../src/redis/keys.js';
+import { batchCall, defineScripts, redeemLayout, type Redemption } from '../src/redis/scripts.js';
 
 // How ioredis is driven: CPU µs per redeemed token of this process (the client) and of Redis
 // (INFO cpu), 64 calls in flight, each completion sending the next as the server does, for
@@ -11,33 +12,28 @@ import { scriptSource } from '../src/redis/scripts.js';
 type Call = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false });
-redis.defineCommand('redeem', { lua: scriptSource('redeem') }); // numKeys first, as the service calls it
+defineScripts(redis);
 const client = redis as unknown as { redeem: Call; redeemBuffer: Call };
 const CALLS = Number(process.env.IOREDIS_CALLS ?? 100_000);
 const ROUNDS = Number(process.env.IOREDIS_ROUNDS ?? 5);
 const IN_FLIGHT = 64;
 
 const firma = randomUUID();
-// license, markers, rate counter (per token); then the slot's stream and epoch
-const keys = [`bench-io:{3}:l:${firma}`, 'bench-io:{3}:t:29921872', `bench-io:{3}:rv:${firma}`, 'bench-io:{3}:ev', 'bench-io:{3}:epoch'];
-const keyBuffers = keys.map((k) => Buffer.from(k));
-const token = randomUUID();
+const licenseKeys = new KeySpace('bench-io').forLicense(firma);
+const redemption: Redemption = {
+  keys: licenseKeys, markers: licenseKeys.markers(1795312340000).key, limit: 0, host: '', tokenId: randomUUID(),
+  firmaId: firma, imzaTipi: 0, iatMs: 1795312340000, origin: null,
+};
 
-/** A call of redeem.lua with n tokens (lua/includes/batch.lua), its arguments in the given form. */
+/** A call of redeem.lua with n tokens, laid out by the service's builder, its arguments in the given form. */
 function batch(n: number, form: 'as sent' | 'strings' | 'key buffers' = 'as sent', replies: 'strings' | 'buffers' = 'strings'): () => Promise<unknown> {
-  const k = form === 'key buffers' ? keyBuffers : keys;
-  const keyArgs: (string | Buffer)[] = [];
-  const tokenArgs: (string | number)[] = [];
-  for (let i = 0; i < n; i++) {
-    keyArgs.push(k[0]!, k[1]!, k[2]!);
-    tokenArgs.push(0, '', token, firma, 0, 1795312340000, '');
-  }
+  const layout = () => batchCall(redeemLayout, Array.from({ length: n }, () => redemption), Date.now(), 60000, 0).args;
   const call = replies === 'buffers' ? client.redeemBuffer : client.redeem;
-  if (form === 'strings') {
-    const strings = tokenArgs.map(String);
-    return () => call.call(redis, String(2 + 3 * n), k[3]!, k[4]!, ...keyArgs, String(Date.now()), '60000', '0', ...strings);
-  }
-  return () => call.call(redis, 2 + 3 * n, k[3]!, k[4]!, ...keyArgs, Date.now(), 60000, 0, ...tokenArgs);
+  const numKeys = 2 + 3 * n;
+  const keyBuffers = layout().slice(1, 1 + numKeys).map((k) => Buffer.from(String(k)));
+  if (form === 'strings') return () => call.call(redis, ...layout().map(String));
+  if (form === 'key buffers') return () => call.call(redis, numKeys, ...keyBuffers, ...layout().slice(1 + numKeys));
+  return () => call.call(redis, ...layout());
 }
 
 interface Variant { name: string; tokens: number; call: () => Promise<unknown> }

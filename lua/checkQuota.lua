@@ -10,16 +10,18 @@
     ARGV[1] limit per window (0 = off)
     ARGV[2] window, ms
 
-  Returns {0, version} when allowed (version "" when there is no copy or it is fenced:
-  the caller reloads), {1, ms until the window resets} when over the limit.
+  Returns {DONE, version} when allowed (version "" when there is no copy or it is fenced:
+  the caller reloads), {OVER_RATE_LIMIT, ms until the window resets} when over the limit.
+  (Outcome names: src/redis/scripts.ts.)
 ]]
+-- @include outcomes
 -- @include rateLimit
 
 local limit = tonumber(ARGV[1])
 if limit > 0 then
   local wait = overRateLimit(KEYS[1], limit, ARGV[2])
-  if wait then return {1, wait} end
+  if wait then return {OVER_RATE_LIMIT, wait} end
 end
 local copy = redis.call('HMGET', KEYS[2], 'v', 'z')
-if not copy[1] or copy[2] then return {0, ''} end
-return {0, copy[1]}
+if not copy[1] or copy[2] then return {DONE, ''} end
+return {DONE, copy[1]}

@@ -10,20 +10,21 @@
     ARGV[1] rate limit per window (0 = off)
     ARGV[2] rate window, ms
 
-  Returns:
-    {0, firmaId, passwordHash}
-    {1, ms until the window resets}   rate limited
-    {4}                                no copy, or a fenced one (fence.lua): the caller reads Postgres
-    {11}                               no such license (Postgres said so lately): no look-up
+  Returns (outcome names: src/redis/scripts.ts):
+    {DONE, firmaId, passwordHash}
+    {OVER_RATE_LIMIT, ms until the window resets}
+    {COPY_MISSING}      no copy, or a fenced one (fence.lua): the caller reads Postgres
+    {NO_SUCH_LICENSE}   Postgres said so lately: no look-up
 ]]
+-- @include outcomes
 -- @include rateLimit
 
 local limit = tonumber(ARGV[1])
 if limit > 0 then
   local wait = overRateLimit(KEYS[2], limit, ARGV[2])
-  if wait then return {1, wait} end
+  if wait then return {OVER_RATE_LIMIT, wait} end
 end
 local cred = redis.call('HMGET', KEYS[1], 'f', 'h', 'z')
-if cred[1] and not cred[3] then return {0, cred[1], cred[2]} end
-if redis.call('EXISTS', KEYS[3]) == 1 then return {11} end
-return {4}
+if cred[1] and not cred[3] then return {DONE, cred[1], cred[2]} end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {NO_SUCH_LICENSE} end
+return {COPY_MISSING}

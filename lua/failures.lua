@@ -14,22 +14,23 @@
 
   The counter holds failures and attempts under way; a refused attempt is not counted.
 
-  Returns {0} allowed (or given back), {1, ms until the window resets} when over the limit.
+  Returns {DONE} allowed (or given back), {OVER_RATE_LIMIT, ms until the window resets}.
 ]]
+-- @include outcomes
 -- @include deadline
 
 if ARGV[1] == 'give' then
   if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
-  return {0}
+  return {DONE}
 end
-if pastDeadline(ARGV[4]) then return {0} end
+if pastDeadline(ARGV[4]) then return {DONE} end
 local count = redis.call('INCR', KEYS[1])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
   ttl = tonumber(ARGV[3])
 end
-if count <= tonumber(ARGV[2]) then return {0} end
+if count <= tonumber(ARGV[2]) then return {DONE} end
 -- refused: no work is done for it, so it is no failure either
 redis.call('DECR', KEYS[1])
-return {1, ttl}
+return {OVER_RATE_LIMIT, ttl}

@@ -17,6 +17,7 @@
   Returns {code1, a1, b1, code2, a2, b2, ...}: issueToken's result for each token, in order
   (codes listed in includes/issueToken.lua).
 ]]
+-- @include outcomes
 -- @include deadline
 -- @include epoch
 -- @include rateLimit

@@ -18,6 +18,7 @@
   Returns {code1, a1, b1, code2, a2, b2, ...}: redeemToken's result for each token, in order
   (codes listed in includes/redeemToken.lua).
 ]]
+-- @include outcomes
 -- @include deadline
 -- @include epoch
 -- @include rateLimit

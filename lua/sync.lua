@@ -19,8 +19,9 @@
             whose deadline is before it are lifted ("0" = none)
     ARGV[5..] field, value, field, value...
 
-  Returns {outcome, fenced}: outcome 1 created, 2 updated, 0 left alone (already as new or
-  newer), 3 not created (no used count given); fenced 1 while a fence remains.
+  Returns {outcome, fenced} (SyncOutcome in src/redis/scripts.ts): outcome 1 created,
+  2 updated, 0 left alone (already as new or newer), 3 not created (no used count given);
+  fenced 1 while a fence remains.
 ]]
 local h = KEYS[1]
 local current = redis.call('HGET', h, 'v')

@@ -32,6 +32,9 @@ export interface Config {
   worker: { batchSize: number; blockMs: number; claimIdleMs: number };
 }
 
+/** The RATE_*_PER_MIN limits count requests per fixed window of this length. */
+export const RATE_WINDOW_MS = 60_000;
+
 export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>;

@@ -1,27 +1,32 @@
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
-import { adminRoutes } from './admin/v1_licenses.js';
-import { RATE_WINDOW_MS, type ApiContext } from './api/context.js';
-import { checkQuotaRoute } from './api/license_checkQuota.js';
-import { historyRoute } from './api/license_history.js';
-import { validateRoute } from './api/license_validate.js';
-import { QuotaCache } from './api/quotaCache.js';
-import { issueBatcher } from './redis/issueBatcher.js';
-import { getTokenRoute } from './api/v1_auth_getToken.js';
-import { signTokenRoute } from './api/v1_auth_signToken.js';
+import { RATE_WINDOW_MS, type Config } from './config.js';
 import { connectPostgres, type Sql } from './db/pg.js';
-import { healthRoute } from './api/health.js';
-import { codeShape } from './http/reply.js';
 import { createHttpServer, type Route } from './http/server.js';
+import { LicenseAdmin } from './licenses/changes.js';
+import { FailedLogins } from './licenses/failedLogins.js';
 import { HotLicenses } from './licenses/hot.js';
 import { KnownKeys } from './licenses/knownKeys.js';
 import { Passwords } from './licenses/passwords.js';
 import { LicenseStore } from './licenses/store.js';
 import { createRedis, duplicateRedis, whenReady, type RedisClient } from './redis/client.js';
-import { RedisRestarts } from './redis/restarts.js';
 import { RedisClock } from './redis/clock.js';
 import { KeySpace } from './redis/keys.js';
+import { RedisRestarts } from './redis/restarts.js';
+import { issueLayout, redeemLayout } from './redis/scripts.js';
+import { SlotBatcher } from './redis/slotBatcher.js';
+import { adminRoutes } from './routes/admin/index.js';
+import type { RouteContext } from './routes/context.js';
+import { healthRoute } from './routes/healthz.js';
+import { checkQuotaRoute } from './routes/license_checkQuota.js';
+import { historyRoute } from './routes/license_history.js';
+import { validateRoute } from './routes/license_validate.js';
+import { QuotaCache } from './routes/quotaCache.js';
+import { codedErrors } from './routes/replies.js';
+import { getTokenRoute } from './routes/v1_auth_getToken.js';
+import { signTokenRoute } from './routes/v1_auth_signToken.js';
+import { SignTokenIssuer } from './tokens/issueSignToken.js';
 import { TokenService } from './tokens/jwt.js';
+import { SignTokenRedeemer } from './tokens/redeemSignToken.js';
 import { usageLag } from './usage/lag.js';
 import { UsageWorker } from './usage/worker.js';
 
@@ -44,15 +49,18 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const clock = new RedisClock(redis, config.redisCommandTimeoutMs);
   await clock.start();
   const store = new LicenseStore(sql);
-  const quotaCache = new QuotaCache(config.quotaCacheSeconds * 1000);
   const knownKeys = new KnownKeys(sql);
   await knownKeys.start();
-  const ctx: ApiContext = {
-    config, log, sql, redis, keys, store, quotaCache, clock, restarts,
-    tokens: new TokenService(config.jwtSecret),
-    hot: new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000),
-    passwords: new Passwords(config.passwordQueue),
-    issuer: issueBatcher(redis, RATE_WINDOW_MS, clock, restarts),
+  const tokens = new TokenService(config.jwtSecret);
+  const hot = new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000);
+  const passwords = new Passwords(config.passwordQueue);
+  const ctx: RouteContext = {
+    config, log, sql, redis, keys, store, tokens, hot, passwords,
+    quotaCache: new QuotaCache(config.quotaCacheSeconds * 1000),
+    failedLogins: new FailedLogins(redis, keys, config.rate.getTokenFailures, clock),
+    issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot),
+    redeemer: new SignTokenRedeemer(keys, new SlotBatcher(redis, redeemLayout, RATE_WINDOW_MS, clock, restarts), hot),
+    admin: new LicenseAdmin(redis, keys, store, hot, passwords),
   };
 
   // keys created on any instance are announced; after a reconnection (messages published
@@ -73,7 +81,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   ];
   if (config.adminToken) routes.push(...adminRoutes(ctx, config.adminToken));
   const http = createHttpServer({
-    routes, fallbackErrors: codeShape, tls: config.tls, bodyLimit: config.bodyLimitBytes, trustProxy: config.trustProxy, log,
+    routes, fallbackErrors: codedErrors, tls: config.tls, bodyLimit: config.bodyLimitBytes, trustProxy: config.trustProxy, log,
   });
   const port = await http.listen(config.host, config.port);
   log.info({ host: config.host, port, tls: config.tls !== null, worker: worker !== null }, 'listening');

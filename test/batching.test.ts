@@ -4,7 +4,8 @@ import { RedisClock } from '../src/redis/clock.js';
 import { RedisRestarts } from '../src/redis/restarts.js';
 import { createLogger } from '../src/log.js';
 import { bucketOf, KeySpace } from '../src/redis/keys.js';
-import { redeemBatcher, type RedeemResult } from '../src/redis/redeemBatcher.js';
+import { Outcome, redeemLayout, type Redeemed } from '../src/redis/scripts.js';
+import { SlotBatcher } from '../src/redis/slotBatcher.js';
 import { expectCodedError } from './helpers/auth.js';
 import { claimsOf, mintTokens } from './helpers/durable.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -86,8 +87,8 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
   t.teardown(() => clock.stop());
   const restarts = new RedisRestarts(redis, keys, createLogger('silent'));
   await restarts.ensure();
-  const batcher = redeemBatcher(redis, 60_000, clock, restarts);
-  const redeem = (token: string): Promise<RedeemResult> => {
+  const batcher = new SlotBatcher(redis, redeemLayout, 60_000, clock, restarts);
+  const redeem = (token: string): Promise<Redeemed> => {
     const c = claimsOf(token);
     const k = keys.forLicense(c.firma_id);
     return batcher.call({
@@ -98,13 +99,13 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
 
   const burst = await Promise.all(tokens.slice(0, 130).map(redeem));
   t.same(calls, [64, 64, 2], '130 tokens of one turn: three calls (64 + 64 + 2)');
-  t.same(burst, Array.from({ length: 130 }, (_, i) => [0, i + 1, 1000 - i - 1]), 'each token redeemed, in the order given');
+  t.same(burst, Array.from({ length: 130 }, (_, i) => [Outcome.DONE, i + 1, 1000 - i - 1]), 'each token redeemed, in the order given');
 
   const lone = await redeem(tokens[130] as string);
   t.same(calls, [64, 64, 2, 1], 'a lone redemption is a call of the same script, a batch of one');
-  t.same(lone, [0, 131, 869]);
+  t.same(lone, [Outcome.DONE, 131, 869]);
   const again = await Promise.all([redeem(tokens[130] as string), redeem(tokens[0] as string)]);
-  t.same(again, [[3, 0, 0], [3, 0, 0]], 'spent tokens are refused in a batch too');
+  t.same(again, [[Outcome.TOKEN_SPENT, 0, 0], [Outcome.TOKEN_SPENT, 0, 0]], 'spent tokens are refused in a batch too');
 });
 
 t.test('sign-token bursts in one slot: each token issued as if alone, refusals where due', async (t) => {

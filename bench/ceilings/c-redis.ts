@@ -1,6 +1,6 @@
 import { createVerifier } from 'fast-jwt';
 import { Redis } from 'ioredis';
-import { scriptSource } from '../../src/redis/scripts.js';
+import { batchCall, defineScripts, Outcome, redeemLayout, runScript, type ScriptClient } from '../../src/redis/scripts.js';
 import { KeySpace } from '../../src/redis/keys.js';
 import { send, serve } from './common.js';
 
@@ -10,8 +10,8 @@ const verify = createVerifier({ key: Buffer.from(process.env.JWT_SECRET ?? ''), 
 const keys = new KeySpace(process.env.REDIS_PREFIX ?? 'lic');
 const limit = Number(process.env.RATE_VALIDATE_PER_MIN ?? 0);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false });
-redis.defineCommand('redeem', { lua: scriptSource('redeem') }); // numKeys first, as the service calls it
-const redeem = (redis as unknown as { redeem(...a: (string | number)[]): Promise<number[]> }).redeem.bind(redis);
+defineScripts(redis);
+const scripts = redis as unknown as ScriptClient;
 
 const bad = '{"success":false,"message":"Geçersiz token"}';
 
@@ -26,13 +26,16 @@ serve('/api/license/validate', (body, res, state) => {
   }
   const k = keys.forLicense(c.firma_id);
   const now = Date.now();
-  // a batch of one, laid out as lua/includes/batch.lua says
-  redeem(5, k.stream, k.epoch, k.license, k.markers(c.exp * 1000).key, k.rateValidate,
-    now, 60000, now + 750, limit, '', c.token_id, c.firma_id, c.imza_tipi, c.iat * 1000, '').then((r) => {
-    if (r[0] === 0) {
-      send(res, state, '200 OK', `{"success":true,"message":"Token doğrulandı, imza kotası düşüldü","usedQuota":${r[1]},"remainingQuota":${r[2]}}`);
+  // a batch of one, laid out by the service's own builder
+  const item = {
+    keys: k, markers: k.markers(c.exp * 1000).key, limit, host: '', tokenId: c.token_id, firmaId: c.firma_id,
+    imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null,
+  };
+  runScript(scripts, batchCall(redeemLayout, [item], now, 60000, now + 750)).then(([r]) => {
+    if (r![0] === Outcome.DONE) {
+      send(res, state, '200 OK', `{"success":true,"message":"Token doğrulandı, imza kotası düşüldü","usedQuota":${r![1]},"remainingQuota":${r![2]}}`);
     } else {
-      send(res, state, '400 Bad Request', `{"success":false,"code":${r[0]}}`);
+      send(res, state, '400 Bad Request', `{"success":false,"code":${r![0]}}`);
     }
   }, () => send(res, state, '503 Service Unavailable', '{"success":false}'));
 });

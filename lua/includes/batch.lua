@@ -6,10 +6,10 @@
   index of its first key in KEYS, v of its first argument in ARGV, mark the issued marker
   of this epoch; returns the steps' code, a, b
   results flattened into one list. Past the deadline (includes/deadline.lua) it changes
-  nothing and returns {12} (LATE).
+  nothing and returns {PAST_DEADLINE}.
 ]]
 local function eachToken(argsPerToken, step)
-  if pastDeadline(ARGV[3]) then return {12} end
+  if pastDeadline(ARGV[3]) then return {PAST_DEADLINE} end
   local mark = issuedMark(KEYS[2])
   local out = {}
   for i = 1, (#KEYS - 2) / 3 do

@@ -12,32 +12,32 @@
     limit    rate limit per window, a number (0 = off; get-token limits per license key before hashing)
     markersExpireAt  when the marker hash expires, ms since epoch (after its last token, plus slack)
 
-  Codes (a, b are 0 where the code has none):
-    0 OK                  a = remaining quota, b = organization name
-    1 RATE_LIMITED        a = ms until the window resets
-    4 LICENSE_MISS        no copy, or a fenced one (fence.lua): the caller hydrates from
-                          Postgres and retries
-    8 LICENSE_EXPIRED
-    9 LICENSE_INACTIVE
-    10 INSUFFICIENT_QUOTA a = remaining (0)
+  Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none):
+    DONE              a = remaining quota, b = organization name
+    OVER_RATE_LIMIT   a = ms until the window resets
+    COPY_MISSING      no copy, or a fenced one (fence.lua): the caller hydrates from
+                      Postgres and retries
+    LICENSE_EXPIRED
+    LICENSE_INACTIVE
+    NO_QUOTA_LEFT
   The marker makes the token redeemable; the stream event puts it in the Postgres audit
   trail with status "issued". A refusal changes nothing but the rate-limit count.
 ]]
 local function issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt, issuedMark)
   if limit > 0 then
     local wait = overRateLimit(rate, limit, windowMs)
-    if wait then return 1, wait, 0 end
+    if wait then return OVER_RATE_LIMIT, wait, 0 end
   end
 
   local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n', 'z')
-  if not lic[1] or lic[6] then return 4, 0, 0 end
-  if tonumber(lic[4]) <= tonumber(now) then return 8, 0, 0 end
-  if lic[3] ~= '1' then return 9, 0, 0 end
+  if not lic[1] or lic[6] then return COPY_MISSING, 0, 0 end
+  if tonumber(lic[4]) <= tonumber(now) then return LICENSE_EXPIRED, 0, 0 end
+  if lic[3] ~= '1' then return LICENSE_INACTIVE, 0, 0 end
   local remaining = tonumber(lic[1]) - tonumber(lic[2])
-  if remaining <= 0 then return 10, 0, 0 end
+  if remaining <= 0 then return NO_QUOTA_LEFT, 0, 0 end
 
   redis.call('HSET', markers, tokenId, issuedMark)
   redis.call('PEXPIREAT', markers, markersExpireAt)
   redis.call('XADD', stream, '*', 'k', 'i', 't', tokenId, 'f', firmaId, 'i', imzaTipi, 's', now, 'e', expMs)
-  return 0, remaining, lic[5] or ''
+  return DONE, remaining, lic[5] or ''
 end

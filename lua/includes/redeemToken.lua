@@ -13,18 +13,19 @@
     host     origin host name, normalised ("" = none)
     origin   origin as the client sent it (nil = none)
 
-  Codes (a, b are 0 where the code has none):
-    0 OK               a = used quota, b = remaining quota
-    1 RATE_LIMITED     a = ms until the window resets
-    2 TOKEN_UNKNOWN    no marker for a token we signed: Redis lost it, and perhaps its
-                       redemption with it; refused as used (fail closed)
-    3 TOKEN_USED       used, or issued in an earlier epoch: Redis came back from a restart
-                       that may have lost its redemption (src/redis/restarts.ts; fail closed)
-    4 LICENSE_MISS     no license copy, or one fenced by an admin change (fence.lua): the
-                       caller hydrates from Postgres and retries (checked first)
-    5 LICENSE_INVALID  inactive or past expiry
-    6 ORIGIN_DENIED
-    7 QUOTA_EXHAUSTED  a = remaining (0)
+  Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none):
+    DONE                a = used quota, b = remaining quota
+    OVER_RATE_LIMIT     a = ms until the window resets
+    COPY_MISSING        no license copy, or one fenced by an admin change (fence.lua): the
+                        caller hydrates from Postgres and retries (checked first)
+    MARKER_MISSING      no marker for a token we signed: Redis lost it, and perhaps its
+                        redemption with it (the caller refuses it: fail closed)
+    TOKEN_SPENT         used, or issued in an earlier epoch: Redis came back from a restart
+                        that may have lost its redemption (src/redis/restarts.ts; fail closed)
+    LICENSE_EXPIRED
+    LICENSE_INACTIVE
+    ORIGIN_NOT_ALLOWED
+    NO_QUOTA_LEFT
   A refusal changes nothing but the rate-limit count.
 ]]
 local function originAllowed(domains, host)
@@ -42,25 +43,26 @@ end
 local function redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark)
   if limit > 0 then
     local wait = overRateLimit(rate, limit, windowMs)
-    if wait then return 1, wait, 0 end
+    if wait then return OVER_RATE_LIMIT, wait, 0 end
   end
 
   -- the license first: a token of a company Redis does not hold is not "unknown" until
   -- Postgres has been asked about the company
   local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd', 'z')
-  if not lic[1] or lic[6] then return 4, 0, 0 end
+  if not lic[1] or lic[6] then return COPY_MISSING, 0, 0 end
 
   local marker = redis.call('HGET', markers, tokenId)
-  if not marker then return 2, 0, 0 end
-  if marker ~= issuedMark then return 3, 0, 0 end
-  if lic[3] ~= '1' or tonumber(lic[4]) <= tonumber(now) then return 5, 0, 0 end
+  if not marker then return MARKER_MISSING, 0, 0 end
+  if marker ~= issuedMark then return TOKEN_SPENT, 0, 0 end
+  if tonumber(lic[4]) <= tonumber(now) then return LICENSE_EXPIRED, 0, 0 end
+  if lic[3] ~= '1' then return LICENSE_INACTIVE, 0, 0 end
 
   local domains = lic[5]
-  if domains and domains ~= '' and not originAllowed(domains, host) then return 6, 0, 0 end
+  if domains and domains ~= '' and not originAllowed(domains, host) then return ORIGIN_NOT_ALLOWED, 0, 0 end
 
   local total = tonumber(lic[1])
   local used = tonumber(lic[2])
-  if used >= total then return 7, 0, 0 end
+  if used >= total then return NO_QUOTA_LEFT, 0, 0 end
 
   redis.call('HSET', markers, tokenId, 'u')
   used = redis.call('HINCRBY', license, 'u', 1)
@@ -69,5 +71,5 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
   else
     redis.call('XADD', stream, '*', 'k', 'u', 't', tokenId, 'f', firmaId, 'i', imzaTipi, 's', now, 'c', iat)
   end
-  return 0, used, total - used
+  return DONE, used, total - used
 end

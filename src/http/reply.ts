@@ -34,18 +34,11 @@ export function retryHeaders(seconds: number): Reply['headers'] {
   return [['Retry-After', String(seconds)]];
 }
 
+/** Failures the HTTP layer answers by itself, before a handler runs or when one fails. */
+export type TransportFailure = 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'SERVICE_UNAVAILABLE';
+
 /**
- * How one endpoint words its errors: the spec gives get-token and check-quota an error code,
- * validate a Turkish message. The HTTP layer uses it for the failures it answers itself.
+ * How an endpoint words those failures, in its published error shape (the routes' reply
+ * tables, src/routes/replies.ts). The HTTP layer adds the headers (Allow, Retry-After).
  */
-export interface ErrorShape {
-  (status: number, code: string, message: string): Reply;
-}
-
-export const codeShape: ErrorShape = (status, code, message) =>
-  reply(status, { success: false, error: { code, message } });
-
-export const messageShape: ErrorShape = (status, _code, message) => reply(status, { success: false, message });
-
-export const timestampedCodeShape: ErrorShape = (status, code, message) =>
-  reply(status, { success: false, error: { code, message }, timestamp: new Date().toISOString() });
+export type TransportErrors = (failure: TransportFailure) => Reply;

@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import { ServiceUnavailable } from '../errors.js';
 import { clientAddress } from './clientAddress.js';
 import { LogThrottle } from './logThrottle.js';
-import { retryHeaders, type ErrorShape, type Reply } from './reply.js';
+import { retryHeaders, type Reply, type TransportErrors } from './reply.js';
+import { Router } from './router.js';
 
 /** What a handler is given: read synchronously from uWS before the request object dies. */
 export interface Request {
@@ -29,7 +30,8 @@ export interface Route {
   /** a path, matched case-insensitively; ":param" segments capture one segment */
   path: string;
   handler: Handler;
-  errors: ErrorShape;
+  /** how this endpoint words the failures the HTTP layer answers (all routes of one path share it) */
+  errors: TransportErrors;
   bodyLimit?: number;
   /** read the Authorization header and the query string (each read crosses into uWS) */
   needsAuthorization?: boolean;
@@ -51,16 +53,10 @@ interface RequestState {
   req: Request | null;
 }
 
-interface CompiledPath {
-  exact: string | null;
-  pattern: RegExp | null;
-  routes: Route[];
-  errors: ErrorShape;
-}
-
 export interface HttpServerOptions {
   routes: Route[];
-  fallbackErrors: ErrorShape;
+  /** how a path no route serves is answered (404) */
+  fallbackErrors: TransportErrors;
   tls: { certFile: string; keyFile: string } | null;
   bodyLimit: number;
   /** TRUST_PROXY: how many X-Forwarded-For hops to trust for the client address */
@@ -74,14 +70,6 @@ export interface HttpServer {
   drain(timeoutMs: number): Promise<void>;
   /** close every connection (idle keep-alive ones included) */
   close(): void;
-}
-
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment; // malformed escapes are left as sent; the handler rejects the value
-  }
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -98,32 +86,8 @@ const LINGER_MS = 2000;
 
 const textDecoder = new TextDecoder();
 
-function compile(routes: Route[]): { exact: Map<string, CompiledPath>; patterns: CompiledPath[] } {
-  const exact = new Map<string, CompiledPath>();
-  const patterns: CompiledPath[] = [];
-  const byPath = new Map<string, CompiledPath>();
-  for (const route of routes) {
-    const key = route.path.toLowerCase();
-    let entry = byPath.get(key);
-    if (!entry) {
-      const hasParams = key.includes('/:');
-      entry = {
-        exact: hasParams ? null : key,
-        pattern: hasParams ? new RegExp(`^${key.replace(/:[a-z]+/g, '([^/]+)')}/?$`, 'i') : null,
-        routes: [],
-        errors: route.errors,
-      };
-      byPath.set(key, entry);
-      if (hasParams) patterns.push(entry);
-      else exact.set(key, entry);
-    }
-    entry.routes.push(route);
-  }
-  return { exact, patterns };
-}
-
 export function createHttpServer(options: HttpServerOptions): HttpServer {
-  const { exact, patterns } = compile(options.routes);
+  const router = new Router(options.routes);
   const { log, fallbackErrors } = options;
   const app = options.tls
     ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile })
@@ -176,7 +140,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
             if (busy) log.warn({ err, path: route.path, suppressed }, 'request refused: service busy');
             else log.error({ err, path: route.path, suppressed }, 'request failed');
           }
-          const out = route.errors(503, 'SERVICE_UNAVAILABLE', 'Hizmet geçici olarak kullanılamıyor');
+          const out = route.errors('SERVICE_UNAVAILABLE');
           send(res, state, { ...out, headers: retryHeaders(busy ? err.retryAfterSeconds : 1) });
         },
       );
@@ -228,27 +192,15 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const path = uReq.getUrl();
     const method = uReq.getMethod();
     state.head = method === 'head';
-    let entry = exact.get(path.toLowerCase());
-    let params: string[] = [];
-    if (!entry) {
-      for (const candidate of patterns) {
-        const m = candidate.pattern!.exec(path);
-        if (m) {
-          entry = candidate;
-          params = m.slice(1).map(decodeSegment);
-          break;
-        }
-      }
-    }
-    if (!entry) {
-      send(res, state, fallbackErrors(404, 'NOT_FOUND', 'Kaynak bulunamadı'));
+    const match = router.match(path);
+    if (match === null) {
+      send(res, state, fallbackErrors('NOT_FOUND'));
       return;
     }
+    const { entry, params } = match;
     const route = entry.routes.find((r) => r.method === method);
     if (!route) {
-      const allow = entry.routes.map((r) => r.method.toUpperCase()).join(', ');
-      const out = entry.errors(405, 'METHOD_NOT_ALLOWED', 'Bu yöntem desteklenmiyor');
-      send(res, state, { ...out, headers: [['Allow', allow]] });
+      send(res, state, { ...entry.errors('METHOD_NOT_ALLOWED'), headers: [['Allow', entry.allow]] });
       return;
     }
     const req: Request = {
@@ -270,7 +222,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       return;
     }
     const limit = route.bodyLimit ?? options.bodyLimit;
-    const tooLarge = (): Reply => route.errors(413, 'PAYLOAD_TOO_LARGE', 'İstek gövdesi çok büyük');
+    const tooLarge = (): Reply => route.errors('PAYLOAD_TOO_LARGE');
     // a declared length over the limit is answered before the body arrives
     if (Number(uReq.getHeader('content-length') || '0') > limit) refuseBody(res, state, tooLarge());
     let chunks: Buffer[] | null = null;

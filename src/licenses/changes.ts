@@ -1,6 +1,9 @@
 import { ServiceUnavailable } from '../errors.js';
+import type { RedisClient } from '../redis/client.js';
+import type { KeySpace } from '../redis/keys.js';
 import type { HotLicenses } from './hot.js';
-import type { LicenseRow, LicenseStore } from './store.js';
+import type { Passwords, Requester } from './passwords.js';
+import type { LicenseChange, LicenseRow, LicenseStore, NewLicense } from './store.js';
 
 /**
  * How long an admin change may take from fencing the Redis copies to committing in
@@ -20,7 +23,7 @@ export const CHANGE_DEADLINE_MS = 2000;
  * the deadline lifts the fence. `apply` answers the new row, null for "no such license",
  * or another outcome that changed nothing (which lifts the fence at once).
  */
-export async function changeLicense<T extends string>(
+async function changeLicense<T extends string>(
   store: LicenseStore,
   hot: HotLicenses,
   licenseKey: string,
@@ -43,4 +46,60 @@ export async function changeLicense<T extends string>(
   }
   await hot.write(current, true);
   return outcome;
+}
+
+/** A license as the admin API shows it: the Postgres row, with the used count of the Redis copy (ahead by the worker lag). */
+export type LicenseView = LicenseRow;
+
+/** New license or changes as the admin sends them: a password, not its hash. */
+export type LicenseInput = Omit<NewLicense, 'passwordHash'> & { password: string };
+export type LicenseEdit = Omit<LicenseChange, 'passwordHash'> & { password?: string };
+
+/** The admin API's use cases (CONTRACT.md): Postgres first, then the Redis copy, then every instance. */
+export class LicenseAdmin {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: KeySpace,
+    private readonly store: LicenseStore,
+    private readonly hot: HotLicenses,
+    private readonly passwords: Passwords,
+  ) {}
+
+  /** null: the license key is taken. */
+  async create(input: LicenseInput, requester: Requester): Promise<LicenseView | null> {
+    const { password, ...rest } = input;
+    // before Postgres: an "unknown key" remembered in Redis must not outlive the create
+    await this.redis.del(this.keys.unknownKey(input.licenseKey));
+    const row = await this.store.create({ ...rest, passwordHash: await this.passwords.hash(password, requester) });
+    if (row === null) return null;
+    await this.hot.write(row); // no copy existed, so none can be stale if this fails
+    // every instance learns of the key (src/licenses/knownKeys.ts)
+    await this.redis.publish(this.keys.invalidationChannel, row.licenseKey);
+    return this.view(row);
+  }
+
+  async read(licenseKey: string): Promise<LicenseView | null> {
+    const row = await this.store.byKey(licenseKey);
+    return row === null ? null : this.view(row);
+  }
+
+  /** null: no such license. */
+  async update(licenseKey: string, edit: LicenseEdit, requester: Requester): Promise<LicenseView | null> {
+    const { password, ...rest } = edit;
+    const passwordHash = password === undefined ? undefined : await this.passwords.hash(password, requester);
+    const row = await changeLicense<never>(this.store, this.hot, licenseKey, (deadline) =>
+      this.store.update(licenseKey, { ...rest, passwordHash }, deadline));
+    return row === null ? null : this.view(row);
+  }
+
+  /** A purchase; with an idempotency key, a retry credits once. 'reused': the key belongs to another purchase. */
+  async addQuota(licenseKey: string, add: number, idempotencyKey: string | null): Promise<LicenseView | 'reused' | null> {
+    const row = await changeLicense(this.store, this.hot, licenseKey, (deadline) => this.store.addQuota(licenseKey, add, deadline, idempotencyKey));
+    return row === null || row === 'reused' ? row : this.view(row);
+  }
+
+  private async view(row: LicenseRow): Promise<LicenseView> {
+    const usedQuota = await this.hot.usedQuota(row.firmaId);
+    return usedQuota === null ? row : { ...row, usedQuota };
+  }
 }

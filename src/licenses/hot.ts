@@ -1,5 +1,5 @@
-import { ScriptResult } from '../redis/scripts.js';
 import { ServiceUnavailable } from '../errors.js';
+import { CredentialsField as C, EventField, EventKind, LicenseField as L, Outcome, runScript, scripts, SyncOutcome } from '../redis/scripts.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
@@ -42,6 +42,15 @@ const FENCE_POLL_MS = 40;
 
 type Hydrated = 'missing' | 'ready' | 'fenced';
 
+/** A license hash read as [q, u, a, x, n, z] is missing, or fenced (z). */
+const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5] != null;
+
+/** A row's fields in the license hash (sync.lua adds the used count when it creates one). */
+function licenseFields(row: LicenseRow): (string | number)[] {
+  return [L.totalQuota, row.totalQuota, L.isActive, row.isActive ? '1' : '0', L.expiryMs, row.expiryDate.getTime(),
+    L.domains, encodeDomains(row.domains), L.organizationName, row.organizationName, L.licenseKey, row.licenseKey];
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -69,8 +78,8 @@ export class HotLicenses {
    */
   async fence(firmaId: string, licenseKey: string, deadlineMs: number): Promise<void> {
     await Promise.all([
-      this.redis.fence(this.keys.forLicense(firmaId).license, deadlineMs),
-      this.redis.fence(this.keys.credentials(licenseKey), deadlineMs),
+      runScript(this.redis, scripts.fence(this.keys.forLicense(firmaId).license, deadlineMs)),
+      runScript(this.redis, scripts.fence(this.keys.credentials(licenseKey), deadlineMs)),
     ]);
   }
 
@@ -81,22 +90,16 @@ export class HotLicenses {
    */
   async write(row: LicenseRow, completes = false, settledMs = 0): Promise<boolean> {
     const k = this.keys.forLicense(row.firmaId);
-    const unfence = completes ? '1' : '0';
     const [, [outcome, licenseFenced], [, credentialsFenced]] = await Promise.all([
       this.redis.del(this.keys.unknownKey(row.licenseKey)),
-      this.redis.sync(k.license, row.version, '', unfence, settledMs, ...this.licenseFields(row)),
-      this.redis.sync(this.keys.credentials(row.licenseKey), row.version, '-', unfence, settledMs,
-        'f', row.firmaId, 'h', row.passwordHash),
+      runScript(this.redis, scripts.sync(k.license, row.version, 'unknown', completes, settledMs, licenseFields(row))),
+      runScript(this.redis, scripts.sync(this.keys.credentials(row.licenseKey), row.version, 'none', completes, settledMs,
+        [C.firmaId, row.firmaId, C.passwordHash, row.passwordHash])),
     ]);
     this.firmaIds.set(row.licenseKey, row.firmaId);
     this.known.add(row.licenseKey);
-    if (outcome !== 3) return licenseFenced === 1 || credentialsFenced === 1;
-    return (await this.createLicenseCopy(row.firmaId, unfence, settledMs)) || credentialsFenced === 1;
-  }
-
-  private licenseFields(row: LicenseRow): (string | number)[] {
-    return ['q', row.totalQuota, 'a', row.isActive ? '1' : '0', 'x', row.expiryDate.getTime(),
-      'd', encodeDomains(row.domains), 'n', row.organizationName, 'k', row.licenseKey];
+    if (outcome !== SyncOutcome.NOT_CREATED) return licenseFenced || credentialsFenced;
+    return (await this.createLicenseCopy(row.firmaId, completes, settledMs)) || credentialsFenced;
   }
 
   /**
@@ -106,15 +109,15 @@ export class HotLicenses {
    * between is counted once). No redemption of the license is queued meanwhile, since
    * none can run without the hash.
    */
-  private async createLicenseCopy(firmaId: string, unfence: string, settledMs: number): Promise<boolean> {
+  private async createLicenseCopy(firmaId: string, completes: boolean, settledMs: number): Promise<boolean> {
     const k = this.keys.forLicense(firmaId);
     const queued = await this.queuedRedemptions(k.stream, firmaId);
     const found = await this.store.forHydration(firmaId, queued);
     if (found === null) return false;
     const { row } = found;
     const used = row.usedQuota + queued.length - found.counted;
-    const [, fenced] = await this.redis.sync(k.license, row.version, used, unfence, settledMs, ...this.licenseFields(row));
-    return fenced === 1;
+    const [, fenced] = await runScript(this.redis, scripts.sync(k.license, row.version, used, completes, settledMs, licenseFields(row)));
+    return fenced;
   }
 
   /** Token ids of the license's redemptions waiting in its stream (not yet in Postgres, or not yet acknowledged). */
@@ -128,11 +131,11 @@ export class HotLicenses {
         let firma = '';
         let token = '';
         for (let i = 0; i + 1 < f.length; i += 2) {
-          if (f[i] === 'k') kind = f[i + 1] as string;
-          else if (f[i] === 'f') firma = f[i + 1] as string;
-          else if (f[i] === 't') token = f[i + 1] as string;
+          if (f[i] === EventField.kind) kind = f[i + 1] as string;
+          else if (f[i] === EventField.firmaId) firma = f[i + 1] as string;
+          else if (f[i] === EventField.tokenId) token = f[i + 1] as string;
         }
-        if (kind === 'u' && firma === firmaId && token !== '') ids.add(token);
+        if (kind === EventKind.used && firma === firmaId && token !== '') ids.add(token);
       }
       if (page.length < SCAN_PAGE) return [...ids];
       from = `(${(page[page.length - 1] as [string, string[]])[0]}`;
@@ -147,15 +150,20 @@ export class HotLicenses {
   }
 
   /**
-   * After a script found a license's copy missing or fenced: reloads it, waiting a little
-   * when an admin change holds it. false: no such license. attempt counts from 0 per
-   * request; past REPAIR_ATTEMPTS the request is refused with 503.
+   * Runs `step` until its result is not a missing copy (`missed`), reloading the license
+   * from Postgres before each retry and waiting a little while an admin change holds its
+   * fence. Resolves null when Postgres has no such license; past REPAIR_ATTEMPTS the
+   * request is refused with 503.
    */
-  async repair(firmaId: string, attempt: number): Promise<boolean> {
-    if (attempt >= REPAIR_ATTEMPTS) throw new ServiceUnavailable('license copy still fenced by an admin change');
-    const state = await this.hydrateFirma(firmaId);
-    if (state === 'fenced') await sleep(FENCE_POLL_MS);
-    return state !== 'missing';
+  async retryOnMiss<R>(firmaId: string, step: (retry: boolean) => Promise<R>, missed: (result: R) => boolean): Promise<R | null> {
+    for (let attempt = 0; ; attempt++) {
+      const result = await step(attempt > 0);
+      if (!missed(result)) return result;
+      if (attempt >= REPAIR_ATTEMPTS) throw new ServiceUnavailable('license copy still fenced by an admin change');
+      const state = await this.hydrateFirma(firmaId);
+      if (state === 'missing') return null;
+      if (state === 'fenced') await sleep(FENCE_POLL_MS);
+    }
   }
 
   /** The license from Postgres, written to Redis; its absence is remembered there for a while. */
@@ -174,13 +182,10 @@ export class HotLicenses {
    * Postgres look-up. A number: rate limited for that many ms.
    */
   async credentials(licenseKey: string, limit = 0, windowMs = 60_000): Promise<Credentials | number | null> {
-    const found = await this.redis.credentials(
-      this.keys.credentials(licenseKey), this.keys.rateGetToken(licenseKey), this.keys.unknownKey(licenseKey), limit, windowMs,
-    );
-    const code = found[0] as ScriptResult;
-    if (code === ScriptResult.OK) return { firmaId: String(found[1]), passwordHash: String(found[2]) };
-    if (code === ScriptResult.RATE_LIMITED) return Number(found[1]);
-    if (code === ScriptResult.LICENSE_UNKNOWN || !this.known.has(licenseKey)) return null;
+    const found = await runScript(this.redis, scripts.credentials(this.keys, licenseKey, limit, windowMs));
+    if (found[0] === Outcome.DONE) return { firmaId: found[1], passwordHash: found[2] };
+    if (found[0] === Outcome.OVER_RATE_LIMIT) return found[1];
+    if (found[0] === Outcome.NO_SUCH_LICENSE || !this.known.has(licenseKey)) return null;
     return this.hydrateKey(licenseKey);
   }
 
@@ -195,7 +200,7 @@ export class HotLicenses {
 
   /** The used count of a license's Redis copy (fenced or not: the counter is live either way); null: no copy. */
   async usedQuota(firmaId: string): Promise<number | null> {
-    const used = await this.redis.hget(this.keys.forLicense(firmaId).license, 'u');
+    const used = await this.redis.hget(this.keys.forLicense(firmaId).license, L.usedQuota);
     return used === null ? null : Number(used);
   }
 
@@ -204,15 +209,12 @@ export class HotLicenses {
     const firmaId = await this.firmaIdOf(licenseKey);
     if (firmaId === null) return null;
     const key = this.keys.forLicense(firmaId).license;
-    for (let attempt = 0; ; attempt++) {
-      const [q, u, a, x, n, z] = await this.redis.hmget(key, 'q', 'u', 'a', 'x', 'n', 'z');
-      if (q != null && z == null) {
-        return {
-          firmaId, licenseKey, organizationName: n ?? '', totalQuota: Number(q), usedQuota: Number(u),
-          expiryMs: Number(x), isActive: a === '1',
-        };
-      }
-      if (!(await this.repair(firmaId, attempt))) return null;
-    }
+    const copy = await this.retryOnMiss(firmaId, () =>
+      this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences), unusable);
+    if (copy === null) return null;
+    const [q, u, a, x, n] = copy;
+    return {
+      firmaId, licenseKey, organizationName: n ?? '', totalQuota: Number(q), usedQuota: Number(u), expiryMs: Number(x), isActive: a === '1',
+    };
   }
 }

@@ -51,6 +51,20 @@ export interface LicenseChange {
   domains?: string[];
 }
 
+/** A redemption as the history shows it. */
+export interface Redemption {
+  tokenId: string;
+  imzaTipi: number;
+  usedAt: Date;
+  origin: string | null;
+}
+
+/** Where a page of history ends: its last redemption's time (ISO 8601, as Postgres wrote it) and token id. */
+export interface RedemptionCursor {
+  usedAt: string;
+  tokenId: string;
+}
+
 export class LicenseStore {
   constructor(private readonly sql: Sql) {}
 
@@ -169,5 +183,21 @@ export class LicenseStore {
     );
     const r = rows[0];
     return r ? { row: toRow(r), nowMs: Math.floor(Number(r.now_ms)), counted: r.counted as number } : null;
+  }
+
+  /**
+   * A license's redemptions, newest first: at most `limit`, and only those before `after`
+   * (the last of the previous page) in (used at, token id) order.
+   */
+  async redemptions(firmaId: string, limit: number, after: RedemptionCursor | null): Promise<Redemption[]> {
+    const rows = await this.sql`
+      select token_id, imza_tipi, used_at, origin from sign_tokens
+      where firma_id = ${firmaId} and status = 'used'
+        ${after ? this.sql`and (used_at, token_id) < (${after.usedAt}::timestamptz, ${after.tokenId})` : this.sql``}
+      order by used_at desc, token_id desc
+      limit ${limit}`;
+    return rows.map((r) => ({
+      tokenId: r.token_id as string, imzaTipi: r.imza_tipi as number, usedAt: r.used_at as Date, origin: (r.origin as string | null) ?? null,
+    }));
   }
 }

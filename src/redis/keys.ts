@@ -1,5 +1,3 @@
-import { MARKER_SLACK_MS } from '../tokens/jwt.js';
-
 // Key layout. Every key starts with REDIS_PREFIX. Keys of one license share the hash tag
 // of its bucket, {b}, together with that bucket's usage stream, so redeem.lua and
 // issue.lua touch one slot on Redis Cluster. Credentials and per-key rate limits are
@@ -25,6 +23,14 @@ export function bucketOf(firmaId: string): number {
  * of a key with an expiry (figures in bench/README.md).
  */
 export const MARKER_WINDOW_MS = 60_000;
+
+/**
+ * How long a token's marker outlives the token. Past its expiry a token is refused before
+ * Redis is asked, so the marker only has to cover clock skew between servers; a marker gone
+ * early makes its token refused (fail closed), never spent twice. A marker outlives its
+ * token by up to a minute (MARKER_WINDOW_MS) plus this.
+ */
+export const MARKER_SLACK_MS = 10_000;
 
 export interface LicenseKeys {
   /** the stream bucket, which is also the hash tag of every key here */

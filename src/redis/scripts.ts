@@ -2,33 +2,108 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Redis, Cluster } from 'ioredis';
 import { luaDir } from '../paths.js';
+import type { KeySpace, LicenseKeys } from './keys.js';
 
-type Reply = (string | number | null)[];
+// The Lua scripts (lua/*.lua) as the rest of the service sees them, in one place: what
+// each script's outcomes mean, what the letters of the Redis hashes and stream events
+// stand for, and one builder per script laying out its KEYS and ARGV. Callers (src/,
+// bench/, test/) use these and never lay out a call by hand.
 
-/** The Lua scripts, loaded once at start; ioredis sends EVALSHA and falls back to EVAL. */
-export interface ScriptClient {
-  credentials(...keysAndArgs: (string | number)[]): Promise<Reply>;
-  failures(...keysAndArgs: (string | number)[]): Promise<Reply>;
-  checkQuota(...keysAndArgs: (string | number)[]): Promise<Reply>;
-  sync(...keysAndArgs: (string | number)[]): Promise<[outcome: number, fenced: number]>;
-  fence(...keysAndArgs: (string | number)[]): Promise<number>;
-  usedFloor(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
-  /** numKeys first: the batch decides how many keys it has */
-  redeem(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
-  issue(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<Reply>;
+// ---- outcomes ----------------------------------------------------------------------------
+
+/**
+ * What happened, one name per state whichever script found it. The scripts read the same
+ * names: scriptSource puts them into every script as Lua constants ("-- @include outcomes").
+ */
+export enum Outcome {
+  DONE = 0,
+  OVER_RATE_LIMIT = 1,
+  /** no marker for a token we signed: Redis lost it, and perhaps its redemption with it */
+  MARKER_MISSING = 2,
+  /** redeemed already, or issued before a restart that may have lost its redemption (src/redis/restarts.ts) */
+  TOKEN_SPENT = 3,
+  /** no Redis copy of the license, or one fenced by an admin change (lua/fence.lua): reload from Postgres */
+  COPY_MISSING = 4,
+  LICENSE_EXPIRED = 5,
+  LICENSE_INACTIVE = 6,
+  ORIGIN_NOT_ALLOWED = 7,
+  NO_QUOTA_LEFT = 8,
+  /** Postgres has no such license (said so lately, or just now) */
+  NO_SUCH_LICENSE = 9,
+  /** the call reached Redis after its deadline and changed nothing (its client had its 503) */
+  PAST_DEADLINE = 10,
+  /** the token expired before it could be redeemed (found by the caller, never by a script) */
+  TOKEN_EXPIRED = 11,
 }
 
-const definitions: [keyof ScriptClient, number | undefined][] = [
-  ['credentials', 3],
-  ['failures', 1],
-  ['checkQuota', 2],
-  ['sync', 1],
-  ['fence', 1],
-  ['usedFloor', undefined],
-  ['redeem', undefined],
-  ['issue', undefined],
-];
+/** "local DONE = 0" and so on, for the scripts. */
+function luaOutcomes(): string {
+  return Object.entries(Outcome).filter(([, v]) => typeof v === 'number').map(([k, v]) => `local ${k} = ${v}`).join('\n');
+}
 
+/** Outcomes of sync.lua, which writes a Postgres row into Redis (NOT_CREATED: no copy, and no used count to make one). */
+export const enum SyncOutcome { UNCHANGED = 0, CREATED = 1, UPDATED = 2, NOT_CREATED = 3 }
+
+// ---- Redis hash fields and stream event fields ----------------------------------------
+
+/** License hash {b}:l:<firmaId>, the request path's copy of a licenses row. */
+export const LicenseField = {
+  totalQuota: 'q',
+  /** redemptions counted in Redis: ahead of Postgres by what the usage worker has not written */
+  usedQuota: 'u',
+  isActive: 'a', // "1" or "0"
+  expiryMs: 'x',
+  /** allowed origins, as encodeDomains writes them (src/licenses/origin.ts) */
+  domains: 'd',
+  organizationName: 'n',
+  licenseKey: 'k',
+  /** licenses.version of the row copied: older rows never overwrite newer ones (lua/sync.lua) */
+  version: 'v',
+  /** admin changes in flight and the latest of their deadlines (lua/fence.lua) */
+  fences: 'z',
+  fenceDeadline: 'zd',
+} as const;
+
+/** Credentials hash {k:<licenseKey>}:c: what get-token needs, found by license key. */
+export const CredentialsField = {
+  firmaId: 'f',
+  passwordHash: 'h',
+  version: LicenseField.version,
+  fences: LicenseField.fences,
+  fenceDeadline: LicenseField.fenceDeadline,
+} as const;
+
+/** A usage event on a stream {b}:ev, as issue.lua and redeem.lua add it. */
+export const EventField = {
+  kind: 'k', // EventKind
+  tokenId: 't',
+  firmaId: 'f',
+  imzaTipi: 'i',
+  /** when it happened, ms since epoch */
+  atMs: 's',
+  /** issued: the token's expiry, ms */
+  expiresMs: 'e',
+  /** used: when the token was issued (its iat), ms */
+  issuedMs: 'c',
+  /** used: the origin the client sent, when it sent one */
+  origin: 'o',
+} as const;
+
+export const EventKind = { issued: 'i', used: 'u' } as const;
+
+/** A token's field in a marker hash {b}:t:<minute>: "i" + epoch while issued (lua/includes/epoch.lua), then "u". */
+export const Marker = { issuedPrefix: 'i', used: 'u' } as const;
+
+// ---- loading -----------------------------------------------------------------------------
+
+type Args = (string | number)[];
+type Reply = (string | number | null)[];
+export type ScriptName = 'credentials' | 'failures' | 'checkQuota' | 'sync' | 'fence' | 'usedFloor' | 'redeem' | 'issue';
+
+/** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
+export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
+
+const NAMES: ScriptName[] = ['credentials', 'failures', 'checkQuota', 'sync', 'fence', 'usedFloor', 'redeem', 'issue'];
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
@@ -36,37 +111,184 @@ export function scriptSource(name: string): string {
   let lua = sources.get(name);
   if (lua === undefined) {
     lua = readFileSync(path.join(luaDir, `${name}.lua`), 'utf8').replace(/^-- @include (\w+)$/gm, (_, include: string) =>
-      readFileSync(path.join(luaDir, 'includes', `${include}.lua`), 'utf8'));
+      include === 'outcomes' ? luaOutcomes() : readFileSync(path.join(luaDir, 'includes', `${include}.lua`), 'utf8'));
     sources.set(name, lua);
   }
   return lua;
 }
 
 export function defineScripts(client: Redis | Cluster): void {
-  for (const [name, numberOfKeys] of definitions) {
-    client.defineCommand(name, numberOfKeys === undefined ? { lua: scriptSource(name) } : { numberOfKeys, lua: scriptSource(name) });
-  }
+  for (const name of NAMES) client.defineCommand(name, { lua: scriptSource(name) });
 }
 
-/** Result codes of redeem.lua and issue.lua (their headers list them). */
-export const enum ScriptResult {
-  OK = 0,
-  RATE_LIMITED = 1,
-  TOKEN_UNKNOWN = 2,
-  TOKEN_USED = 3,
-  LICENSE_MISS = 4,
-  LICENSE_INVALID = 5,
-  ORIGIN_DENIED = 6,
-  QUOTA_EXHAUSTED = 7,
-  LICENSE_EXPIRED = 8,
-  LICENSE_INACTIVE = 9,
-  INSUFFICIENT_QUOTA = 10,
-  LICENSE_UNKNOWN = 11,
-  /** the call reached Redis after its deadline and changed nothing (the client had its 503) */
-  LATE = 12,
+/** One call of a script: its arguments (key count first) and how to read its reply. */
+export interface ScriptCall<R> {
+  name: ScriptName;
+  args: Args;
+  read(reply: unknown): R;
 }
 
-/** A script's result code as the script returned it (a number, or a numeric string). */
-export function scriptResult(value: unknown): ScriptResult {
-  return Number(value) as ScriptResult;
+/** Runs a call on a client the scripts are defined on (src/redis/client.ts). */
+export async function runScript<R>(client: ScriptClient, call: ScriptCall<R>): Promise<R> {
+  return call.read(await client[call.name](...(call.args as [number, ...Args])));
 }
+
+// ---- one builder per script ------------------------------------------------------------
+
+export type CredentialsFound =
+  | [Outcome.DONE, firmaId: string, passwordHash: string]
+  | [Outcome.OVER_RATE_LIMIT, waitMs: number]
+  | [Outcome.COPY_MISSING | Outcome.NO_SUCH_LICENSE];
+
+/** [outcome, ms until the window resets when OVER_RATE_LIMIT, else the copy's version ("" = reload)] */
+export type QuotaChecked = [Outcome.DONE, version: string] | [Outcome.OVER_RATE_LIMIT, waitMs: number];
+
+const outcomeOf = (value: unknown): Outcome => Number(value) as Outcome;
+
+function readCredentials(reply: unknown): CredentialsFound {
+  const r = reply as Reply;
+  const outcome = outcomeOf(r[0]);
+  if (outcome === Outcome.DONE) return [outcome, String(r[1]), String(r[2])];
+  if (outcome === Outcome.OVER_RATE_LIMIT) return [outcome, Number(r[1])];
+  return [outcome as Outcome.COPY_MISSING | Outcome.NO_SUCH_LICENSE];
+}
+
+/** ms to wait (0: allowed) */
+const readWait = (reply: unknown): number =>
+  outcomeOf((reply as Reply)[0]) === Outcome.OVER_RATE_LIMIT ? Math.max(1, Number((reply as Reply)[1])) : 0;
+
+export const scripts = {
+  /** lua/credentials.lua: get-token's rate limit, then the key's credentials (limit 0: not counted) */
+  credentials: (keys: KeySpace, licenseKey: string, limit: number, windowMs: number): ScriptCall<CredentialsFound> => ({
+    name: 'credentials',
+    args: [3, keys.credentials(licenseKey), keys.rateGetToken(licenseKey), keys.unknownKey(licenseKey), limit, windowMs],
+    read: readCredentials,
+  }),
+
+  /** lua/failures.lua: a failed-attempt slot for a client address bucket; resolves ms to wait (0: go on) */
+  takeFailure: (keys: KeySpace, client: string, limit: number, windowMs: number, deadlineMs: number): ScriptCall<number> => ({
+    name: 'failures', args: [1, keys.failures(client), 'take', limit, windowMs, deadlineMs], read: readWait,
+  }),
+
+  /** lua/failures.lua: the attempt succeeded, its slot goes back */
+  giveFailure: (keys: KeySpace, client: string): ScriptCall<number> => ({ name: 'failures', args: [1, keys.failures(client), 'give', 0, 0, 0], read: readWait }),
+
+  /** lua/checkQuota.lua: check-quota's rate limit and the version of the license's copy */
+  checkQuota: (keys: KeySpace, licenseKey: string, limit: number, windowMs: number): ScriptCall<QuotaChecked> => ({
+    name: 'checkQuota',
+    args: [2, keys.rateCheckQuota(licenseKey), keys.credentials(licenseKey), limit, windowMs],
+    read: (reply) => {
+      const r = reply as Reply;
+      return outcomeOf(r[0]) === Outcome.OVER_RATE_LIMIT ? [Outcome.OVER_RATE_LIMIT, Number(r[1])] : [Outcome.DONE, String(r[1])];
+    },
+  }),
+
+  /** lua/fence.lua: fences a copy (license or credentials hash) until deadlineMs; resolves the changes in flight */
+  fence: (hash: string, deadlineMs: number): ScriptCall<number> => ({ name: 'fence', args: [1, hash, deadlineMs], read: Number }),
+
+  /**
+   * lua/sync.lua: writes a row's fields. usedQuota: the count to create the license hash
+   * with; 'unknown' creates nothing (NOT_CREATED); 'none' for the credentials hash.
+   * completes: the admin change that fenced the copy; settledMs: the row was read after
+   * this (Postgres's clock), so older fences may lift. Resolves [outcome, still fenced].
+   */
+  sync: (
+    hash: string, version: number, usedQuota: number | 'unknown' | 'none', completes: boolean, settledMs: number, fields: Args,
+  ): ScriptCall<[SyncOutcome, boolean]> => ({
+    name: 'sync',
+    args: [1, hash, version, usedQuota === 'unknown' ? '' : usedQuota === 'none' ? '-' : usedQuota, completes ? '1' : '0', settledMs, ...fields],
+    read: (reply) => [Number((reply as Reply)[0]) as SyncOutcome, Number((reply as Reply)[1]) === 1],
+  }),
+
+  /** lua/usedFloor.lua: raises the used counts of licenses of one slot to Postgres's; resolves how many were raised */
+  usedFloor: (licenseHashes: string[], usedQuotas: number[]): ScriptCall<number> => ({
+    name: 'usedFloor', args: [licenseHashes.length, ...licenseHashes, ...usedQuotas], read: Number,
+  }),
+};
+
+// ---- the batch scripts: redeem.lua and issue.lua -----------------------------------------
+
+/** What a batch script is called about: one token of a license, whose bucket is its hash slot. */
+export interface SlotItem {
+  keys: LicenseKeys;
+}
+
+/** One redemption (lua/includes/redeemToken.lua). */
+export interface Redemption extends SlotItem {
+  markers: string;
+  /** rate limit per window (0: not counted) */
+  limit: number;
+  /** origin host, normalised ("" = none) */
+  host: string;
+  tokenId: string;
+  firmaId: string;
+  imzaTipi: number;
+  iatMs: number;
+  /** the origin as sent, or null */
+  origin: string | null;
+}
+
+/** One issuance (lua/includes/issueToken.lua). */
+export interface Issuance extends SlotItem {
+  markers: string;
+  markersExpireAt: number;
+  limit: number;
+  tokenId: string;
+  firmaId: string;
+  imzaTipi: number;
+  expMs: number;
+}
+
+/** DONE: used, remaining; OVER_RATE_LIMIT: ms to wait */
+export type Redeemed = [outcome: Outcome, a: number, b: number];
+/** DONE: remaining quota, organization name; OVER_RATE_LIMIT: ms to wait */
+export type Issued = [outcome: Outcome, a: number, b: string];
+
+/**
+ * A batch script's layout (lua/includes/batch.lua): KEYS = the slot's stream and epoch,
+ * then three per item; ARGV = now, rate window, deadline, then the item's arguments; three
+ * values back per item, in order.
+ */
+export interface BatchLayout<T extends SlotItem, R> {
+  name: 'redeem' | 'issue';
+  pushKeys(into: Args, item: T): void;
+  pushArgs(into: Args, item: T): void;
+  /** item i's result, read from the reply */
+  result(reply: Reply, i: number): R;
+}
+
+export const redeemLayout: BatchLayout<Redemption, Redeemed> = {
+  name: 'redeem',
+  pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
+  pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`),
+  result: (out, i) => [outcomeOf(out[3 * i]), Number(out[3 * i + 1]), Number(out[3 * i + 2])],
+};
+
+export const issueLayout: BatchLayout<Issuance, Issued> = {
+  name: 'issue',
+  pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
+  pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
+  result: (out, i) => [outcomeOf(out[3 * i]), Number(out[3 * i + 1]), String(out[3 * i + 2] ?? '')],
+};
+
+/** A batch script's call for items of one slot. A reply shorter than three per item means the call came too late. */
+export function batchCall<T extends SlotItem, R>(
+  layout: BatchLayout<T, R>, items: readonly T[], nowMs: number, windowMs: number, deadlineMs: number,
+): ScriptCall<R[]> {
+  const first = (items[0] as T).keys;
+  const args: Args = [2 + 3 * items.length, first.stream, first.epoch];
+  for (const item of items) layout.pushKeys(args, item);
+  args.push(nowMs, windowMs, deadlineMs);
+  for (const item of items) layout.pushArgs(args, item);
+  return {
+    name: layout.name,
+    args,
+    read: (reply) => {
+      const out = reply as Reply;
+      const late = out.length < items.length * 3;
+      return items.map((_, i) => layout.result(late ? PAST_DEADLINE_REPLY : out, late ? 0 : i));
+    },
+  };
+}
+
+const PAST_DEADLINE_REPLY: Reply = [Outcome.PAST_DEADLINE, 0, 0];

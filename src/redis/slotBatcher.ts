@@ -2,32 +2,8 @@ import type { Redis } from 'ioredis';
 import { isCluster, type RedisClient } from './client.js';
 import type { RedisClock } from './clock.js';
 import type { RedisRestarts } from './restarts.js';
-import { STREAM_BUCKETS, type LicenseKeys } from './keys.js';
-
-export type ScriptReply = (string | number | null)[];
-
-/** What is batched: a call about one license, whose bucket is its hash slot. */
-export interface SlotItem {
-  keys: LicenseKeys;
-}
-
-/**
- * A script driven by SlotBatcher, laid out as lua/includes/batch.lua says (KEYS = stream,
- * epoch, then three keys per item; ARGV = now, rate window, deadline, then the item's
- * arguments; three values back per item, in order).
- */
-export interface BatchedScript<T extends SlotItem, R> {
-  name: 'redeem' | 'issue';
-  pushKeys(into: (string | number)[], item: T): void;
-  pushArgs(into: (string | number)[], item: T): void;
-  /** item i's result, read from the script's reply (three values per item, from 3i) */
-  result(reply: ScriptReply, i: number): R;
-}
-
-/** code, a, b per item (lua/includes/batch.lua) */
-const RESULT_WIDTH = 3;
-/** ScriptResult.LATE (./scripts.ts), as one item's result */
-const LATE_REPLY: ScriptReply = [12, 0, 0];
+import { STREAM_BUCKETS } from './keys.js';
+import { batchCall, runScript, type BatchLayout, type SlotItem } from './scripts.js';
 
 interface Pending<T, R> {
   item: Readonly<T>;
@@ -39,11 +15,11 @@ interface Pending<T, R> {
 const MAX_PER_CALL = 64;
 
 /**
- * Calls go to Redis once per event-loop turn: the items of a turn that fall in one hash slot
- * become one call of the script (a lone item is a batch of one), and a single connection's
- * writes are corked so the turn's calls leave in one write.
- * Each call costs about 9 µs of server CPU and 8 µs of Redis CPU whatever it carries
- * (bench/README.md, Attempts), so tokens per call is what saves CPU on both sides.
+ * Calls of a batch script (redeem.lua, issue.lua) go to Redis once per event-loop turn:
+ * the items of a turn that fall in one hash slot become one call (a lone item is a batch
+ * of one), and a single connection's writes are corked so the turn's calls leave in one
+ * write. Every call costs about the same whatever it carries, on both sides
+ * (bench/README.md, Attempts), so tokens per call is what saves CPU.
  */
 export class SlotBatcher<T extends SlotItem, R> {
   private readonly queues: Pending<T, R>[][] = [];
@@ -52,7 +28,7 @@ export class SlotBatcher<T extends SlotItem, R> {
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly script: BatchedScript<T, R>,
+    private readonly layout: BatchLayout<T, R>,
     private readonly windowMs: number,
     private readonly clock: RedisClock,
     /** no script runs against a Redis that came back until it has been looked at */
@@ -101,16 +77,9 @@ export class SlotBatcher<T extends SlotItem, R> {
   }
 
   private send(part: Pending<T, R>[], now: number, deadline: number): void {
-    const { script } = this;
-    const first = (part[0] as Pending<T, R>).item.keys;
-    const args: (string | number)[] = [2 + 3 * part.length, first.stream, first.epoch];
-    for (const p of part) script.pushKeys(args, p.item);
-    args.push(now, this.windowMs, deadline);
-    for (const p of part) script.pushArgs(args, p.item);
-    this.redis[script.name](...(args as [number, ...(string | number)[]])).then((out) => {
-      // past the deadline the script did nothing and answered one code for all
-      const late = out.length < part.length * RESULT_WIDTH;
-      for (let i = 0; i < part.length; i++) (part[i] as Pending<T, R>).resolve(late ? script.result(LATE_REPLY, 0) : script.result(out, i));
+    const call = batchCall(this.layout, part.map((p) => p.item), now, this.windowMs, deadline);
+    runScript(this.redis, call).then((results) => {
+      for (let i = 0; i < part.length; i++) (part[i] as Pending<T, R>).resolve(results[i] as R);
     }, (err: unknown) => {
       for (const p of part) p.reject(err);
     });

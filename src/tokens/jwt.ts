@@ -3,15 +3,6 @@ import { createSigner, createVerifier, TokenError } from 'fast-jwt';
 export const SIGN_TOKEN_SECONDS = 300;
 export const ACCESS_TOKEN_SECONDS = 900;
 
-/**
- * How long a token's Redis marker outlives the token. Past the expiry the token is refused
- * before Redis is asked, so the marker only has to cover clock skew between servers; a
- * marker gone early sends the token to the Postgres audit trail, never to a second spend.
- * Markers are kept per minute of expiry (src/redis/keys.ts), so a marker outlives its
- * token by up to a minute plus this.
- */
-export const MARKER_SLACK_MS = 10_000;
-
 /** Claims of a sign token, in the spec's order, plus the type that keeps it out of Bearer use. */
 export interface SignClaims {
   firma_id: string;

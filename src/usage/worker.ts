@@ -6,7 +6,7 @@ import type { KeySpace } from '../redis/keys.js';
 import { DeadLetters, fieldRecord, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
 import { usageLag } from './lag.js';
 import { persistEvents, type UsageEvent, type UsedCounts } from './persist.js';
-import type { ScriptClient } from '../redis/scripts.js';
+import { EventField as E, EventKind, scripts, type ScriptClient } from '../redis/scripts.js';
 
 export const GROUP = 'usage';
 const STOP_DRAIN_MS = 5000;
@@ -25,12 +25,17 @@ export interface WorkerOptions {
 function parseEntry(stream: string, [id, fields]: StreamEntry): UsageEvent {
   if (fields === null) return { stream, id, fields: [], kind: 'gone' }; // deleted while pending
   const f = fieldRecord(fields);
-  if ((f.k !== 'i' && f.k !== 'u') || !f.t || !f.f) return { stream, id, fields, kind: 'bad' };
+  const kind = f[E.kind];
+  const tokenId = f[E.tokenId];
+  const firmaId = f[E.firmaId];
+  if ((kind !== EventKind.issued && kind !== EventKind.used) || !tokenId || !firmaId) return { stream, id, fields, kind: 'bad' };
+  const expiresMs = f[E.expiresMs];
+  const issuedMs = f[E.issuedMs];
   return {
-    stream, id, fields, kind: f.k === 'i' ? 'issued' : 'used',
-    tokenId: f.t, firmaId: f.f, imzaTipi: Number(f.i ?? 0), atMs: Number(f.s ?? 0),
-    expiresMs: f.e === undefined ? null : Number(f.e), issuedMs: f.c === undefined ? null : Number(f.c),
-    origin: f.o ?? null,
+    stream, id, fields, kind: kind === EventKind.issued ? 'issued' : 'used',
+    tokenId, firmaId, imzaTipi: Number(f[E.imzaTipi] ?? 0), atMs: Number(f[E.atMs] ?? 0),
+    expiresMs: expiresMs === undefined ? null : Number(expiresMs), issuedMs: issuedMs === undefined ? null : Number(issuedMs),
+    origin: f[E.origin] ?? null,
   };
 }
 
@@ -47,7 +52,6 @@ export class UsageWorker {
   private wake: (() => void) | null = null;
   private lastClaim = 0;
   readonly consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  persisted = 0;
   readonly deadLetters: DeadLetters;
 
   /** redis: a connection of its own, since reads block */
@@ -150,7 +154,6 @@ export class UsageWorker {
       }
     }
     await this.ack(events, counts);
-    this.persisted += writable.length - refusedByPostgres.length;
   }
 
   private async persistIsolating(events: UsageEvent[], counts: UsedCounts): Promise<Refused[]> {
@@ -208,7 +211,10 @@ export class UsageWorker {
     await Promise.all([...byStream].map(async ([stream, { ids, licenses, used }]) => {
       const tx = this.redis.multi();
       if (ids.length > 0) tx.xack(stream, GROUP, ...ids).xdel(stream, ...ids);
-      if (licenses.length > 0) (tx as unknown as ScriptClient).usedFloor(licenses.length, ...licenses, ...used);
+      if (licenses.length > 0) {
+        const floor = scripts.usedFloor(licenses, used);
+        (tx as unknown as ScriptClient)[floor.name](...(floor.args as [number, ...(string | number)[]]));
+      }
       const replies = await tx.exec();
       const failed = replies?.find(([err]) => err !== null);
       if (!replies || failed) throw failed?.[0] ?? new Error('acknowledgement transaction aborted');

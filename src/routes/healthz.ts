@@ -1,17 +1,18 @@
+import { reply } from '../http/reply.js';
 import type { Route } from '../http/server.js';
-import { codeShape, reply } from '../http/reply.js';
 import { usageLag, usageLagMs } from '../usage/lag.js';
-import type { ApiContext } from './context.js';
+import type { RouteContext } from './context.js';
+import { codedErrors } from './replies.js';
 
 /**
  * GET /healthz: Redis and Postgres reachable, the usage worker's lag (events not yet in
  * Postgres, and how long the oldest has waited) and the dead letters (events Postgres refused for good, waiting for a replay).
  */
-export function healthRoute(ctx: ApiContext): Route {
+export function healthRoute(ctx: RouteContext): Route {
   return {
     method: 'get',
     path: '/healthz',
-    errors: codeShape,
+    errors: codedErrors,
     async handler() {
       const [redis, postgres] = await Promise.allSettled([ctx.redis.ping(), ctx.sql`select 1`]);
       const ok = redis.status === 'fulfilled' && postgres.status === 'fulfilled';

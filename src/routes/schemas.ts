@@ -1,11 +1,12 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
 
-// The edge of the service, in one place: every body, path parameter, query parameter and
-// header value the service reads is checked here against a TypeBox schema compiled once by
-// ajv at start, before anything reaches Redis, Postgres or a usage stream. The schemas are
-// also the TypeScript types of the handlers' input. (X-Forwarded-For is read by the HTTP
-// layer: src/http/clientAddress.ts.)
+// The edge of the service: every body, path parameter, query parameter and header value
+// the service reads is checked against a TypeBox schema compiled once by ajv at start,
+// before anything reaches Redis, Postgres or a usage stream. Here are the rules and the
+// parts the routes share; each route's body schema is in its file. The schemas are also
+// the TypeScript types of the handlers' input. (X-Forwarded-For is read by the HTTP layer:
+// src/http/clientAddress.ts.)
 //
 // Every string is "text": no C0 control character (NUL included) and no DEL, since Postgres
 // refuses NUL in text and a usage event it refuses must never be queued; and well-formed
@@ -45,77 +46,18 @@ export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a
 export const UUID = new RegExp(UUID_PATTERN);
 
 /** A bounded string of text (see above). */
-function Text(options: { minLength?: number; maxLength: number }) {
+export function Text(options: { minLength?: number; maxLength: number }) {
   return Type.String({ format: 'text', ...options });
 }
 
-const ImzaTipi = Type.Union([Type.Literal(0), Type.Literal(1)]);
-const LicenseKey = Type.String({ pattern: UUID_PATTERN, maxLength: 36 });
-const Password = Text({ minLength: 1, maxLength: 1024 });
-const OrganizationName = Text({ minLength: 1, maxLength: 200 });
-const ExpiryDate = Type.String({ format: 'instant', maxLength: 40 });
-const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), { maxItems: 100 });
-const Quota = Type.Integer({ minimum: 0, maximum: 1e12 });
-
-// get-token's key format is unspecified (spec): any text here; a key that is not a UUID
-// cannot exist (the admin API only makes UUIDs), so it is refused as unknown.
-export const GetTokenBody = Type.Object({
-  licenseKey: Text({ minLength: 1, maxLength: 128 }),
-  password: Password,
-  imzaTipi: ImzaTipi,
-});
-
-export const SignTokenBody = Type.Object({ imzaTipi: ImzaTipi });
-
-// token emptiness is its own published error, so the schema lets null and blank strings
-// (whitespace, tabs and line breaks included) through to be answered as such
-export const ValidateBody = Type.Object({
-  token: Type.Optional(Type.Union([Text({ maxLength: 4096 }), Type.String({ pattern: '^\\s*$', maxLength: 4096 }), Type.Null()])),
-  origin: Type.Optional(Type.Union([Text({ maxLength: 1024 }), Type.Null()])),
-});
-
-export const CreateLicenseBody = Type.Object(
-  {
-    organizationName: OrganizationName,
-    password: Password,
-    totalQuota: Quota,
-    expiryDate: ExpiryDate,
-    isActive: Type.Optional(Type.Boolean()),
-    domains: Type.Optional(Domains),
-    licenseKey: Type.Optional(LicenseKey),
-  },
-  { additionalProperties: false },
-);
-
-export const PatchLicenseBody = Type.Object(
-  {
-    organizationName: Type.Optional(OrganizationName),
-    password: Type.Optional(Password),
-    expiryDate: Type.Optional(ExpiryDate),
-    isActive: Type.Optional(Type.Boolean()),
-    domains: Type.Optional(Domains),
-  },
-  { additionalProperties: false, minProperties: 1 },
-);
-
-export const AddQuotaBody = Type.Object(
-  { add: Type.Integer({ minimum: 1, maximum: 1e12 }) },
-  { additionalProperties: false },
-);
-
-/** GET /api/License/history: ?limit=1..500 and the cursor the previous page handed out. */
-export const HistoryQuery = Type.Object({
-  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
-  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,256}$' })),
-});
-
-export type GetTokenBody = Static<typeof GetTokenBody>;
-export type SignTokenBody = Static<typeof SignTokenBody>;
-export type ValidateBody = Static<typeof ValidateBody>;
-export type CreateLicenseBody = Static<typeof CreateLicenseBody>;
-export type PatchLicenseBody = Static<typeof PatchLicenseBody>;
-export type AddQuotaBody = Static<typeof AddQuotaBody>;
-export type HistoryQuery = Static<typeof HistoryQuery>;
+// the fields more than one route takes; each route's body schema is in its file
+export const ImzaTipi = Type.Union([Type.Literal(0), Type.Literal(1)]);
+export const LicenseKey = Type.String({ pattern: UUID_PATTERN, maxLength: 36 });
+export const Password = Text({ minLength: 1, maxLength: 1024 });
+export const OrganizationName = Text({ minLength: 1, maxLength: 200 });
+export const ExpiryDate = Type.String({ format: 'instant', maxLength: 40 });
+export const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), { maxItems: 100 });
+export const Quota = Type.Integer({ minimum: 0, maximum: 1e12 });
 
 /** The name of the offending field, for "INVALID_REQUEST naming the field". */
 function fieldOf(error: ErrorObject | undefined): string {
@@ -156,6 +98,11 @@ export function queryParser<S extends TSchema>(schema: S): (query: string) => Pa
 }
 
 const isLicenseKeyParam = ajv.compile(LicenseKey);
+
+/** License keys are UUIDs, compared case-insensitively. */
+export function canonicalKey(licenseKey: string): string {
+  return licenseKey.toLowerCase();
+}
 
 /** A {licenseKey} path parameter in canonical (lower-case) form, or null when it is not a UUID. */
 export function licenseKeyParam(raw: string | undefined): string | null {

@@ -20,10 +20,6 @@ export class QuotaCache {
 
   constructor(private readonly ttlMs: number) {}
 
-  get enabled(): boolean {
-    return this.ttlMs > 0;
-  }
-
   get(licenseKey: string, version: string, now: number): CachedAnswer | undefined {
     const hit = this.entries.get(licenseKey);
     if (hit === undefined) return undefined;

@@ -1,17 +1,23 @@
+import { Type } from '@sinclair/typebox';
+import { reply } from '../http/reply.js';
 import type { Route } from '../http/server.js';
-import { codeShape, reply } from '../http/reply.js';
-import type { ApiContext } from './context.js';
-import { issueBadRequest, issueReplies, quotaErrors } from './results.js';
-import { bearer, HistoryQuery, isInstant, licenseKeyParam, queryParser } from './schemas.js';
+import type { RedemptionCursor as Cursor } from '../licenses/store.js';
+import type { RouteContext } from './context.js';
+import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest } from './replies.js';
+import { bearer, isInstant, licenseKeyParam, queryParser } from './schemas.js';
+
+/** ?limit=1..500 and the cursor the previous page handed out. */
+const HistoryQuery = Type.Object({
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
+  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,256}$' })),
+});
 
 const DEFAULT_LIMIT = 50;
-const invalidKey = reply(400, { success: false, error: { code: 'INVALID_LICENSE_KEY', message: quotaErrors.INVALID_LICENSE_KEY[1] } });
 const MAX_LIMIT = 500;
 
-interface Cursor {
-  usedAt: string;
-  tokenId: string;
-}
+//                    status  code                  message
+const invalidKey = coded(400, ...INVALID_LICENSE_KEY);
+const forbidden = coded(403, 'FORBIDDEN', 'Bu lisansın geçmişine erişim yetkiniz yok');
 
 function encodeCursor(c: Cursor): string {
   return Buffer.from(`${c.usedAt}|${c.tokenId}`).toString('base64url');
@@ -31,46 +37,32 @@ function decodeCursor(text: string): Cursor | null {
 }
 
 /** GET /api/License/history/{licenseKey}: the license's redemptions, newest first. */
-export function historyRoute(ctx: ApiContext): Route {
+export function historyRoute(ctx: RouteContext): Route {
   const parseQuery = queryParser(HistoryQuery);
   return {
     method: 'get',
     path: '/api/license/history/:licenseKey',
-    errors: codeShape,
+    errors: codedErrors,
     needsAuthorization: true,
     needsQuery: true,
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);
-      if (claims === null) return issueReplies.INVALID_TOKEN;
+      if (claims === null) return authReplies.INVALID_TOKEN;
       const licenseKey = licenseKeyParam(req.params[0]);
       if (licenseKey === null) return invalidKey;
       const query = parseQuery(req.query);
-      if (!query.ok) return issueBadRequest(query.field);
+      if (!query.ok) return invalidRequest(query.field);
       const limit = query.value.limit === undefined ? DEFAULT_LIMIT : Number(query.value.limit);
-      if (limit > MAX_LIMIT) return issueBadRequest('limit');
+      if (limit > MAX_LIMIT) return invalidRequest('limit');
       const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
-      if (query.value.cursor !== undefined && cursor === null) return issueBadRequest('cursor');
-      if ((await ctx.hot.firmaIdOf(licenseKey)) !== claims.firma_id) {
-        return reply(403, { success: false, error: { code: 'FORBIDDEN', message: 'Bu lisansın geçmişine erişim yetkiniz yok' } });
-      }
-      const rows = await ctx.sql`
-        select token_id, imza_tipi, used_at, origin from sign_tokens
-        where firma_id = ${claims.firma_id} and status = 'used'
-          ${cursor ? ctx.sql`and (used_at, token_id) < (${cursor.usedAt}::timestamptz, ${cursor.tokenId})` : ctx.sql``}
-        order by used_at desc, token_id desc
-        limit ${limit + 1}`;
+      if (query.value.cursor !== undefined && cursor === null) return invalidRequest('cursor');
+      if ((await ctx.hot.firmaIdOf(licenseKey)) !== claims.firma_id) return forbidden;
+      const rows = await ctx.store.redemptions(claims.firma_id, limit + 1, cursor);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      const items = page.map((r) => ({
-        tokenId: r.token_id as string,
-        imzaTipi: r.imza_tipi as number,
-        usedAt: (r.used_at as Date).toISOString(),
-        origin: (r.origin as string | null) ?? null,
-      }));
-      const nextCursor = rows.length > limit && last
-        ? encodeCursor({ usedAt: (last.used_at as Date).toISOString(), tokenId: last.token_id as string })
-        : null;
+      const items = page.map((r) => ({ tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }));
+      const nextCursor = rows.length > limit && last ? encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }) : null;
       return reply(200, { success: true, data: { items, nextCursor } });
     },
   };

@@ -1,8 +1,8 @@
-import { addressBucket } from '../http/clientAddress.js';
+import { RATE_WINDOW_MS } from '../config.js';
 import type { RedisClient } from '../redis/client.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { KeySpace } from '../redis/keys.js';
-import { RATE_WINDOW_MS } from './context.js';
+import { runScript, scripts } from '../redis/scripts.js';
 
 /** How long a blocked address waits for its 429: each of its connections then costs a second, not a round trip. */
 const TARPIT_MS = 1000;
@@ -32,21 +32,19 @@ export class FailedLogins {
   ) {}
 
   /**
-   * Takes a slot for an attempt: 0 when the address may go on, else the ms until it may
-   * try again (resolved only after the tarpit wait).
+   * Takes a slot for an attempt of a client (its address bucket, src/http/clientAddress.ts;
+   * "" = unknown, not limited): 0 when it may go on, else the ms until it may try again
+   * (resolved only after the tarpit wait).
    */
-  async take(address: string): Promise<number> {
-    if (this.limit === 0 || address === '') return 0;
-    const client = addressBucket(address);
+  async take(client: string): Promise<number> {
+    if (this.limit === 0 || client === '') return 0;
     const now = Date.now();
     let until = this.blockedUntil.get(client) ?? 0;
     if (until <= now) {
       if (until !== 0) this.blockedUntil.delete(client);
-      const [code, ms] = await this.redis.failures(
-        this.keys.failures(client), 'take', this.limit, RATE_WINDOW_MS, this.clock.deadline(now),
-      );
-      if (code !== 1) return 0;
-      until = now + Number(ms);
+      const waitMs = await runScript(this.redis, scripts.takeFailure(this.keys, client, this.limit, RATE_WINDOW_MS, this.clock.deadline(now)));
+      if (waitMs === 0) return 0;
+      until = now + waitMs;
       this.remember(client, until);
     }
     await new Promise((resolve) => setTimeout(resolve, Math.min(TARPIT_MS, until - now)));
@@ -54,9 +52,9 @@ export class FailedLogins {
   }
 
   /** The attempt succeeded: its slot is given back. */
-  async giveBack(address: string): Promise<void> {
-    if (this.limit === 0 || address === '') return;
-    await this.redis.failures(this.keys.failures(addressBucket(address)), 'give', this.limit, RATE_WINDOW_MS, 0);
+  async giveBack(client: string): Promise<void> {
+    if (this.limit === 0 || client === '') return;
+    await runScript(this.redis, scripts.giveFailure(this.keys, client));
   }
 
   private remember(client: string, until: number): void {

@@ -1,22 +1,30 @@
+import { RATE_WINDOW_MS } from '../config.js';
+import { retryHeaders, retrySeconds, STATUS, type Reply } from '../http/reply.js';
 import type { Route } from '../http/server.js';
-import { retryHeaders, retrySeconds, STATUS, timestampedCodeShape, type Reply } from '../http/reply.js';
 import type { LiveLicense } from '../licenses/hot.js';
-import { type ApiContext, RATE_WINDOW_MS } from './context.js';
+import { Outcome, runScript, scripts } from '../redis/scripts.js';
+import type { RouteContext } from './context.js';
 import type { CachedAnswer } from './quotaCache.js';
-import { quotaErrors, type QuotaError, ScriptResult } from './results.js';
+import { INVALID_LICENSE_KEY, quotaPercentage, RATE_MESSAGE, timestampedErrors } from './replies.js';
 import { licenseKeyParam } from './schemas.js';
+
+// ---- check-quota: {success:false, error:{code, message}, timestamp} ---------------------
+//        status  code                   message                       extra
+const errors = {
+  LICENSE_NOT_FOUND: [404, 'Lisans bulunamadı'],
+  LICENSE_EXPIRED: [410, 'Lisans süresi dolmuş'], //           data {expiryDate, daysExpired}
+  LICENSE_INACTIVE: [403, 'Lisans aktif değil'],
+  QUOTA_EXCEEDED: [429, 'İmza kotası doldu'], //                data {remainingQuota 0, totalQuota, usedQuota}
+  INVALID_LICENSE_KEY: [400, INVALID_LICENSE_KEY[1]],
+  RATE_LIMITED: [429, RATE_MESSAGE], //                         retryAfter, Retry-After (not published)
+} as const satisfies Record<string, readonly [number, string]>;
 
 const DAY_MS = 86_400_000;
 
-export function quotaPercentage(total: number, used: number): number {
-  if (total <= 0) return 0;
-  return Math.round(((total - used) / total) * 10000) / 100;
-}
-
 type Answer = Omit<CachedAnswer, 'expiresAt' | 'version'>;
 
-function failure(error: QuotaError, extra?: Record<string, unknown>): Answer {
-  const [status, message] = quotaErrors[error];
+function failure(error: keyof typeof errors, extra?: Record<string, unknown>): Answer {
+  const [status, message] = errors[error];
   const body = { success: false, error: { code: error, message }, ...extra };
   return { status: STATUS[status] as string, head: `${JSON.stringify(body).slice(0, -1)},"timestamp":"` };
 }
@@ -50,7 +58,7 @@ function send(answer: Answer): Reply {
 }
 
 /** GET /api/License/check-quota/{licenseKey}: public quota lookup, cached per license. */
-export function checkQuotaRoute(ctx: ApiContext): Route {
+export function checkQuotaRoute(ctx: RouteContext): Route {
   const limit = ctx.config.rate.checkQuota;
   const invalidKey = failure('INVALID_LICENSE_KEY');
 
@@ -73,18 +81,16 @@ export function checkQuotaRoute(ctx: ApiContext): Route {
 
   /** One script call counts the request and reads the license's version (lua/checkQuota.lua). */
   async function answer(licenseKey: string): Promise<Reply> {
-    const [code, value] = await ctx.redis.checkQuota(
-      ctx.keys.rateCheckQuota(licenseKey), ctx.keys.credentials(licenseKey), limit, RATE_WINDOW_MS,
-    );
-    if (code !== ScriptResult.RATE_LIMITED) return current(licenseKey, String(value));
-    const seconds = retrySeconds(Number(value));
+    const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, limit, RATE_WINDOW_MS));
+    if (checked[0] === Outcome.DONE) return current(licenseKey, checked[1]);
+    const seconds = retrySeconds(checked[1]);
     return send({ ...failure('RATE_LIMITED', { retryAfter: seconds }), headers: retryHeaders(seconds) });
   }
 
   return {
     method: 'get',
     path: '/api/license/check-quota/:licenseKey',
-    errors: timestampedCodeShape,
+    errors: timestampedErrors,
     handler(req) {
       const licenseKey = licenseKeyParam(req.params[0]);
       if (licenseKey === null) return send(invalidKey);

@@ -1,0 +1,61 @@
+import type { Route } from './server.js';
+import type { TransportErrors } from './reply.js';
+
+/** The routes of one path, and how that path words the failures the HTTP layer answers. */
+export interface PathEntry {
+  routes: Route[];
+  errors: TransportErrors;
+  /** the Allow header of a 405 */
+  allow: string;
+}
+
+export interface Match {
+  entry: PathEntry;
+  /** the ":param" segments, percent-decoded */
+  params: string[];
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment; // malformed escapes are left as sent; the handler rejects the value
+  }
+}
+
+const NO_PARAMS: string[] = [];
+
+/**
+ * Paths matched case-insensitively: exact paths by one map look-up, paths with ":param"
+ * segments (each captures one segment) by their patterns in order. Built once at start.
+ */
+export class Router {
+  private readonly exact = new Map<string, PathEntry>();
+  private readonly patterns: { pattern: RegExp; entry: PathEntry }[] = [];
+
+  constructor(routes: Route[]) {
+    const byPath = new Map<string, PathEntry>();
+    for (const route of routes) {
+      const key = route.path.toLowerCase();
+      let entry = byPath.get(key);
+      if (!entry) {
+        entry = { routes: [], errors: route.errors, allow: '' };
+        byPath.set(key, entry);
+        if (key.includes('/:')) this.patterns.push({ pattern: new RegExp(`^${key.replace(/:[a-z]+/gi, '([^/]+)')}/?$`, 'i'), entry });
+        else this.exact.set(key, entry);
+      }
+      entry.routes.push(route);
+      entry.allow = entry.routes.map((r) => r.method.toUpperCase()).join(', ');
+    }
+  }
+
+  match(path: string): Match | null {
+    const entry = this.exact.get(path.toLowerCase());
+    if (entry) return { entry, params: NO_PARAMS };
+    for (const { pattern, entry } of this.patterns) {
+      const m = pattern.exec(path);
+      if (m) return { entry, params: m.slice(1).map(decodeSegment) };
+    }
+    return null;
+  }
+}

@@ -1,0 +1,67 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { reply, type Reply } from '../../http/reply.js';
+import type { Handler } from '../../http/server.js';
+import type { LicenseView } from '../../licenses/changes.js';
+import { normaliseDomain } from '../../licenses/origin.js';
+import { coded, quotaPercentage } from '../replies.js';
+import { bearer } from '../schemas.js';
+
+// What the admin routes (CONTRACT.md) share: the token check, the answers, the view of a license.
+
+//                        status  code                       message
+export const adminReplies = {
+  UNAUTHORIZED: coded(401, 'UNAUTHORIZED', 'Yönetici yetkisi gerekli'),
+  LICENSE_NOT_FOUND: coded(404, 'LICENSE_NOT_FOUND', 'Lisans bulunamadı'),
+  LICENSE_EXISTS: coded(409, 'LICENSE_EXISTS', 'Bu lisans anahtarı zaten kayıtlı'),
+  IDEMPOTENCY_KEY_REUSED: coded(422, 'IDEMPOTENCY_KEY_REUSED', 'Bu işlem anahtarı başka bir satın alma için kullanıldı'),
+  // 400 INVALID_REQUEST: invalid(field, why)
+} as const;
+
+export function invalid(field: string, why = 'geçersiz'): Reply {
+  return coded(400, 'INVALID_REQUEST', `${field}: ${why}`);
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+/** Wraps a handler so that it runs only for "Authorization: Bearer <ADMIN_TOKEN>" (compared in constant time). */
+export function adminGuard(adminToken: string): (handler: Handler) => Handler {
+  const expected = digest(adminToken);
+  return (handler) => (req) => {
+    const token = bearer(req.authorization);
+    return token !== null && timingSafeEqual(digest(token), expected) ? handler(req) : adminReplies.UNAUTHORIZED;
+  };
+}
+
+/** Domains normalised, or the answer naming the first bad entry. */
+export function domainsOf(entries: string[] | undefined): string[] | Reply | undefined {
+  if (entries === undefined) return undefined;
+  const out = new Set<string>();
+  for (const entry of entries) {
+    const domain = normaliseDomain(entry);
+    if (domain === null) return invalid('domains', `"${entry}" bir alan adı değil`);
+    out.add(domain);
+  }
+  return [...out];
+}
+
+/** A license as the admin API shows it. */
+export function licenseReply(license: LicenseView, status = 200): Reply {
+  const { totalQuota, usedQuota } = license;
+  return reply(status, {
+    success: true,
+    data: {
+      licenseKey: license.licenseKey,
+      firmaId: license.firmaId,
+      organizationName: license.organizationName,
+      totalQuota,
+      usedQuota,
+      remainingQuota: Math.max(0, totalQuota - usedQuota),
+      quotaPercentage: quotaPercentage(totalQuota, usedQuota),
+      expiryDate: license.expiryDate.toISOString(),
+      isActive: license.isActive,
+      domains: license.domains,
+    },
+  });
+}

@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import type { Handler, Route } from '../../http/server.js';
+import type { RouteContext } from '../context.js';
+import { codedErrors } from '../replies.js';
+import { bodyParser, canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota } from '../schemas.js';
+import { adminReplies, domainsOf, invalid, licenseReply } from './common.js';
+
+const CreateLicenseBody = Type.Object(
+  {
+    organizationName: OrganizationName,
+    password: Password,
+    totalQuota: Quota,
+    expiryDate: ExpiryDate,
+    isActive: Type.Optional(Type.Boolean()),
+    domains: Type.Optional(Domains),
+    licenseKey: Type.Optional(LicenseKey),
+  },
+  { additionalProperties: false },
+);
+
+/** POST /admin/v1/licenses: a new license; the key is the caller's or generated. */
+export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
+  const parse = bodyParser(CreateLicenseBody);
+  return {
+    method: 'post', path: '/admin/v1/licenses', errors: codedErrors, needsAuthorization: true, bodyLimit: ctx.config.adminBodyLimitBytes,
+    handler: guard(async (req) => {
+      const parsed = parse(req.body);
+      if (!parsed.ok) return invalid(parsed.field);
+      const body = parsed.value;
+      const domains = domainsOf(body.domains);
+      if (domains && !Array.isArray(domains)) return domains;
+      const license = await ctx.admin.create({
+        licenseKey: canonicalKey(body.licenseKey ?? randomUUID()),
+        organizationName: body.organizationName,
+        password: body.password,
+        totalQuota: body.totalQuota,
+        expiryDate: new Date(body.expiryDate),
+        isActive: body.isActive ?? true,
+        domains: domains ?? [],
+      }, req);
+      return license === null ? adminReplies.LICENSE_EXISTS : licenseReply(license, 201);
+    }),
+  };
+}

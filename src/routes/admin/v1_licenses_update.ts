@@ -1,0 +1,43 @@
+import { Type } from '@sinclair/typebox';
+import type { Handler, Route } from '../../http/server.js';
+import type { RouteContext } from '../context.js';
+import { codedErrors } from '../replies.js';
+import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password } from '../schemas.js';
+import { adminReplies, domainsOf, invalid, licenseReply } from './common.js';
+
+const PatchLicenseBody = Type.Object(
+  {
+    organizationName: Type.Optional(OrganizationName),
+    password: Type.Optional(Password),
+    expiryDate: Type.Optional(ExpiryDate),
+    isActive: Type.Optional(Type.Boolean()),
+    domains: Type.Optional(Domains),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+/** PATCH /admin/v1/licenses/{licenseKey}: change anything but the quota; every instance sees it on its next request. */
+export function updateLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
+  const parse = bodyParser(PatchLicenseBody);
+  return {
+    method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codedErrors, needsAuthorization: true,
+    bodyLimit: ctx.config.adminBodyLimitBytes,
+    handler: guard(async (req) => {
+      const key = licenseKeyParam(req.params[0]);
+      if (key === null) return adminReplies.LICENSE_NOT_FOUND;
+      const parsed = parse(req.body);
+      if (!parsed.ok) return invalid(parsed.field);
+      const body = parsed.value;
+      const domains = domainsOf(body.domains);
+      if (domains && !Array.isArray(domains)) return domains;
+      const license = await ctx.admin.update(key, {
+        organizationName: body.organizationName,
+        password: body.password,
+        expiryDate: body.expiryDate === undefined ? undefined : new Date(body.expiryDate),
+        isActive: body.isActive,
+        domains,
+      }, req);
+      return license === null ? adminReplies.LICENSE_NOT_FOUND : licenseReply(license);
+    }),
+  };
+}

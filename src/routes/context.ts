@@ -1,0 +1,33 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { HotLicenses } from '../licenses/hot.js';
+import type { LicenseAdmin } from '../licenses/changes.js';
+import type { Passwords } from '../licenses/passwords.js';
+import type { LicenseStore } from '../licenses/store.js';
+import type { FailedLogins } from '../licenses/failedLogins.js';
+import type { RedisClient } from '../redis/client.js';
+import type { KeySpace } from '../redis/keys.js';
+import type { TokenService } from '../tokens/jwt.js';
+import type { SignTokenIssuer } from '../tokens/issueSignToken.js';
+import type { SignTokenRedeemer } from '../tokens/redeemSignToken.js';
+import type { Sql } from '../db/pg.js';
+import type { QuotaCache } from './quotaCache.js';
+
+/** What the routes share, built once at start (src/service.ts). */
+export interface RouteContext {
+  config: Config;
+  log: Logger;
+  sql: Sql;
+  redis: RedisClient;
+  keys: KeySpace;
+  tokens: TokenService;
+  store: LicenseStore;
+  hot: HotLicenses;
+  passwords: Passwords;
+  failedLogins: FailedLogins;
+  quotaCache: QuotaCache;
+  /** get-token and sign-token share it, so their requests batch together */
+  issuer: SignTokenIssuer;
+  redeemer: SignTokenRedeemer;
+  admin: LicenseAdmin;
+}

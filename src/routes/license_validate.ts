@@ -1,0 +1,78 @@
+import { Type } from '@sinclair/typebox';
+import { reply, type Reply } from '../http/reply.js';
+import type { Route } from '../http/server.js';
+import { Outcome } from '../redis/scripts.js';
+import type { SignClaims } from '../tokens/jwt.js';
+import type { RedeemRefusal } from '../tokens/redeemSignToken.js';
+import type { RouteContext } from './context.js';
+import { fixed, messageErrors, rateLimited } from './replies.js';
+import { bodyParser, Text } from './schemas.js';
+
+// token emptiness is its own published error, so the schema lets null and blank strings
+// (whitespace, tabs and line breaks included) through to be answered as such
+const ValidateBody = Type.Object({
+  token: Type.Optional(Type.Union([Text({ maxLength: 4096 }), Type.String({ pattern: '^\\s*$', maxLength: 4096 }), Type.Null()])),
+  origin: Type.Optional(Type.Union([Text({ maxLength: 1024 }), Type.Null()])),
+});
+
+// ---- validate: {success:false, message} -------------------------------------------------
+//        status  message                                           condition
+const replies = {
+  TOKEN_EMPTY: fixed(400, { success: false, message: 'Token boş olamaz' }), //              token empty
+  TOKEN_EXPIRED: fixed(401, { success: false, message: 'Token süresi dolmuş' }), //         sign token expired
+  TOKEN_INVALID: fixed(401, { success: false, message: 'Geçersiz token' }), //              malformed, bad signature, invalid
+  TOKEN_USED: fixed(400, { success: false, message: 'Bu token zaten kullanılmış. Yeni token alınız.' }), // redeemed
+  ORIGIN_DENIED: fixed(401, { success: false, message: 'Bu domain için yetki yok' }), //    origin not authorised
+  QUOTA_EXHAUSTED: fixed(400, { success: false, message: 'İmza kotası doldu', remainingQuota: 0 }), // quota used up
+  // 429 RATE_LIMITED: rateLimited(ms)
+} as const;
+
+/** redeem.lua's refusals, as validate answers them. */
+const refusals: Record<RedeemRefusal, Reply> = {
+  [Outcome.TOKEN_SPENT]: replies.TOKEN_USED,
+  [Outcome.TOKEN_EXPIRED]: replies.TOKEN_EXPIRED,
+  [Outcome.LICENSE_EXPIRED]: replies.TOKEN_INVALID, // an expired or inactive license: "invalid" (CONTRACT)
+  [Outcome.LICENSE_INACTIVE]: replies.TOKEN_INVALID,
+  [Outcome.ORIGIN_NOT_ALLOWED]: replies.ORIGIN_DENIED,
+  [Outcome.NO_QUOTA_LEFT]: replies.QUOTA_EXHAUSTED,
+  [Outcome.NO_SUCH_LICENSE]: replies.TOKEN_INVALID,
+};
+
+function badRequest(field: string): Reply {
+  return reply(400, { success: false, message: `Geçersiz istek: ${field === 'body' ? 'gövde bir JSON nesnesi olmalı' : field}` });
+}
+
+function redeemed(used: number, remaining: number): Reply {
+  return {
+    status: '200 OK',
+    body: `{"success":true,"message":"Token doğrulandı, imza kotası düşüldü","usedQuota":${used},"remainingQuota":${remaining}}`,
+  };
+}
+
+/** POST /api/license/validate: redeem a sign token, spending one unit of quota. */
+export function validateRoute(ctx: RouteContext): Route {
+  const parse = bodyParser(ValidateBody);
+  const limit = ctx.config.rate.validate;
+
+  async function redeem(claims: SignClaims, origin: string | null): Promise<Reply> {
+    const out = await ctx.redeemer.redeem(claims, origin, limit);
+    if (out.outcome === Outcome.DONE) return redeemed(out.usedQuota, out.remainingQuota);
+    if (out.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(out.waitMs);
+    return refusals[out.outcome];
+  }
+
+  return {
+    method: 'post',
+    path: '/api/license/validate',
+    errors: messageErrors,
+    handler(req) {
+      const parsed = parse(req.body);
+      if (!parsed.ok) return badRequest(parsed.field);
+      const { token, origin } = parsed.value;
+      if (token === undefined || token === null || token.trim() === '') return replies.TOKEN_EMPTY;
+      const verified = ctx.tokens.verifySignToken(token.trim());
+      if (verified.claims === undefined) return verified.expired ? replies.TOKEN_EXPIRED : replies.TOKEN_INVALID;
+      return redeem(verified.claims, origin ?? null);
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { reply, retryHeaders, retrySeconds, STATUS, type Reply, type TransportErrors, type TransportFailure } from '../http/reply.js';
+
+// The answers more than one endpoint gives, worded as in the spec's Errors section so the
+// two can be read side by side. Each route's own answers are in its file, in a table by
+// outcome (src/redis/scripts.ts Outcome).
+
+export const RATE_MESSAGE = 'Çok fazla istek. Lütfen bekleyiniz.';
+
+export function fixed(status: number, body: unknown): Reply {
+  return { status: STATUS[status] as string, body: JSON.stringify(body) };
+}
+
+/** 429 of get-token, sign-token and validate: {success:false, message, retryAfter}. */
+export function rateLimited(ms: number): Reply {
+  const seconds = retrySeconds(ms);
+  return reply(429, { success: false, message: RATE_MESSAGE, retryAfter: seconds }, retryHeaders(seconds));
+}
+
+/** The share of the quota left, in percent with two decimals (check-quota, admin). */
+export function quotaPercentage(total: number, used: number): number {
+  if (total <= 0) return 0;
+  return Math.round(((total - used) / total) * 10000) / 100;
+}
+
+// ---- {success:false, error:{code, message}}: get-token, sign-token, history, admin -----
+export function coded(status: number, code: string, message: string): Reply {
+  return fixed(status, { success: false, error: { code, message } });
+}
+
+//        status  code                   message
+export const authReplies = {
+  INVALID_CREDENTIALS: coded(401, 'INVALID_CREDENTIALS', 'Lisans anahtarı veya şifre hatalı'),
+  INSUFFICIENT_QUOTA: coded(400, 'INSUFFICIENT_QUOTA', 'Yetersiz imza kotası'),
+  LICENSE_EXPIRED: coded(401, 'LICENSE_EXPIRED', 'Lisans süresi dolmuş'),
+  LICENSE_INACTIVE: coded(401, 'LICENSE_INACTIVE', 'Lisans aktif değil'),
+  INVALID_TOKEN: coded(401, 'INVALID_TOKEN', 'Geçersiz veya süresi dolmuş erişim tokenı'),
+  // 400 INVALID_REQUEST: invalidRequest(field); 429: rateLimited(ms)
+} as const;
+
+export function invalidRequest(field: string): Reply {
+  return coded(400, 'INVALID_REQUEST', `Geçersiz istek parametresi: ${field}`);
+}
+
+// ---- what the HTTP layer answers by itself, in each endpoint's shape --------------------
+//                                                    status  message
+const transport: Record<TransportFailure, readonly [number, string]> = {
+  NOT_FOUND: [404, 'Kaynak bulunamadı'],
+  METHOD_NOT_ALLOWED: [405, 'Bu yöntem desteklenmiyor'],
+  PAYLOAD_TOO_LARGE: [413, 'İstek gövdesi çok büyük'],
+  SERVICE_UNAVAILABLE: [503, 'Hizmet geçici olarak kullanılamıyor'],
+};
+
+function rendered(render: (status: number, code: string, message: string) => Reply): TransportErrors {
+  const out = new Map<TransportFailure, Reply>();
+  for (const [failure, [status, message]] of Object.entries(transport)) out.set(failure as TransportFailure, render(status, failure, message));
+  return (failure) => out.get(failure) as Reply;
+}
+
+/** {success:false, error:{code, message}}: get-token, sign-token, history, health, admin, unknown paths */
+export const codedErrors = rendered(coded);
+
+/** {success:false, message}: validate */
+export const messageErrors = rendered((status, _code, message) => fixed(status, { success: false, message }));
+
+/** {success:false, error:{code, message}, timestamp}: check-quota */
+export const timestampedErrors: TransportErrors = (failure) => {
+  const [status, message] = transport[failure];
+  return reply(status, { success: false, error: { code: failure, message }, timestamp: new Date().toISOString() });
+};
+
+/** A {licenseKey} path parameter that is not a UUID (check-quota, history). */
+export const INVALID_LICENSE_KEY = ['INVALID_LICENSE_KEY', 'Geçersiz lisans anahtarı formatı (UUID bekleniyor)'] as const;

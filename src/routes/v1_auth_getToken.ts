@@ -1,0 +1,81 @@
+import { Type } from '@sinclair/typebox';
+import { RATE_WINDOW_MS } from '../config.js';
+import { addressBucket } from '../http/clientAddress.js';
+import { reply, type Reply } from '../http/reply.js';
+import type { Route } from '../http/server.js';
+import { Outcome } from '../redis/scripts.js';
+import type { IssueRefusal } from '../tokens/issueSignToken.js';
+import { ACCESS_TOKEN_SECONDS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
+import type { RouteContext } from './context.js';
+import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
+import { bodyParser, canonicalKey, ImzaTipi, Password, Text, UUID } from './schemas.js';
+
+// get-token's key format is unspecified (spec): any text here; a key that is not a UUID
+// cannot exist (the admin API only makes UUIDs), so it is refused as unknown.
+const GetTokenBody = Type.Object({
+  licenseKey: Text({ minLength: 1, maxLength: 128 }),
+  password: Password,
+  imzaTipi: ImzaTipi,
+});
+
+/** issue.lua's refusals, as get-token answers them. */
+const refusals: Record<IssueRefusal, Reply> = {
+  [Outcome.LICENSE_EXPIRED]: authReplies.LICENSE_EXPIRED,
+  [Outcome.LICENSE_INACTIVE]: authReplies.LICENSE_INACTIVE,
+  [Outcome.NO_QUOTA_LEFT]: authReplies.INSUFFICIENT_QUOTA,
+  [Outcome.NO_SUCH_LICENSE]: authReplies.INVALID_CREDENTIALS, // deleted since its credentials were read
+};
+
+/** POST /api/v1/auth/get-token: license key and password for an access token and a sign token. */
+export function getTokenRoute(ctx: RouteContext): Route {
+  const parse = bodyParser(GetTokenBody);
+  const limit = ctx.config.rate.getToken;
+  const failed = ctx.failedLogins;
+
+  /** After the password checked out: the attempt's slot goes back to its client. */
+  async function credentialsAccepted(client: string, firmaId: string, imzaTipi: 0 | 1): Promise<Reply> {
+    const [issued] = await Promise.all([ctx.issuer.issue(firmaId, imzaTipi, 0), failed.giveBack(client)]);
+    if (issued.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(issued.waitMs);
+    if (issued.outcome !== Outcome.DONE) return refusals[issued.outcome];
+    return reply(200, {
+      success: true,
+      accessToken: ctx.tokens.signAccessToken(firmaId, issued.iat),
+      signToken: issued.signToken,
+      accessExpiresIn: ACCESS_TOKEN_SECONDS,
+      signExpiresIn: SIGN_TOKEN_SECONDS,
+      remainingQuota: issued.remainingQuota,
+    });
+  }
+
+  return {
+    method: 'post',
+    path: '/api/v1/auth/get-token',
+    errors: codedErrors,
+    needsClientAddress: true,
+    async handler(req) {
+      const parsed = parse(req.body);
+      if (!parsed.ok) return invalidRequest(parsed.field);
+      const { password, imzaTipi } = parsed.value;
+      const client = addressBucket(req.clientAddress);
+      const blockedMs = await failed.take(client);
+      if (blockedMs > 0) return rateLimited(blockedMs);
+      try {
+        // keys are UUIDs (the admin API makes no other kind): another one cannot exist
+        const licenseKey = canonicalKey(parsed.value.licenseKey);
+        const cred = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, limit, RATE_WINDOW_MS) : null;
+        if (typeof cred === 'number') return rateLimited(cred);
+        if (cred === null) {
+          // as slow as a wrong password, without spending a hash
+          await ctx.passwords.burn(password);
+          return authReplies.INVALID_CREDENTIALS;
+        }
+        if (!(await ctx.passwords.verify(cred.passwordHash, password, req))) return authReplies.INVALID_CREDENTIALS;
+        return await credentialsAccepted(client, cred.firmaId, imzaTipi);
+      } catch (err) {
+        // the service failed, not the client: the attempt is not a failure
+        void failed.giveBack(client).catch(() => {});
+        throw err;
+      }
+    },
+  };
+}

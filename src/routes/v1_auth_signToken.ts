@@ -1,0 +1,46 @@
+import { Type } from '@sinclair/typebox';
+import { reply, type Reply } from '../http/reply.js';
+import type { Route } from '../http/server.js';
+import { Outcome } from '../redis/scripts.js';
+import type { IssueRefusal } from '../tokens/issueSignToken.js';
+import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
+import type { RouteContext } from './context.js';
+import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
+import { bearer, bodyParser, ImzaTipi } from './schemas.js';
+
+const SignTokenBody = Type.Object({ imzaTipi: ImzaTipi });
+
+/** issue.lua's refusals, as sign-token answers them. */
+const refusals: Record<IssueRefusal, Reply> = {
+  [Outcome.LICENSE_EXPIRED]: authReplies.LICENSE_EXPIRED,
+  [Outcome.LICENSE_INACTIVE]: authReplies.LICENSE_INACTIVE,
+  [Outcome.NO_QUOTA_LEFT]: authReplies.INSUFFICIENT_QUOTA,
+  [Outcome.NO_SUCH_LICENSE]: authReplies.INVALID_TOKEN, // the access token's license is gone
+};
+
+/** POST /api/v1/auth/sign-token: one more sign token for the access token's license, no password. */
+export function signTokenRoute(ctx: RouteContext): Route {
+  const parse = bodyParser(SignTokenBody);
+  return {
+    method: 'post',
+    path: '/api/v1/auth/sign-token',
+    errors: codedErrors,
+    needsAuthorization: true,
+    async handler(req) {
+      const token = bearer(req.authorization);
+      const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);
+      if (claims === null) return authReplies.INVALID_TOKEN;
+      const parsed = parse(req.body);
+      if (!parsed.ok) return invalidRequest(parsed.field);
+      const issued = await ctx.issuer.issue(claims.firma_id, parsed.value.imzaTipi, ctx.config.rate.signToken);
+      if (issued.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(issued.waitMs);
+      if (issued.outcome !== Outcome.DONE) return refusals[issued.outcome];
+      return reply(200, {
+        success: true,
+        signToken: issued.signToken,
+        signExpiresIn: SIGN_TOKEN_SECONDS,
+        remainingQuota: issued.remainingQuota,
+      });
+    },
+  };
+}

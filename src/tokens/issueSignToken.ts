@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { ServiceUnavailable } from '../errors.js';
+import type { HotLicenses } from '../licenses/hot.js';
+import type { KeySpace } from '../redis/keys.js';
+import { Outcome, type Issuance, type Issued } from '../redis/scripts.js';
+import type { SlotBatcher } from '../redis/slotBatcher.js';
+import { SIGN_TOKEN_SECONDS, type TokenService } from './jwt.js';
+
+export type IssueRefusal = Outcome.LICENSE_EXPIRED | Outcome.LICENSE_INACTIVE | Outcome.NO_QUOTA_LEFT | Outcome.NO_SUCH_LICENSE;
+
+export type IssueOutcome =
+  | { outcome: Outcome.DONE; signToken: string; remainingQuota: number; iat: number }
+  | { outcome: Outcome.OVER_RATE_LIMIT; waitMs: number }
+  | { outcome: IssueRefusal };
+
+const copyMissing = (r: Issued): boolean => r[0] === Outcome.COPY_MISSING;
+
+/**
+ * Issues sign tokens (get-token, sign-token) through issue.lua, each with the other
+ * issuances of its slot and event-loop turn (src/redis/slotBatcher.ts).
+ */
+export class SignTokenIssuer {
+  constructor(
+    private readonly keys: KeySpace,
+    private readonly batcher: SlotBatcher<Issuance, Issued>,
+    private readonly tokens: TokenService,
+    private readonly hot: HotLicenses,
+  ) {}
+
+  /** One sign token for a license; rateLimit per window (0: not counted here). */
+  async issue(firmaId: string, imzaTipi: 0 | 1, rateLimit: number): Promise<IssueOutcome> {
+    const k = this.keys.forLicense(firmaId);
+    const tokenId = randomUUID();
+    const iat = Math.floor(Date.now() / 1000);
+    const exp = iat + SIGN_TOKEN_SECONDS;
+    const markers = k.markers(exp * 1000);
+    const issuance: Issuance = {
+      keys: k, markers: markers.key, markersExpireAt: markers.expiresAt, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
+    };
+    // a retry after a reload is the same request: its rate limit was counted already
+    const result = await this.hot.retryOnMiss(firmaId, (retry) => this.batcher.call(retry ? { ...issuance, limit: 0 } : issuance), copyMissing);
+    if (result === null) return { outcome: Outcome.NO_SUCH_LICENSE };
+    const [outcome, a, b] = result;
+    switch (outcome) {
+      case Outcome.DONE: {
+        const signToken = this.tokens.signSignToken({ firma_id: firmaId, firma_adi: b, token_id: tokenId, imza_tipi: imzaTipi, iat, exp });
+        return { outcome, signToken, remainingQuota: a, iat };
+      }
+      case Outcome.OVER_RATE_LIMIT:
+        return { outcome, waitMs: a };
+      case Outcome.LICENSE_EXPIRED:
+      case Outcome.LICENSE_INACTIVE:
+      case Outcome.NO_QUOTA_LEFT:
+        return { outcome };
+      default:
+        // PAST_DEADLINE: the call changed nothing and its client has been answered already
+        throw new ServiceUnavailable(`issue.lua: outcome ${Outcome[outcome]}`);
+    }
+  }
+}

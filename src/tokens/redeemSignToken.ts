@@ -1,0 +1,61 @@
+import { ServiceUnavailable } from '../errors.js';
+import type { HotLicenses } from '../licenses/hot.js';
+import { originHost } from '../licenses/origin.js';
+import type { KeySpace } from '../redis/keys.js';
+import { Outcome, type Redeemed, type Redemption } from '../redis/scripts.js';
+import type { SlotBatcher } from '../redis/slotBatcher.js';
+import type { SignClaims } from './jwt.js';
+
+export type RedeemRefusal =
+  | Outcome.TOKEN_SPENT | Outcome.TOKEN_EXPIRED | Outcome.LICENSE_EXPIRED | Outcome.LICENSE_INACTIVE
+  | Outcome.ORIGIN_NOT_ALLOWED | Outcome.NO_QUOTA_LEFT | Outcome.NO_SUCH_LICENSE;
+
+export type RedeemOutcome =
+  | { outcome: Outcome.DONE; usedQuota: number; remainingQuota: number }
+  | { outcome: Outcome.OVER_RATE_LIMIT; waitMs: number }
+  | { outcome: RedeemRefusal };
+
+const copyMissing = (r: Redeemed): boolean => r[0] === Outcome.COPY_MISSING;
+
+/** Redeems sign tokens (validate) through redeem.lua, batched per slot and turn: the only place quota is spent. */
+export class SignTokenRedeemer {
+  constructor(
+    private readonly keys: KeySpace,
+    private readonly batcher: SlotBatcher<Redemption, Redeemed>,
+    private readonly hot: HotLicenses,
+  ) {}
+
+  /** Redeems a verified token; rateLimit per window (0: not counted). */
+  async redeem(claims: SignClaims, origin: string | null, rateLimit: number): Promise<RedeemOutcome> {
+    const k = this.keys.forLicense(claims.firma_id);
+    const markers = k.markers(claims.exp * 1000);
+    const redemption: Redemption = {
+      keys: k, markers: markers.key, limit: rateLimit, host: origin === null ? '' : originHost(origin),
+      tokenId: claims.token_id, firmaId: claims.firma_id, imzaTipi: claims.imza_tipi, iatMs: claims.iat * 1000, origin,
+    };
+    // a retry after a reload is the same request: its rate limit was counted already
+    const result = await this.hot.retryOnMiss(claims.firma_id, (retry) => this.batcher.call(retry ? { ...redemption, limit: 0 } : redemption), copyMissing);
+    if (result === null) return { outcome: Outcome.NO_SUCH_LICENSE };
+    const [outcome, a, b] = result;
+    switch (outcome) {
+      case Outcome.DONE:
+        return { outcome, usedQuota: a, remainingQuota: b };
+      case Outcome.OVER_RATE_LIMIT:
+        return { outcome, waitMs: a };
+      case Outcome.MARKER_MISSING:
+        // We signed this token and it had not expired, yet Redis has no marker for it: Redis
+        // lost data, and with it perhaps this token's redemption (its event may not have
+        // reached Postgres). It cannot be proven unused, so it is refused (fail closed).
+        return { outcome: markers.expiresAt <= Date.now() ? Outcome.TOKEN_EXPIRED : Outcome.TOKEN_SPENT };
+      case Outcome.TOKEN_SPENT:
+      case Outcome.LICENSE_EXPIRED:
+      case Outcome.LICENSE_INACTIVE:
+      case Outcome.ORIGIN_NOT_ALLOWED:
+      case Outcome.NO_QUOTA_LEFT:
+        return { outcome };
+      default:
+        // PAST_DEADLINE: the call changed nothing and its client has been answered already
+        throw new ServiceUnavailable(`redeem.lua: outcome ${Outcome[outcome]}`);
+    }
+  }
+}
