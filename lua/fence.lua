@@ -1,7 +1,7 @@
 --[[
   Fence the Redis copy of a license (its license hash or its credentials hash) before an
   admin change is written to Postgres. While fenced, the scripts treat the copy as missing
-  (LICENSE_MISS), so the request path reloads it from Postgres instead of serving what the
+  (COPY_MISSING), so the request path reloads it from Postgres instead of serving what the
   change is replacing. The change lifts its fence when it writes the new copy (sync.lua);
   if that write never comes (Redis failed, the instance died), a hydration that read
   Postgres after the deadline lifts it (no change can commit after its deadline).

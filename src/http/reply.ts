@@ -16,6 +16,7 @@ export const STATUS: Record<number, string> = {
   409: '409 Conflict',
   410: '410 Gone',
   413: '413 Payload Too Large',
+  422: '422 Unprocessable Entity',
   429: '429 Too Many Requests',
   500: '500 Internal Server Error',
   503: '503 Service Unavailable',

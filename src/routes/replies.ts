@@ -1,4 +1,4 @@
-import { reply, retryHeaders, retrySeconds, STATUS, type Reply, type TransportErrors, type TransportFailure } from '../http/reply.js';
+import { reply, retryHeaders, retrySeconds, type Reply, type TransportErrors, type TransportFailure } from '../http/reply.js';
 
 // The answers more than one endpoint gives, worded as in the spec's Errors section so the
 // two can be read side by side. Each route's own answers are in its file, in a table by
@@ -6,8 +6,9 @@ import { reply, retryHeaders, retrySeconds, STATUS, type Reply, type TransportEr
 
 export const RATE_MESSAGE = 'Çok fazla istek. Lütfen bekleyiniz.';
 
+/** An answer rendered once, at start. */
 export function fixed(status: number, body: unknown): Reply {
-  return { status: STATUS[status] as string, body: JSON.stringify(body) };
+  return reply(status, body);
 }
 
 /** 429 of get-token, sign-token and validate: {success:false, message, retryAfter}. */

@@ -4,6 +4,7 @@ import type { HotLicenses } from '../licenses/hot.js';
 import type { KeySpace } from '../redis/keys.js';
 import { Outcome, type Issuance, type Issued } from '../redis/scripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
+import { callRepairing } from './callRepairing.js';
 import { SIGN_TOKEN_SECONDS, type TokenService } from './jwt.js';
 
 export type IssueRefusal = Outcome.LICENSE_EXPIRED | Outcome.LICENSE_INACTIVE | Outcome.NO_QUOTA_LEFT | Outcome.NO_SUCH_LICENSE;
@@ -12,8 +13,6 @@ export type IssueOutcome =
   | { outcome: Outcome.DONE; signToken: string; remainingQuota: number; iat: number }
   | { outcome: Outcome.OVER_RATE_LIMIT; waitMs: number }
   | { outcome: IssueRefusal };
-
-const copyMissing = (r: Issued): boolean => r[0] === Outcome.COPY_MISSING;
 
 /**
  * Issues sign tokens (get-token, sign-token) through issue.lua, each with the other
@@ -37,8 +36,7 @@ export class SignTokenIssuer {
     const issuance: Issuance = {
       keys: k, markers: markers.key, markersExpireAt: markers.expiresAt, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
     };
-    // a retry after a reload is the same request: its rate limit was counted already
-    const result = await this.hot.retryOnMiss(firmaId, (retry) => this.batcher.call(retry ? { ...issuance, limit: 0 } : issuance), copyMissing);
+    const result = await callRepairing(this.hot, this.batcher, issuance);
     if (result === null) return { outcome: Outcome.NO_SUCH_LICENSE };
     const [outcome, a, b] = result;
     switch (outcome) {

@@ -4,6 +4,7 @@ import { originHost } from '../licenses/origin.js';
 import type { KeySpace } from '../redis/keys.js';
 import { Outcome, type Redeemed, type Redemption } from '../redis/scripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
+import { callRepairing } from './callRepairing.js';
 import type { SignClaims } from './jwt.js';
 
 export type RedeemRefusal =
@@ -14,8 +15,6 @@ export type RedeemOutcome =
   | { outcome: Outcome.DONE; usedQuota: number; remainingQuota: number }
   | { outcome: Outcome.OVER_RATE_LIMIT; waitMs: number }
   | { outcome: RedeemRefusal };
-
-const copyMissing = (r: Redeemed): boolean => r[0] === Outcome.COPY_MISSING;
 
 /** Redeems sign tokens (validate) through redeem.lua, batched per slot and turn: the only place quota is spent. */
 export class SignTokenRedeemer {
@@ -33,8 +32,7 @@ export class SignTokenRedeemer {
       keys: k, markers: markers.key, limit: rateLimit, host: origin === null ? '' : originHost(origin),
       tokenId: claims.token_id, firmaId: claims.firma_id, imzaTipi: claims.imza_tipi, iatMs: claims.iat * 1000, origin,
     };
-    // a retry after a reload is the same request: its rate limit was counted already
-    const result = await this.hot.retryOnMiss(claims.firma_id, (retry) => this.batcher.call(retry ? { ...redemption, limit: 0 } : redemption), copyMissing);
+    const result = await callRepairing(this.hot, this.batcher, redemption);
     if (result === null) return { outcome: Outcome.NO_SUCH_LICENSE };
     const [outcome, a, b] = result;
     switch (outcome) {
