@@ -4,10 +4,10 @@ import { adminGuard } from './common.js';
 import { addQuotaRoute } from './v1_licenses_addQuota.js';
 import { createLicenseRoute } from './v1_licenses_create.js';
 import { readLicenseRoute } from './v1_licenses_read.js';
-import { updateLicenseRoute } from './v1_licenses_update.js';
+import { patchLicenseRoute } from './v1_licenses_patch.js';
 
 /** The admin API (CONTRACT.md), every route behind ADMIN_TOKEN. */
 export function adminRoutes(ctx: RouteContext, adminToken: string): Route[] {
   const guard = adminGuard(adminToken);
-  return [createLicenseRoute(ctx, guard), readLicenseRoute(ctx, guard), updateLicenseRoute(ctx, guard), addQuotaRoute(ctx, guard)];
+  return [createLicenseRoute(ctx, guard), readLicenseRoute(ctx, guard), patchLicenseRoute(ctx, guard), addQuotaRoute(ctx, guard)];
 }

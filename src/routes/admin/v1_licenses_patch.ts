@@ -17,7 +17,7 @@ const PatchLicenseBody = Type.Object(
 );
 
 /** PATCH /admin/v1/licenses/{licenseKey}: change anything but the quota; every instance sees it on its next request. */
-export function updateLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
+export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
   const parse = bodyParser(PatchLicenseBody);
   return {
     method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codedErrors, needsAuthorization: true,
