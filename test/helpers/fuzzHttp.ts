@@ -2,7 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { bodyBytes, type Req, type Resolver, resolveTpl } from './fuzzRequests.js';
 
-// Fuzzing (test/fuzz.test.ts), part 3: a raw HTTP client (paths are sent as generated:
+// Fuzzing (test/system/fuzz.test.ts), part 3: a raw HTTP client (paths are sent as generated:
 // no normalisation of '..', no re-encoding).
 
 // ---- HTTP -----------------------------------------------------------------------------------

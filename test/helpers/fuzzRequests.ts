@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
 
-// Fuzzing (test/fuzz.test.ts), part 1: run parameters, and requests as templates whose
+// Fuzzing (test/system/fuzz.test.ts), part 1: run parameters, and requests as templates whose
 // placeholders (real credentials, crafted tokens) are resolved when a run executes.
 
 // ---- run parameters -------------------------------------------------------------------------

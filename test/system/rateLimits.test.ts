@@ -1,8 +1,8 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { KeySpace } from '../src/redis/keys.js';
-import { startHarness, type Answer } from './helpers/harness.js';
-import { type Asserts, decodeJwt } from './helpers/auth.js';
+import { KeySpace } from '../../src/redis/keys.js';
+import { startHarness, type Answer } from '../helpers/harness.js';
+import { type Asserts, decodeJwt } from '../helpers/auth.js';
 
 // Rate limits (spec Limits, CONTRACT env and decisions): the request after the limit gets 429
 // with Retry-After and {success:false, message, retryAfter}; limits are per license key /

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import t from 'tap';
-import { ADMIN_TOKEN, startHarness, type Answer } from './helpers/harness.js';
+import { ADMIN_TOKEN, startHarness, type Answer } from '../helpers/harness.js';
 
 // Malformed, oversize and misrouted requests: each endpoint answers in its own published error
 // shape (get-token, sign-token, admin: {success:false, error:{code, message}}; validate:

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { startHarness, type Answer, type Harness } from './helpers/harness.js';
-import { adminOk, NO_RATE_LIMITS, sleep, TokenSource } from './helpers/validate.js';
+import { startHarness, type Answer, type Harness } from '../helpers/harness.js';
+import { adminOk, NO_RATE_LIMITS, sleep, TokenSource } from '../helpers/validate.js';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
 const DAY_MS = 86_400_000;

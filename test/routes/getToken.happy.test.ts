@@ -1,6 +1,6 @@
 import t from 'tap';
-import { startHarness } from './helpers/harness.js';
-import { decodeJwt, nowSeconds, signatureValid } from './helpers/auth.js';
+import { startHarness } from '../helpers/harness.js';
+import { decodeJwt, nowSeconds, signatureValid } from '../helpers/auth.js';
 
 // POST /api/v1/auth/get-token, the success path: the published token pair, the claims of both
 // tokens, and what an issue does (and does not do) to quota and the audit trail.

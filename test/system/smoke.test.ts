@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startHarness } from './helpers/harness.js';
+import { startHarness } from '../helpers/harness.js';
 
 t.test('the whole flow: create, get-token, validate, check-quota, history', async (t) => {
   const h = await startHarness(t, 'smoke');

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { LIVE_COUNTS, startHarness, type Harness } from './helpers/harness.js';
-import { licenseHashOf, mintTokens } from './helpers/durable.js';
+import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
+import { licenseHashOf, mintTokens } from '../helpers/durable.js';
 
 // Redis holds only a hot copy: when it is lost (after the worker has drained) the service
 // rebuilds it from Postgres and carries on with the right counts and token states.

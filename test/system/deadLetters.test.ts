@@ -6,13 +6,13 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import postgres from 'postgres';
 import t from 'tap';
-import { loadConfig } from '../src/config.js';
-import { startService } from '../src/service.js';
+import { loadConfig } from '../../src/config.js';
+import { startService } from '../../src/service.js';
 import {
   DATABASE_URL, LIVE_COUNTS, REDIS_URL, deleteKeys, Harness, startHarness, testEnv, type Teardown,
-} from './helpers/harness.js';
-import { allStreams, claimsOf, CuttableProxy, mintTokens, sleep, streamOf, waitFor } from './helpers/durable.js';
-import { spawnServer } from './helpers/processes.js';
+} from '../helpers/harness.js';
+import { allStreams, claimsOf, CuttableProxy, mintTokens, sleep, streamOf, waitFor } from '../helpers/durable.js';
+import { spawnServer } from '../helpers/processes.js';
 
 // Poison-proof persistence: a usage event Postgres refuses for good becomes a dead letter
 // (kept, counted in /healthz, replayable with `npm run dead-letters`), every other event of
@@ -20,7 +20,7 @@ import { spawnServer } from './helpers/processes.js';
 // never dead-lettered.
 
 const run = promisify(execFile);
-const deadLettersCli = fileURLToPath(new URL('../src/cli/deadLetters.js', import.meta.url));
+const deadLettersCli = fileURLToPath(new URL('../../src/cli/deadLetters.js', import.meta.url));
 
 /** SQLSTATE of class 22 (data exception). */
 const DATA_EXCEPTION = /^22[0-9A-Z]{3}$/;

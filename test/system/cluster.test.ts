@@ -1,7 +1,7 @@
 import { Cluster } from 'ioredis';
 import t from 'tap';
-import { startHarness } from './helpers/harness.js';
-import { claimsOf, licenseHashOf, mintTokens, startRedisCluster } from './helpers/durable.js';
+import { startHarness } from '../helpers/harness.js';
+import { claimsOf, licenseHashOf, mintTokens, startRedisCluster } from '../helpers/durable.js';
 
 // The same scripts on a three-master Redis Cluster: every key of one script call shares one
 // slot, licenses spread over the masters, and the worker reads every stream on every node.

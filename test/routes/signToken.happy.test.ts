@@ -1,6 +1,6 @@
 import t from 'tap';
-import { startHarness } from './helpers/harness.js';
-import { decodeJwt, nowSeconds, signatureValid } from './helpers/auth.js';
+import { startHarness } from '../helpers/harness.js';
+import { decodeJwt, nowSeconds, signatureValid } from '../helpers/auth.js';
 
 // POST /api/v1/auth/sign-token (CONTRACT.md): one more sign token for the license of the
 // Bearer access token, without the password.

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { startHarness } from './helpers/harness.js';
-import { adminView, jwtPart, NO_RATE_LIMITS, TokenSource } from './helpers/validate.js';
+import { startHarness } from '../helpers/harness.js';
+import { adminView, jwtPart, NO_RATE_LIMITS, TokenSource } from '../helpers/validate.js';
 
 const h = await startHarness(t, 'validate-happy', NO_RATE_LIMITS);
 

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import t from 'tap';
-import { NO_RATE_LIMITS, startHarness, type Answer, type Harness } from './helpers/harness.js';
-import { expectCodedError } from './helpers/auth.js';
+import { NO_RATE_LIMITS, startHarness, type Answer, type Harness } from '../helpers/harness.js';
+import { expectCodedError } from '../helpers/auth.js';
 
 // The password hasher is a child process (src/cli/hasher.ts). Killed under load, it is
 // replaced: the get-tokens it was hashing answer 503 with Retry-After (never a hang, never a

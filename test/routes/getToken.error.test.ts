@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { startHarness } from './helpers/harness.js';
-import { expectCodedError } from './helpers/auth.js';
+import { startHarness } from '../helpers/harness.js';
+import { expectCodedError } from '../helpers/auth.js';
 
 // POST /api/v1/auth/get-token, every row of the spec's error table: status, code and the
 // body shape {success:false, error:{code, message}}, nothing else.

@@ -5,7 +5,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { ADMIN_TOKEN, startHarness } from './helpers/harness.js';
+import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
 
 // HTTPS is mandatory (spec): with TLS_CERT_FILE/TLS_KEY_FILE the service serves HTTPS itself,
 // with a Strict-Transport-Security header, and no plain HTTP on that port.

@@ -4,14 +4,14 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import t from 'tap';
-import { KeySpace } from '../src/redis/keys.js';
-import { ADMIN_TOKEN, DATABASE_URL, deleteKeys, REDIS_URL, testEnv } from './helpers/harness.js';
-import { exitOf } from './helpers/processes.js';
+import { KeySpace } from '../../src/redis/keys.js';
+import { ADMIN_TOKEN, DATABASE_URL, deleteKeys, REDIS_URL, testEnv } from '../helpers/harness.js';
+import { exitOf } from '../helpers/processes.js';
 
 // Graceful stop (CONTRACT.md): on SIGTERM the real server process stops accepting, answers
 // every request it has accepted, flushes the usage worker to Postgres and exits 0 within 20 s.
 
-const SERVER = fileURLToPath(new URL('../src/cli/server.js', import.meta.url));
+const SERVER = fileURLToPath(new URL('../../src/cli/server.js', import.meta.url));
 const N = 50;
 
 interface RawResponse {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { loadConfig } from '../src/config.js';
-import { ADMIN_TOKEN, startHarness, testEnv, type Answer, type Harness } from './helpers/harness.js';
+import { loadConfig } from '../../src/config.js';
+import { ADMIN_TOKEN, startHarness, testEnv, type Answer, type Harness } from '../helpers/harness.js';
 
 // The admin API of CONTRACT.md: bearer auth, create / read / patch / add quota, the License
 // view it answers with, its 400/404/409 answers, and that every change is in force for the

@@ -1,9 +1,9 @@
 import { createHmac, randomBytes, randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import t from 'tap';
-import { CuttableProxy, sleep } from './helpers/durable.js';
-import { DATABASE_URL, uniqueName } from './helpers/harness.js';
-import { spawnServer, startPrivateRedis, type LogLine, type ServerProcess } from './helpers/processes.js';
+import { CuttableProxy, sleep } from '../helpers/durable.js';
+import { DATABASE_URL, uniqueName } from '../helpers/harness.js';
+import { spawnServer, startPrivateRedis, type LogLine, type ServerProcess } from '../helpers/processes.js';
 
 // Secrets never reach the logs (log.ts): no password, password hash, token, Authorization
 // value, admin token or JWT secret appears in any line the server process writes, on any

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { startHarness } from './helpers/harness.js';
-import { adminOk, adminView, MSG, NO_RATE_LIMITS, TokenSource } from './helpers/validate.js';
+import { startHarness } from '../helpers/harness.js';
+import { adminOk, adminView, MSG, NO_RATE_LIMITS, TokenSource } from '../helpers/validate.js';
 
 const h = await startHarness(t, 'validate-origin', NO_RATE_LIMITS);
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../../src/config.js';
 
 // Configuration (CONTRACT.md "Starting the service"): the defaults, and a misconfigured
 // deployment refusing to start with one clear line on stderr instead of failing later.
@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config.js';
 type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
 
 // the server of the same build as this test file (works from dist/ and from any outDir)
-const SERVER = fileURLToPath(new URL('../src/cli/server.js', import.meta.url));
+const SERVER = fileURLToPath(new URL('../../src/cli/server.js', import.meta.url));
 const SECRET = randomBytes(32).toString('hex');
 
 // files that exist (their content does not matter to loadConfig)

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { LIVE_COUNTS, startHarness } from './helpers/harness.js';
-import { mintTokens } from './helpers/durable.js';
+import { LIVE_COUNTS, startHarness } from '../helpers/harness.js';
+import { mintTokens } from '../helpers/durable.js';
 
 // Races against one token and against the last units of quota: the Lua scripts must make
 // each redemption atomic, so no unit is spent twice and quota never goes below zero.

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import t from 'tap';
-import { NO_RATE_LIMITS, startHarness, type Answer, type Harness } from './helpers/harness.js';
-import { type Asserts, expectCodedError } from './helpers/auth.js';
+import { NO_RATE_LIMITS, startHarness, type Answer, type Harness } from '../helpers/harness.js';
+import { type Asserts, expectCodedError } from '../helpers/auth.js';
 
 // get-token under a flood: failed attempts are limited per client address (TRUST_PROXY
 // decides whether X-Forwarded-For names it), unknown license keys are remembered in Redis

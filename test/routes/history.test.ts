@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { startHarness, type Harness } from './helpers/harness.js';
-import { authHeader, craftAccessToken, decodeJwt, expectCodedError, nowSeconds, pause } from './helpers/auth.js';
+import { startHarness, type Harness } from '../helpers/harness.js';
+import { authHeader, craftAccessToken, decodeJwt, expectCodedError, nowSeconds, pause } from '../helpers/auth.js';
 
 // GET /api/License/history/{licenseKey} (CONTRACT.md): the license's redemptions, newest
 // first, for the Bearer access token of that license; ?limit= and ?cursor= paging.

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import t from 'tap';
-import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness } from './helpers/harness.js';
+import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 
 // A body over the limit, as an ordinary HTTP client sends it (Node's http module, not a raw
 // socket): the client gets 413 in the endpoint's error shape, and never an EPIPE or

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { startHarness, type Answer } from './helpers/harness.js';
-import { expectCodedError } from './helpers/auth.js';
+import { startHarness, type Answer } from '../helpers/harness.js';
+import { expectCodedError } from '../helpers/auth.js';
 
 // get-token and passwords: the password and its hash never leave the service, credentials are
 // checked before anything about the license is revealed, and a password change is in force

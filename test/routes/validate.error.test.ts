@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import t from 'tap';
-import { startHarness, type Answer } from './helpers/harness.js';
+import { startHarness, type Answer } from '../helpers/harness.js';
 import {
   adminOk, adminView, craftJwt, HS256_HEADER, jwtPart, MSG, NO_RATE_LIMITS, TokenSource,
-} from './helpers/validate.js';
+} from '../helpers/validate.js';
 
 const h = await startHarness(t, 'validate-error', NO_RATE_LIMITS);
 const secret = Buffer.from(h.config.jwtSecret);

@@ -1,14 +1,14 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { DATABASE_URL, REDIS_URL, LIVE_COUNTS, startHarness, type Harness } from './helpers/harness.js';
-import { allStreams, claimsOf, CuttableProxy, mintTokens, streamOf, waitFor } from './helpers/durable.js';
+import { DATABASE_URL, REDIS_URL, LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
+import { allStreams, claimsOf, CuttableProxy, mintTokens, streamOf, waitFor } from '../helpers/durable.js';
 
 // The usage worker: events written by the Lua scripts reach Postgres once, whatever is
 // replayed, duplicated, interrupted or left behind by a dead consumer.
 
 
-const workerCli = fileURLToPath(new URL('../src/cli/worker.js', import.meta.url));
+const workerCli = fileURLToPath(new URL('../../src/cli/worker.js', import.meta.url));
 
 async function usedQuota(h: Harness, firmaId: string): Promise<number | undefined> {
   const [row] = await h.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;

@@ -1,13 +1,13 @@
 import fc, { type Arbitrary } from 'fast-check';
 import t from 'tap';
-import { claimsOf, waitFor } from './helpers/durable.js';
-import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness } from './helpers/harness.js';
+import { claimsOf, waitFor } from '../helpers/durable.js';
+import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import {
   authorizationOf, bodyOf, Cat, commonHeaders, craftedJwt, DATE_STRINGS, describe, field, FUZZ_COLLECT, FUZZ_ONLY, FUZZ_PATH,
   FUZZ_RUNS, FUZZ_SEED, fuzzValue, headerText, materialise, mostly, nastyNumber, nastyString, oneBad, percentEncode, printable,
   RawClient, Real, real, runsFor, segmentOf, tainted, tokenOf, violations,
   type Body, type FV, type Got, type RealKind, type Req, type Resolver, type Sent, type Tpl,
-} from './helpers/fuzz.js';
+} from '../helpers/fuzz.js';
 
 // Property-based fuzzing of every public and admin endpoint, unknown paths and wrong methods:
 // hostile JSON in every field (NUL and other control characters, lone surrogates, 4 KB

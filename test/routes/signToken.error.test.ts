@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { startHarness } from './helpers/harness.js';
-import { authHeader, craftAccessToken, craftJwt, decodeJwt, expectCodedError, nowSeconds } from './helpers/auth.js';
+import { startHarness } from '../helpers/harness.js';
+import { authHeader, craftAccessToken, craftJwt, decodeJwt, expectCodedError, nowSeconds } from '../helpers/auth.js';
 
 // POST /api/v1/auth/sign-token refusals: 401 INVALID_TOKEN for anything but a valid access
 // token, 400 INVALID_REQUEST for a bad body, and the license-state errors of get-token.

@@ -1,14 +1,14 @@
 import t from 'tap';
-import { createRedis } from '../src/redis/client.js';
-import { RedisClock } from '../src/redis/clock.js';
-import { RedisRestarts } from '../src/redis/restarts.js';
-import { createLogger } from '../src/log.js';
-import { bucketOf, KeySpace } from '../src/redis/keys.js';
-import { redeemBatcher, type RedeemResult } from '../src/redis/redeemBatcher.js';
-import { expectCodedError } from './helpers/auth.js';
-import { claimsOf, mintTokens } from './helpers/durable.js';
-import { startHarness, type Harness } from './helpers/harness.js';
-import { MSG, NO_RATE_LIMITS } from './helpers/validate.js';
+import { createRedis } from '../../src/redis/client.js';
+import { RedisClock } from '../../src/redis/clock.js';
+import { RedisRestarts } from '../../src/redis/restarts.js';
+import { createLogger } from '../../src/log.js';
+import { bucketOf, KeySpace } from '../../src/redis/keys.js';
+import { redeemBatcher, type RedeemResult } from '../../src/redis/redeemBatcher.js';
+import { expectCodedError } from '../helpers/auth.js';
+import { claimsOf, mintTokens } from '../helpers/durable.js';
+import { startHarness, type Harness } from '../helpers/harness.js';
+import { MSG, NO_RATE_LIMITS } from '../helpers/validate.js';
 
 // Redemptions (and issuances) that reach the server in one event-loop turn and share a hash
 // slot go to Redis as one redeem.lua (issue.lua) call. Each must come out exactly as
