@@ -1,10 +1,12 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { startHarness } from '../helpers/harness.js';
-import { authHeader, craftAccessToken, craftJwt, decodeJwt, expectCodedError, nowSeconds } from '../helpers/auth.js';
+import { bearer, craftAccessToken, craftJwt, decodeJwt, HS256_HEADER, nowSeconds } from '../helpers/jwt.js';
+import { expectCodedError, NOT_AN_OBJECT } from '../helpers/shapes.js';
 
 // POST /api/v1/auth/sign-token refusals: 401 INVALID_TOKEN for anything but a valid access
-// token, 400 INVALID_REQUEST for a bad body, and the license-state errors of get-token.
+// token, 400 INVALID_REQUEST for a bad body (not a JSON object, wrong types, missing
+// fields), and the license-state errors of get-token.
 
 const PATH = '/api/v1/auth/sign-token';
 const DAY = 86_400_000;
@@ -22,8 +24,8 @@ t.test('sign-token errors', async (t) => {
       ['no header', {}],
       ['empty header', { authorization: '' }],
       ['Bearer and nothing', { authorization: 'Bearer ' }],
-      ['garbage', authHeader('garbage')],
-      ['three garbage parts', authHeader('aaa.bbb.ccc')],
+      ['garbage', bearer('garbage')],
+      ['three garbage parts', bearer('aaa.bbb.ccc')],
       ['another scheme', { authorization: `Basic ${access}` }],
       ['the token without a scheme', { authorization: access }],
     ];
@@ -34,17 +36,17 @@ t.test('sign-token errors', async (t) => {
 
   t.test('401 INVALID_TOKEN for an expired access token', async (t) => {
     const now = nowSeconds();
-    const expired = craftAccessToken(h, lic.firmaId, { iat: now - 1000, exp: now - 100 });
+    const expired = craftAccessToken(lic.firmaId, secret, { iat: now - 1000, exp: now - 100 });
     expectCodedError(t, await h.signToken(expired, 0), 401, 'INVALID_TOKEN');
-    const justExpired = craftAccessToken(h, lic.firmaId, { iat: now - 901, exp: now - 1 });
+    const justExpired = craftAccessToken(lic.firmaId, secret, { iat: now - 901, exp: now - 1 });
     expectCodedError(t, await h.signToken(justExpired, 0), 401, 'INVALID_TOKEN');
     // the same claims, unexpired, are accepted: the refusal is the expiry
-    const fresh = craftAccessToken(h, lic.firmaId);
+    const fresh = craftAccessToken(lic.firmaId, secret);
     t.equal((await h.signToken(fresh, 0)).status, 200, 'a hand-made valid access token works');
   });
 
   t.test('401 INVALID_TOKEN for an access token signed with another secret', async (t) => {
-    const other = craftAccessToken(h, lic.firmaId, {}, randomBytes(32).toString('hex'));
+    const other = craftAccessToken(lic.firmaId, randomBytes(32).toString('hex'));
     expectCodedError(t, await h.signToken(other, 0), 401, 'INVALID_TOKEN');
   });
 
@@ -70,12 +72,12 @@ t.test('sign-token errors', async (t) => {
     const now = nowSeconds();
     const claims = { firma_id: lic.firmaId, iat: now, exp: now + 900, typ: 'access' };
     const cases: [string, string][] = [
-      ['alg none', craftJwt(claims, secret, { alg: 'none', typ: 'JWT' }).split('.').slice(0, 2).join('.') + '.'],
-      ['typ sign', craftJwt({ ...claims, typ: 'sign' }, secret)],
-      ['no typ claim', craftJwt({ firma_id: lic.firmaId, iat: now, exp: now + 900 }, secret)],
-      ['no exp claim', craftJwt({ firma_id: lic.firmaId, iat: now, typ: 'access' }, secret)],
-      ['firma_id a number', craftJwt({ ...claims, firma_id: 42 }, secret)],
-      ['firma_id of no company', craftJwt({ ...claims, firma_id: 'no-such-company' }, secret)],
+      ['alg none', craftJwt({ alg: 'none', typ: 'JWT' }, claims, secret, null)],
+      ['typ sign', craftJwt(HS256_HEADER, { ...claims, typ: 'sign' }, secret)],
+      ['no typ claim', craftJwt(HS256_HEADER, { firma_id: lic.firmaId, iat: now, exp: now + 900 }, secret)],
+      ['no exp claim', craftJwt(HS256_HEADER, { firma_id: lic.firmaId, iat: now, typ: 'access' }, secret)],
+      ['firma_id a number', craftJwt(HS256_HEADER, { ...claims, firma_id: 42 }, secret)],
+      ['firma_id of no company', craftJwt(HS256_HEADER, { ...claims, firma_id: 'no-such-company' }, secret)],
     ];
     for (const [name, token] of cases) {
       t.test(name, async (t) => expectCodedError(t, await h.signToken(token, 0), 401, 'INVALID_TOKEN'));
@@ -89,11 +91,14 @@ t.test('sign-token errors', async (t) => {
       ['imzaTipi 0.5', { imzaTipi: 0.5 }],
       ['imzaTipi null', { imzaTipi: null }],
       ['imzaTipi missing', {}],
+      ['imzaTipi 1.0000001', { imzaTipi: 1.0000001 }],
+      ['imzaTipi an array', { imzaTipi: [0] }],
       ['body not JSON', '{imzaTipi: 0'],
       ['body an array', [{ imzaTipi: 0 }]],
+      ...NOT_AN_OBJECT.map(([what, raw]): [string, unknown] => [`body: ${what}`, raw]),
     ];
     for (const [name, body] of cases) {
-      t.test(name, async (t) => expectCodedError(t, await h.request('POST', PATH, body, authHeader(access)), 400, 'INVALID_REQUEST'));
+      t.test(name, async (t) => expectCodedError(t, await h.request('POST', PATH, body, bearer(access)), 400, 'INVALID_REQUEST'));
     }
   });
 });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { startHarness } from '../helpers/harness.js';
-import { decodeJwt, nowSeconds, signatureValid } from '../helpers/auth.js';
+import { decodeJwt, nowSeconds } from '../helpers/jwt.js';
+import { expectSignToken, MSG } from '../helpers/shapes.js';
 
 // POST /api/v1/auth/sign-token (CONTRACT.md): one more sign token for the license of the
 // Bearer access token, without the password.
@@ -30,15 +31,7 @@ t.test('sign-token success', async (t) => {
       const res = await h.signToken(access, imzaTipi);
       const after = nowSeconds();
       t.equal(res.status, 200);
-      const jwt = decodeJwt(res.body.signToken);
-      t.same(jwt.header, { alg: 'HS256', typ: 'JWT' });
-      t.ok(signatureValid(res.body.signToken, h.config.jwtSecret));
-      t.equal(jwt.payload.firma_id, lic.firmaId);
-      t.equal(jwt.payload.firma_adi, org);
-      t.equal(jwt.payload.imza_tipi, imzaTipi);
-      t.type(jwt.payload.token_id, 'string');
-      t.ok((jwt.payload.iat as number) >= before && (jwt.payload.iat as number) <= after);
-      t.equal(jwt.payload.exp, (jwt.payload.iat as number) + 300);
+      expectSignToken(t, res.body.signToken, h.config.jwtSecret, { firmaId: lic.firmaId, firmaAdi: org, imzaTipi, issuedFrom: before, issuedTo: after });
     }
   });
 
@@ -78,7 +71,7 @@ t.test('sign tokens from sign-token redeem through validate, once each', async (
   t.equal(ra.body.remainingQuota, 2);
   const again = await h.validate(a.body.signToken);
   t.equal(again.status, 400);
-  t.same(again.body, { success: false, message: 'Bu token zaten kullanılmış. Yeni token alınız.' });
+  t.same(again.body, { success: false, message: MSG.USED });
 
   const c = await h.signToken(access, 0);
   t.equal(c.status, 200);

@@ -1,9 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import t from 'tap';
-import { startHarness, type Answer } from '../helpers/harness.js';
-import {
-  adminOk, adminView, craftJwt, HS256_HEADER, jwtPart, MSG, NO_RATE_LIMITS, TokenSource,
-} from '../helpers/validate.js';
+import { adminOk, adminView } from '../helpers/admin.js';
+import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import type { Answer } from '../helpers/http.js';
+import { craftJwt, decodeJwt, HS256_HEADER } from '../helpers/jwt.js';
+import { expectMessageError, MSG, NOT_AN_OBJECT } from '../helpers/shapes.js';
+import { TokenSource } from '../helpers/tokens.js';
+
+// POST /api/license/validate refusals, every row of its error table: status and exactly
+// {success:false, message}; bad input of every kind (not a JSON object, a token of the wrong
+// type); a refusal spends nothing and burns no token: the same token redeems once the cause
+// is gone.
 
 const h = await startHarness(t, 'validate-error', NO_RATE_LIMITS);
 const secret = Buffer.from(h.config.jwtSecret);
@@ -25,19 +32,31 @@ t.test('400 Token boş olamaz: token missing, empty, null or blank', async (t) =
 });
 
 t.test('body that is not a JSON object: 400 {success:false, message}', async (t) => {
-  for (const raw of ['[1,2]', '[]', '"eyJhbGciOiJIUzI1NiJ9.e30.x"', '42', 'null', 'true', '{not json', '']) {
-    const res = await h.request('POST', '/api/license/validate', raw);
-    t.equal(res.status, 400, `${JSON.stringify(raw)}: status`);
-    t.strictSame(Object.keys(res.body ?? {}).sort(), ['message', 'success'], `${JSON.stringify(raw)}: only success and message`);
-    t.equal(res.body?.success, false, `${JSON.stringify(raw)}: success false`);
-    t.type(res.body?.message, 'string', `${JSON.stringify(raw)}: message is a string`);
+  const raws: [string, string][] = [
+    ...NOT_AN_OBJECT,
+    ...['[1,2]', '"eyJhbGciOiJIUzI1NiJ9.e30.x"', '{not json'].map((raw): [string, string] => [JSON.stringify(raw), raw]),
+  ];
+  for (const [what, raw] of raws) {
+    expectMessageError(t, await h.request('POST', '/api/license/validate', raw), [400], what);
+  }
+});
+
+t.test('a token or origin of the wrong type: 400 or 401 {success:false, message}', async (t) => {
+  for (const [what, body] of [
+    ['token a number', { token: 42 }],
+    ['token an object', { token: { jwt: 'x' } }],
+    ['token an array', { token: ['a.b.c'] }],
+    ['token true', { token: true }],
+    ['origin a number', { token: 'a.b.c', origin: 7 }],
+  ] as [string, Record<string, unknown>][]) {
+    expectMessageError(t, await h.request('POST', '/api/license/validate', body), [400, 401], what);
   }
 });
 
 t.test('401 Token süresi dolmuş: a correctly signed sign token past its exp', async (t) => {
   const lic = await h.createLicense({ totalQuota: 3 });
   const real = await new TokenSource(h, lic).next();
-  const claims = jwtPart(real, 1);
+  const claims = decodeJwt(real).payload;
   const now = Math.floor(Date.now() / 1000);
   const expired = craftJwt(HS256_HEADER, { ...claims, iat: now - 400, exp: now - 100 }, secret);
   refused(t, await h.validate(expired), 401, MSG.EXPIRED, 'expired 100 s ago');
@@ -54,8 +73,7 @@ t.test('401 Geçersiz token: malformed, tampered, wrongly signed or wrongly shap
   const lic = await h.createLicense({ totalQuota: 5 });
   const source = new TokenSource(h, lic);
   const real = await source.next(0);
-  const header = jwtPart(real, 0);
-  const claims = jwtPart(real, 1);
+  const { header, payload: claims } = decodeJwt(real);
   t.equal(craftJwt(header, claims, secret), real, 'the hand-made JWT of the real claims is the real token (crafting is sound)');
   const [h64, p64, s64] = real.split('.') as [string, string, string];
 

@@ -1,6 +1,12 @@
 import t from 'tap';
-import { startHarness } from '../helpers/harness.js';
-import { adminView, jwtPart, NO_RATE_LIMITS, TokenSource } from '../helpers/validate.js';
+import { adminView } from '../helpers/admin.js';
+import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import { decodeJwt } from '../helpers/jwt.js';
+import { TokenSource } from '../helpers/tokens.js';
+
+// POST /api/license/validate (CONTRACT.md), redemptions that succeed: the published body with
+// running arithmetic, the last unit, both spellings of the path, and the audit row each
+// redemption becomes in Postgres.
 
 const h = await startHarness(t, 'validate-happy', NO_RATE_LIMITS);
 
@@ -69,7 +75,7 @@ t.test('each redemption reaches Postgres as status used with used_at, and used_q
   await h.drainWorker();
 
   for (let i = 0; i < redeemed.length; i++) {
-    const claims = jwtPart(redeemed[i] as string, 1);
+    const claims = decodeJwt(redeemed[i] as string).payload;
     const rows = await h.sql`select firma_id, imza_tipi, status, used_at, origin from sign_tokens where token_id = ${claims.token_id as string}`;
     t.equal(rows.length, 1, `token ${i + 1}: one audit row`);
     const row = rows[0];
@@ -82,7 +88,7 @@ t.test('each redemption reaches Postgres as status used with used_at, and used_q
     t.equal(row?.origin ?? null, origins[i] ?? null, `token ${i + 1}: origin as sent`);
   }
 
-  const open = await h.sql`select status, used_at from sign_tokens where token_id = ${jwtPart(unredeemed, 1).token_id as string}`;
+  const open = await h.sql`select status, used_at from sign_tokens where token_id = ${decodeJwt(unredeemed).payload.token_id as string}`;
   t.equal(open[0]?.status, 'issued', 'an unredeemed token stays issued');
   t.equal(open[0]?.used_at ?? null, null, 'and has no used_at');
 

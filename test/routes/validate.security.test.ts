@@ -1,6 +1,15 @@
 import t from 'tap';
-import { startHarness } from '../helpers/harness.js';
-import { adminOk, adminView, MSG, NO_RATE_LIMITS, TokenSource } from '../helpers/validate.js';
+import { adminOk, adminView } from '../helpers/admin.js';
+import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { expectRateLimited, MSG } from '../helpers/shapes.js';
+import { TokenSource } from '../helpers/tokens.js';
+
+// POST /api/license/validate against abuse: a license with domains redeems only for an
+// origin that matches one (exact host or wildcard subdomain, IDN in ASCII form), an admin
+// change of the domains is in force at once, and RATE_VALIDATE_PER_MIN per company (a
+// refused request spends nothing and burns no token). Forged and tampered tokens:
+// validate.error.test.ts (401 Geçersiz token).
 
 const h = await startHarness(t, 'validate-origin', NO_RATE_LIMITS);
 
@@ -99,4 +108,42 @@ t.test('an admin PATCH of domains is in force on the next validate', async (t) =
   t.equal((await h.validate(c, 'example.com')).status, 401, 'apex refused under a wildcard entry');
   t.equal((await h.validate(c, 'www.example.com')).status, 200, 'subdomain accepted under a wildcard entry');
   t.equal((await adminView(h, lic.licenseKey)).usedQuota, 4, 'four redemptions in all');
+});
+
+t.test('rate limit: the 4th request is refused per company, and the refusal spends nothing', async (t) => {
+  const h = await startHarness(t, 'validate-ratelimit', { RATE_VALIDATE_PER_MIN: '3' });
+  const lic = await h.createLicense({ totalQuota: 10 });
+  const other = await h.createLicense({ totalQuota: 10 });
+  const tokens = await new TokenSource(h, lic).many(4, (i) => (i === 0 ? 0 : 1));
+  t.equal(new Set(tokens).size, 4);
+  const [t1, t2, t3, t4] = tokens as [string, string, string, string];
+
+  t.equal((await h.validate(t1)).status, 200);
+  t.equal((await h.validate(t1)).status, 400, 'a refused validate (already used) counts too');
+  t.equal((await h.validate(t2)).status, 200);
+  expectRateLimited(t, await h.validate(t3));
+  expectRateLimited(t, await h.validate(t4, 'https://eczane.example'));
+
+  const otherToken = (await h.getToken(other.licenseKey, other.password, 0)).body.signToken as string;
+  t.equal((await h.validate(otherToken)).status, 200, 'another company is not limited');
+
+  const view = await h.admin('GET', `/admin/v1/licenses/${lic.licenseKey}`);
+  t.equal(view.body.data.usedQuota, 2, 'no quota taken by the refused requests');
+
+  // open the window again: the refused tokens were not burned
+  t.equal(await h.redis.del(h.keys.forLicense(lic.firmaId).rateValidate), 1, 'the validate counter of the company exists');
+  const r3 = await h.validate(t3);
+  t.equal(r3.status, 200, `token refused by the rate limit still redeems (${r3.text})`);
+  t.equal(r3.body.usedQuota, 3);
+  t.equal(r3.body.remainingQuota, 7);
+  const r4 = await h.validate(t4, 'https://eczane.example');
+  t.equal(r4.status, 200);
+  t.equal(r4.body.remainingQuota, 6);
+
+  await h.drainWorker();
+  const rows = await h.sql`select token_id, status from sign_tokens where firma_id = ${lic.firmaId} order by token_id`;
+  t.equal(rows.length, 4);
+  t.ok(rows.every((r) => r.status === 'used'));
+  const ids = tokens.map((tok) => claimsOf(tok).token_id).sort();
+  t.same(rows.map((r) => r.token_id), ids);
 });

@@ -5,10 +5,10 @@ import { RedisRestarts } from '../../src/redis/restarts.js';
 import { createLogger } from '../../src/log.js';
 import { bucketOf, KeySpace } from '../../src/redis/keys.js';
 import { redeemBatcher, type RedeemResult } from '../../src/redis/redeemBatcher.js';
-import { expectCodedError } from '../helpers/auth.js';
-import { claimsOf, mintTokens } from '../helpers/durable.js';
-import { startHarness, type Harness } from '../helpers/harness.js';
-import { MSG, NO_RATE_LIMITS } from '../helpers/validate.js';
+import { NO_RATE_LIMITS, startHarness, type Harness } from '../helpers/harness.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { expectCodedError, MSG } from '../helpers/shapes.js';
+import { mintTokens } from '../helpers/tokens.js';
 
 // Redemptions (and issuances) that reach the server in one event-loop turn and share a hash
 // slot go to Redis as one redeem.lua (issue.lua) call. Each must come out exactly as
@@ -37,8 +37,8 @@ async function twoLicensesInOneBucket(h: Harness, a: object, b: object) {
 t.test('a burst in one slot: every token answered as if alone, duplicates spend once, origins kept', async (t) => {
   const { first: a, second: b } = await twoLicensesInOneBucket(h, { totalQuota: 100 }, { domains: ['example.com'] });
   t.equal((await h.admin('GET', `/admin/v1/licenses/${b.licenseKey}`)).body.data.domains[0], 'example.com', 'b has a domain');
-  const aTokens = (await mintTokens(h, a.licenseKey, a.password, 70)).tokens;
-  const bTokens = (await mintTokens(h, b.licenseKey, b.password, 5)).tokens;
+  const aTokens = (await mintTokens(h, a, 70)).tokens;
+  const bTokens = (await mintTokens(h, b, 5)).tokens;
 
   const bOrigins = ['https://example.com', 'example.com', 'http://EXAMPLE.com:8080/x', 'evil.com', ''];
   const answers = await Promise.all([
@@ -73,7 +73,7 @@ t.test('a burst in one slot: every token answered as if alone, duplicates spend 
 
 t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, results in order', async (t) => {
   const lic = await h.createLicense({ totalQuota: 1000 });
-  const tokens = (await mintTokens(h, lic.licenseKey, lic.password, 131)).tokens;
+  const tokens = (await mintTokens(h, lic, 131)).tokens;
   const redis = createRedis(h.config, 'test-batcher');
   t.teardown(() => redis.quit());
   const calls: number[] = []; // tokens per call
@@ -109,8 +109,8 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
 
 t.test('sign-token bursts in one slot: each token issued as if alone, refusals where due', async (t) => {
   const { first: a, second: b } = await twoLicensesInOneBucket(h, { totalQuota: 100 }, { organizationName: 'B Ltd.' });
-  const aAccess = (await mintTokens(h, a.licenseKey, a.password, 1)).accessToken;
-  const bAccess = (await mintTokens(h, b.licenseKey, b.password, 1)).accessToken;
+  const aAccess = (await mintTokens(h, a, 1)).accessToken;
+  const bAccess = (await mintTokens(h, b, 1)).accessToken;
   t.equal((await h.admin('PATCH', `/admin/v1/licenses/${b.licenseKey}`, { isActive: false })).status, 200, 'b deactivated');
 
   const answers = await Promise.all([
@@ -123,7 +123,7 @@ t.test('sign-token bursts in one slot: each token issued as if alone, refusals w
   const claims = aAnswers.map((x) => claimsOf(x.body.signToken));
   t.equal(new Set(claims.map((c) => c.token_id)).size, 70, '70 distinct token ids');
   t.same(claims.map((c) => c.imza_tipi), Array.from({ length: 70 }, (_, i) => i % 2), 'each token carries its own request\'s imzaTipi');
-  t.ok(claims.every((c) => c.firma_id === a.firmaId && (c as unknown as { firma_adi: string }).firma_adi === 'Test A.Ş.'), 'and its license');
+  t.ok(claims.every((c) => c.firma_id === a.firmaId && c.firma_adi === 'Test A.Ş.'), 'and its license');
   for (const x of answers.slice(70)) expectCodedError(t, x, 401, 'LICENSE_INACTIVE');
 
   const redeemed = await Promise.all(aAnswers.map((x) => h.validate(x.body.signToken)));

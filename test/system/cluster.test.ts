@@ -1,7 +1,10 @@
 import { Cluster } from 'ioredis';
 import t from 'tap';
-import { startHarness } from '../helpers/harness.js';
-import { claimsOf, licenseHashOf, mintTokens, startRedisCluster } from '../helpers/durable.js';
+import { LIVE_COUNTS, startHarness } from '../helpers/harness.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { startRedisCluster } from '../helpers/processes.js';
+import { mintTokens } from '../helpers/tokens.js';
+import { MSG } from '../helpers/shapes.js';
 
 // The same scripts on a three-master Redis Cluster: every key of one script call shares one
 // slot, licenses spread over the masters, and the worker reads every stream on every node.
@@ -12,14 +15,7 @@ t.test('the whole flow on a three-master Redis Cluster', async (t) => {
   client.on('error', () => {});
   t.teardown(() => client.disconnect());
 
-  const h = await startHarness(t, 'cluster', {
-    REDIS_CLUSTER_NODES: cluster.nodes,
-    RATE_GET_TOKEN_PER_MIN: '0',
-    RATE_SIGN_TOKEN_PER_MIN: '0',
-    RATE_VALIDATE_PER_MIN: '0',
-    RATE_CHECK_QUOTA_PER_MIN: '0',
-    QUOTA_CACHE_SECONDS: '0',
-  });
+  const h = await startHarness(t, 'cluster', { ...LIVE_COUNTS, REDIS_CLUSTER_NODES: cluster.nodes });
 
   /** The port of the master that holds a key (the key must exist). */
   async function holderOf(key: string): Promise<number | null> {
@@ -36,17 +32,17 @@ t.test('the whole flow on a three-master Redis Cluster', async (t) => {
     const total = 3 + (licenses.length % 3);
     const lic = await h.createLicense({ totalQuota: total });
     licenses.push({ ...lic, total });
-    const port = await holderOf(licenseHashOf(h.prefix, lic.firmaId));
+    const port = await holderOf(h.keys.forLicense(lic.firmaId).license);
     t.not(port, null, 'the license copy is written to the cluster');
     if (port !== null) holders.add(port);
   }
   t.equal(holders.size, cluster.ports.length, 'licenses live on all three masters');
-  t.equal(await h.redis.exists(licenseHashOf(h.prefix, licenses[0]?.firmaId as string)), 0,
+  t.equal(await h.redis.exists(h.keys.forLicense(licenses[0]?.firmaId as string).license), 0,
     'nothing is written to the single Redis at REDIS_URL');
 
   const redeemed = new Map<string, string[]>();
   for (const lic of licenses) {
-    const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, lic.total + 1, licenses.indexOf(lic) % 2);
+    const { tokens } = await mintTokens(h, lic, lic.total + 1, licenses.indexOf(lic) % 2);
     const answers = [];
     for (const token of tokens) answers.push(await h.validate(token, 'https://cluster.example'));
     t.same(
@@ -55,9 +51,9 @@ t.test('the whole flow on a three-master Redis Cluster', async (t) => {
       'every unit redeems once, then quota is exhausted',
     );
     t.same(answers.map((a) => a.body.usedQuota).slice(0, lic.total), Array.from({ length: lic.total }, (_, i) => i + 1));
-    t.same(answers[lic.total]?.body, { success: false, message: 'İmza kotası doldu', remainingQuota: 0 });
+    t.same(answers[lic.total]?.body, { success: false, message: MSG.QUOTA, remainingQuota: 0 });
     const reused = await h.validate(tokens[0]);
-    t.same(reused.body, { success: false, message: 'Bu token zaten kullanılmış. Yeni token alınız.' });
+    t.same(reused.body, { success: false, message: MSG.USED });
     redeemed.set(lic.firmaId, tokens.slice(0, lic.total).map((tok) => claimsOf(tok).token_id).sort());
 
     const quota = await h.checkQuota(lic.licenseKey);
@@ -76,11 +72,11 @@ t.test('the whole flow on a three-master Redis Cluster', async (t) => {
 
   // a burst of one license: the requests of one turn go to its slot's master as one
   // redeem.lua call, routed by the Cluster client like any other
-  const burst = (await mintTokens(h, extra.licenseKey, extra.password, 12)).tokens;
+  const burst = (await mintTokens(h, extra, 12)).tokens;
   const burstAnswers = await Promise.all(burst.map((token) => h.validate(token)));
   t.same(burstAnswers.filter((a) => a.status === 200).map((a) => a.body.usedQuota as number).sort((a, b) => a - b), [2, 3, 4, 5],
     'a parallel burst on the cluster spends exactly the 4 units left');
-  t.equal(burstAnswers.filter((a) => a.status === 400 && a.body.message === 'İmza kotası doldu').length, 8, 'the other 8 are refused');
+  t.equal(burstAnswers.filter((a) => a.status === 400 && a.body.message === MSG.QUOTA).length, 8, 'the other 8 are refused');
 
   await h.drainWorker(20_000);
   for (const lic of licenses) {

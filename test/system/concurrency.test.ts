@@ -1,13 +1,10 @@
 import t from 'tap';
 import { LIVE_COUNTS, startHarness } from '../helpers/harness.js';
-import { mintTokens } from '../helpers/durable.js';
+import { MSG } from '../helpers/shapes.js';
+import { mintTokens } from '../helpers/tokens.js';
 
 // Races against one token and against the last units of quota: the Lua scripts must make
 // each redemption atomic, so no unit is spent twice and quota never goes below zero.
-
-const USED = 'Bu token zaten kullanılmış. Yeni token alınız.';
-const QUOTA_GONE = 'İmza kotası doldu';
-
 
 t.test('200 parallel validates of one token: exactly one succeeds', async (t) => {
   const h = await startHarness(t, 'conc-one', LIVE_COUNTS);
@@ -24,7 +21,7 @@ t.test('200 parallel validates of one token: exactly one succeeds', async (t) =>
   t.same(ok[0]?.body, { success: true, message: ok[0]?.body.message, usedQuota: 1, remainingQuota: 9 });
   t.type(ok[0]?.body.message, 'string');
   t.ok(
-    refused.every((a) => a.text === JSON.stringify({ success: false, message: USED })),
+    refused.every((a) => a.text === JSON.stringify({ success: false, message: MSG.USED })),
     'every refusal is exactly {success:false, message:"Bu token zaten kullanılmış. Yeni token alınız."}',
   );
 
@@ -48,7 +45,7 @@ t.test('60 distinct tokens against 25 units of quota, all in parallel', async (t
   const N = 60;
   const h = await startHarness(t, 'conc-many', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: Q });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, N, 1);
+  const { tokens } = await mintTokens(h, lic, N, 1);
   t.equal(new Set(tokens).size, N, `${N} distinct sign tokens minted`);
 
   const answers = await Promise.all(tokens.map((token) => h.validate(token)));
@@ -58,7 +55,7 @@ t.test('60 distinct tokens against 25 units of quota, all in parallel', async (t
   t.equal(exhausted.length, N - Q, `exactly ${N - Q} are refused`);
   t.equal(ok.length + exhausted.length, N, 'no other status');
   t.ok(
-    exhausted.every((a) => a.text === JSON.stringify({ success: false, message: QUOTA_GONE, remainingQuota: 0 })),
+    exhausted.every((a) => a.text === JSON.stringify({ success: false, message: MSG.QUOTA, remainingQuota: 0 })),
     'every refusal is exactly {success:false, message:"İmza kotası doldu", remainingQuota:0}',
   );
   t.ok(ok.every((a) => a.body.remainingQuota >= 0), 'no success ever shows remainingQuota < 0');

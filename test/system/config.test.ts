@@ -1,19 +1,19 @@
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
+import { createBody } from '../helpers/admin.js';
+import { ADMIN_TOKEN, startHarness, testEnv, type Harness, type Teardown } from '../helpers/harness.js';
+import { exitOf, SERVER_SCRIPT, spawnLogged } from '../helpers/processes.js';
 
-// Configuration (CONTRACT.md "Starting the service"): the defaults, and a misconfigured
-// deployment refusing to start with one clear line on stderr instead of failing later.
+// Configuration (CONTRACT.md "Starting the service"): the defaults, a misconfigured
+// deployment refusing to start with one clear line on stderr instead of failing later, and
+// a service without ADMIN_TOKEN serving no admin API.
 
 type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
 
-// the server of the same build as this test file (works from dist/ and from any outDir)
-const SERVER = fileURLToPath(new URL('../../src/cli/server.js', import.meta.url));
 const SECRET = randomBytes(32).toString('hex');
 
 // files that exist (their content does not matter to loadConfig)
@@ -40,21 +40,13 @@ interface Exit {
   stdout: string;
 }
 
-function runServer(env: Record<string, string>): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SERVER], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    let stdout = '';
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
-    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
-    // a process still running after this long did not refuse: kill it, the assertions fail
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stderr, stdout });
-    });
-  });
+/** Runs the server process with `env` until it exits by itself (SIGKILLed after 15 s: then it did not refuse). */
+async function runServer(t: Teardown, env: Record<string, string>): Promise<Exit> {
+  const server = spawnLogged(t, SERVER_SCRIPT, env);
+  let exit = await exitOf(server.child, 15_000);
+  if (exit.timedOut) exit = await server.stop('SIGKILL', 5000); // the assertions fail: it did not exit
+  else await server.stop(); // the rest of its output
+  return { code: exit.code, signal: exit.signal, stderr: server.text('stderr'), stdout: server.text('stdout') };
 }
 
 function assertRefused(t: TestT, exit: Exit, mention: RegExp): void {
@@ -67,39 +59,39 @@ function assertRefused(t: TestT, exit: Exit, mention: RegExp): void {
 
 t.test('the server process refuses a bad configuration with one line', async (t) => {
   t.test('JWT_SECRET missing', async (t) => {
-    assertRefused(t, await runServer({ ...BASE_ENV, ALLOW_HTTP: '1' }), /JWT_SECRET/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1' }), /JWT_SECRET/);
   });
   t.test('JWT_SECRET empty', async (t) => {
-    assertRefused(t, await runServer({ ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: '' }), /JWT_SECRET/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: '' }), /JWT_SECRET/);
   });
   t.test('JWT_SECRET of 31 bytes', async (t) => {
-    assertRefused(t, await runServer({ ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/);
   });
   t.test('no TLS files and no ALLOW_HTTP', async (t) => {
-    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET }), /TLS|HTTPS/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET }), /TLS|HTTPS/);
   });
   t.test('ALLOW_HTTP=0 is not ALLOW_HTTP=1', async (t) => {
-    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '0' }), /TLS|HTTPS/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '0' }), /TLS|HTTPS/);
   });
   t.test('a certificate without its key', async (t) => {
-    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, TLS_CERT_FILE: CERT }), /TLS/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, TLS_CERT_FILE: CERT }), /TLS/);
   });
   t.test('TLS files that do not exist', async (t) => {
     const missing = path.join(DIR, 'missing.pem');
-    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, TLS_CERT_FILE: missing, TLS_KEY_FILE: missing }), /TLS/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, TLS_CERT_FILE: missing, TLS_KEY_FILE: missing }), /TLS/);
   });
   t.test('PORT abc', async (t) => {
-    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', PORT: 'abc' }), /PORT/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', PORT: 'abc' }), /PORT/);
   });
   t.test('PORT out of range', async (t) => {
-    assertRefused(t, await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', PORT: '70000' }), /PORT/);
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', PORT: '70000' }), /PORT/);
   });
   t.test('a rate limit that is not a number', async (t) => {
-    const exit = await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', RATE_VALIDATE_PER_MIN: 'lots' });
+    const exit = await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', RATE_VALIDATE_PER_MIN: 'lots' });
     assertRefused(t, exit, /RATE_VALIDATE_PER_MIN/);
   });
   t.test('the secret never appears in the refusal', async (t) => {
-    const exit = await runServer({ ...BASE_ENV, JWT_SECRET: SECRET, PORT: 'abc', ALLOW_HTTP: '1' });
+    const exit = await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, PORT: 'abc', ALLOW_HTTP: '1' });
     t.notMatch(exit.stderr + exit.stdout, SECRET);
   });
 });
@@ -174,4 +166,33 @@ t.test('loadConfig: refusals name the variable', async (t) => {
   for (const [env, name] of cases) {
     t.throws(() => loadConfig(env), name, `${JSON.stringify(env).replace(SECRET, '<secret>')} -> ${name}`);
   }
+});
+
+t.test('loadConfig accepts an empty ADMIN_TOKEN as "no admin API"', async (t) => {
+  const config = loadConfig(testEnv('noadmincfg', { ADMIN_TOKEN: '' }));
+  t.equal(config.adminToken, null);
+  const unset = testEnv('noadmincfg2');
+  delete unset.ADMIN_TOKEN;
+  t.equal(loadConfig(unset).adminToken, null);
+});
+
+t.test('without ADMIN_TOKEN the admin routes answer 404', async (t) => {
+  const h: Harness = await startHarness(t, 'noadmin', { ADMIN_TOKEN: '' });
+  const key = randomUUID();
+  const routes: [string, string, unknown][] = [
+    ['POST', '/admin/v1/licenses', createBody()],
+    ['GET', `/admin/v1/licenses/${key}`, undefined],
+    ['PATCH', `/admin/v1/licenses/${key}`, { isActive: false }],
+    ['POST', `/admin/v1/licenses/${key}/quota`, { add: 5 }],
+  ];
+  for (const [method, path, body] of routes) {
+    for (const headers of [{} as Record<string, string>, { authorization: `Bearer ${ADMIN_TOKEN}` }, { authorization: 'Bearer ' }]) {
+      const res = await h.request(method, path, body, headers);
+      t.equal(res.status, 404, `${method} ${path}`);
+      t.equal(res.body?.success, false, 'a JSON 404');
+    }
+  }
+  const [count] = await h.sql`select count(*)::int as n from licenses`;
+  t.equal(count?.n, 0, 'nothing created');
+  t.equal((await h.checkQuota(key)).status, 404, 'the public API still serves');
 });

@@ -2,17 +2,14 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
-import { pino } from 'pino';
-import postgres from 'postgres';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
-import { startService } from '../../src/service.js';
-import {
-  DATABASE_URL, LIVE_COUNTS, REDIS_URL, deleteKeys, Harness, startHarness, testEnv, type Teardown,
-} from '../helpers/harness.js';
-import { allStreams, claimsOf, CuttableProxy, mintTokens, sleep, streamOf, waitFor } from '../helpers/durable.js';
+import { Harness, LIVE_COUNTS, startHarness, testEnv, testStorage, type Teardown } from '../helpers/harness.js';
+import { claimsOf } from '../helpers/jwt.js';
 import { spawnServer } from '../helpers/processes.js';
+import { startPostgresProxy } from '../helpers/proxy.js';
+import { getTokenPair, mintTokens } from '../helpers/tokens.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 // Poison-proof persistence: a usage event Postgres refuses for good becomes a dead letter
 // (kept, counted in /healthz, replayable with `npm run dead-letters`), every other event of
@@ -46,7 +43,7 @@ interface DeadEntry {
 
 /** The dead-letter stream, read straight from Redis (not through src/usage/deadLetters.ts). */
 async function deadLetters(h: Harness): Promise<DeadEntry[]> {
-  const entries = await h.redis.xrange(`${h.prefix}:dead`, '-', '+');
+  const entries = await h.redis.xrange(h.keys.deadLetters, '-', '+');
   return entries.map(([deadId, list]) => {
     const raw = record(list);
     return {
@@ -57,7 +54,7 @@ async function deadLetters(h: Harness): Promise<DeadEntry[]> {
   });
 }
 
-const deadCount = (h: Harness) => h.redis.xlen(`${h.prefix}:dead`);
+const deadCount = (h: Harness) => h.redis.xlen(h.keys.deadLetters);
 
 async function health(h: Harness): Promise<{ status: number; deadLetters: number | null; usageLag: number | null }> {
   const res = await h.request('GET', '/healthz');
@@ -102,25 +99,6 @@ function usedEvent(jwt: string, origin: string, imzaTipi?: string): string[] {
     'c', String(c.iat * 1000), 'o', origin];
 }
 
-/** startHarness with the service's log lines kept (level warn), to see what the worker reports. */
-async function startLoggedHarness(
-  t: Teardown, label: string, overrides: Record<string, string>,
-): Promise<{ h: Harness; logs: Record<string, unknown>[] }> {
-  const logs: Record<string, unknown>[] = [];
-  const log = pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
-  const config = loadConfig(testEnv(label, overrides));
-  const service = await startService(config, log);
-  const redis = new Redis(REDIS_URL);
-  const sql = postgres(DATABASE_URL, { onnotice: () => {}, max: 2, connection: { search_path: config.pgSchema } });
-  t.teardown(async () => {
-    await service.stop();
-    await deleteKeys(redis, config.redisPrefix);
-    await sql.unsafe(`drop schema if exists "${config.pgSchema}" cascade`);
-    await Promise.all([redis.quit(), sql.end({ timeout: 2 })]);
-  });
-  return { h: new Harness(service, config, redis, sql), logs };
-}
-
 /** Runs `node dist/src/cli/deadLetters.js <args>` against the harness's Redis and Postgres. */
 async function cli(h: Harness, ...args: string[]): Promise<string> {
   const { stdout } = await run(process.execPath, [deadLettersCli, ...args], {
@@ -139,17 +117,15 @@ async function cli(h: Harness, ...args: string[]): Promise<string> {
 
 /** get-token + validate over HTTP; resolves once validate has answered. */
 async function redeem(h: Harness, lic: { licenseKey: string; password: string }, origin?: string) {
-  const pair = await h.getToken(lic.licenseKey, lic.password, 0);
-  if (pair.status !== 200) throw new Error(`get-token: ${pair.status} ${pair.text}`);
-  const signToken = pair.body.signToken as string;
+  const { signToken } = await getTokenPair(h, lic);
   const answer = await h.validate(signToken, origin);
   return { signToken, tokenId: claimsOf(signToken).token_id, answer };
 }
 
 t.test('one poisoned event among 1,000: 999 rows land, one dead letter, the stream keeps moving', async (t) => {
-  const { h, logs } = await startLoggedHarness(t, 'deadletters', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000' });
+  const h = await startHarness(t, 'deadletters', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000' }, { logLevel: 'warn' });
   const lic = await h.createLicense({ totalQuota: 10 });
-  const stream = streamOf(h.prefix, lic.firmaId);
+  const stream = h.keys.forLicense(lic.firmaId).stream;
 
   const good = Array.from({ length: 999 }, () => randomUUID());
   const poisonId = `poison\u0000${randomUUID()}`;
@@ -178,7 +154,7 @@ t.test('one poisoned event among 1,000: 999 rows land, one dead letter, the stre
   t.match(letter.code, DATA_EXCEPTION, `its code is a SQLSTATE of class 22 (got ${letter.code})`);
   t.ok(letter.error.length > 0, `it keeps Postgres's message (${letter.error})`);
 
-  const warned = logs.filter((l) => l.level === 40 && l.stream === stream && l.id === poisonStreamId);
+  const warned = h.logs.filter((l) => l.level === 40 && l.stream === stream && l.id === poisonStreamId);
   t.equal(warned.length, 1, 'the worker logged one warning naming the stream and the id');
   t.equal(warned[0]?.code, letter.code, 'with the code');
 
@@ -204,7 +180,7 @@ t.test('one poisoned event among 1,000: 999 rows land, one dead letter, the stre
 t.test('poisoned redemption events: the good ones count exactly once, the poisoned ones are dead letters', async (t) => {
   const h = await startHarness(t, 'deadletters-used', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000' });
   const lic = await h.createLicense({ totalQuota: 20 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 6, 0);
+  const { tokens } = await mintTokens(h, lic, 6, 0);
   await h.drainWorker();
   t.equal(await rowCount(h, lic.firmaId), 6, 'the six issued tokens are in Postgres');
 
@@ -215,7 +191,7 @@ t.test('poisoned redemption events: the good ones count exactly once, the poison
   const [e0, e1, e2, e3] = goodEvents as [string[], string[], string[], string[]];
   // each good redemption twice, the copies in the other half of the bisected batch
   const batch = [e0, e1, nulOrigin, e2, e0, e3, outOfRange, e1, e2, e3];
-  const ids = await xaddAtomically(h, streamOf(h.prefix, lic.firmaId), batch);
+  const ids = await xaddAtomically(h, h.keys.forLicense(lic.firmaId).stream, batch);
 
   await waitFor('the batch is persisted and both poisoned events are buried', async () =>
     (await h.service.worker?.lag()) === 0 && (await deadCount(h)) === 2, 10_000);
@@ -237,10 +213,10 @@ t.test('poisoned redemption events: the good ones count exactly once, the poison
   t.match(nul?.code, DATA_EXCEPTION, `NUL: class 22 (got ${nul?.code})`);
   t.same(range?.event, outOfRange, 'the out-of-range event is a dead letter, kept as queued');
   t.equal(range?.code, '22003', `out of range for smallint: 22003 (got ${range?.code})`);
-  t.ok(dead.every((d) => d.stream === streamOf(h.prefix, lic.firmaId)));
+  t.ok(dead.every((d) => d.stream === h.keys.forLicense(lic.firmaId).stream));
 
   // the same good redemptions once more, in a later batch: nothing changes
-  await xaddAtomically(h, streamOf(h.prefix, lic.firmaId), goodEvents);
+  await xaddAtomically(h, h.keys.forLicense(lic.firmaId).stream, goodEvents);
   await h.drainWorker();
   t.equal(await usedQuota(h, lic.firmaId), 4, 'replayed good redemptions change nothing');
   t.equal(await deadCount(h), 2, 'nor the dead letters');
@@ -249,7 +225,7 @@ t.test('poisoned redemption events: the good ones count exactly once, the poison
 t.test('a malformed event is a dead letter (BAD_EVENT) and does not block the stream', async (t) => {
   const h = await startHarness(t, 'deadletters-bad', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
-  const stream = streamOf(h.prefix, lic.firmaId);
+  const stream = h.keys.forLicense(lic.firmaId).stream;
   const before = randomUUID();
   const after = randomUUID();
   const noToken = ['k', 'i', 'f', lic.firmaId, 'i', '0', 's', String(Date.now()), 'e', String(Date.now() + 300_000)];
@@ -276,7 +252,7 @@ t.test('a malformed event is a dead letter (BAD_EVENT) and does not block the st
 t.test('a refused redemption waits as a dead letter, and lands once when replayed after the fix', async (t) => {
   const h = await startHarness(t, 'deadletters-replay', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
-  const stream = streamOf(h.prefix, lic.firmaId);
+  const stream = h.keys.forLicense(lic.firmaId).stream;
   await h.sql`alter table sign_tokens add constraint t_no_poison check (origin is distinct from 'poison.example')`;
 
   const poisoned = await redeem(h, lic, 'poison.example');
@@ -346,26 +322,20 @@ async function lockSignTokens(h: Harness): Promise<() => Promise<void>> {
 
 /** A harness whose Postgres goes through a CuttableProxy; extra URL parameters become session settings. */
 async function startProxiedHarness(t: Teardown, label: string, settings: Record<string, string> = {}) {
-  const target = new URL(DATABASE_URL);
-  const proxy = new CuttableProxy(Number(target.port || 5432), target.hostname);
-  const port = await proxy.listen();
-  t.teardown(() => proxy.close()); // registered first: runs after the harness has stopped
-  const via = new URL(DATABASE_URL);
-  via.port = String(port);
-  for (const [name, value] of Object.entries(settings)) via.searchParams.set(name, value);
-  const { h, logs } = await startLoggedHarness(t, label, { ...LIVE_COUNTS, DATABASE_URL: via.toString() });
+  const { proxy, url } = await startPostgresProxy(t, settings); // registered first: closed after the harness has stopped
+  const h = await startHarness(t, label, { ...LIVE_COUNTS, DATABASE_URL: url }, { logLevel: 'warn' });
   const worker = h.service.worker;
   if (!worker) throw new Error('no worker');
-  /** warnings with an error logged since logs[from] (the worker's "retrying") */
-  const retriesSince = (from: number) => logs.slice(from).filter((l) => l.level === 40 && l.err !== undefined);
-  return { h, proxy, worker, logs, retriesSince };
+  /** warnings with an error logged since h.logs[from] (the worker's "retrying") */
+  const retriesSince = (from: number) => h.logs.slice(from).filter((l) => l.level === 40 && l.err !== undefined);
+  return { h, proxy, worker, logs: h.logs, retriesSince };
 }
 
 t.test('transient failures (Postgres unreachable, a lock not granted in time) are retried, never dead-lettered', async (t) => {
   // the service's own sessions give up waiting for a lock after 300 ms (SQLSTATE 55P03)
   const { h, proxy, worker, logs, retriesSince } = await startProxiedHarness(t, 'deadletters-down', { lock_timeout: '300' });
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 6, 0);
+  const { tokens } = await mintTokens(h, lic, 6, 0);
   await h.drainWorker();
   t.ok(proxy.connections > 0, 'the service talks to Postgres through the proxy');
   const [cutOff, locked] = [tokens.slice(0, 3), tokens.slice(3)];
@@ -408,31 +378,20 @@ t.test('transient failures (Postgres unreachable, a lock not granted in time) ar
 
 t.test('a connection lost in the middle of the worker\'s write is retried, never dead-lettered (server process)', async (t) => {
   // the real server process: a failure that escapes the worker's error handling ends it
-  const target = new URL(DATABASE_URL);
-  const proxy = new CuttableProxy(Number(target.port || 5432), target.hostname);
-  const proxyPort = await proxy.listen();
-  t.teardown(() => proxy.close()); // runs last (teardowns run last-in, first-out)
-  const via = new URL(DATABASE_URL);
-  via.port = String(proxyPort);
-  const env = testEnv('deadletters-midwrite', { ...LIVE_COUNTS, DATABASE_URL: via.toString(), LOG_LEVEL: 'info' });
+  const { proxy, url } = await startPostgresProxy(t); // closed last (teardowns run last-in, first-out)
+  const env = testEnv('deadletters-midwrite', { ...LIVE_COUNTS, DATABASE_URL: url, LOG_LEVEL: 'info' });
   const config = loadConfig(env);
-  const redis = new Redis(REDIS_URL);
-  const sql = postgres(DATABASE_URL, { onnotice: () => {}, max: 2, connection: { search_path: config.pgSchema } });
-  t.teardown(async () => { // runs after the server is killed
-    await deleteKeys(redis, config.redisPrefix);
-    await sql.unsafe(`drop schema if exists "${config.pgSchema}" cascade`);
-    await Promise.all([redis.quit(), sql.end({ timeout: 2 })]);
-  });
+  const { redis, sql } = testStorage(t, config); // cleaned after the server is killed
   const server = await spawnServer(t, env);
   const noWorker = { port: server.port, worker: null, stop: async () => {} };
   const h = new Harness(noWorker, config, redis, sql);
-  const lag = async () => (await Promise.all(allStreams(h.prefix).map((s) => redis.xlen(s)))).reduce((a, b) => a + b, 0);
+  const lag = async () => (await Promise.all(h.keys.streams.map((s) => redis.xlen(s)))).reduce((a, b) => a + b, 0);
   const retries = () => server.records().filter((r) => r.level === 40 && r.err !== undefined);
   const exited = () => server.child.exitCode !== null || server.child.signalCode !== null;
   const fatal = () => server.records().find((r) => (r.level as number) >= 50);
 
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 2, 0);
+  const { tokens } = await mintTokens(h, lic, 2, 0);
   await waitFor('the issuances are persisted', async () => (await lag()) === 0, 10_000);
   const [first, second] = tokens as [string, string];
 

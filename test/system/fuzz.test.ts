@@ -1,6 +1,5 @@
 import fc, { type Arbitrary } from 'fast-check';
 import t from 'tap';
-import { claimsOf, waitFor } from '../helpers/durable.js';
 import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import {
   authorizationOf, bodyOf, Cat, commonHeaders, craftedJwt, DATE_STRINGS, describe, field, FUZZ_COLLECT, FUZZ_ONLY, FUZZ_PATH,
@@ -8,6 +7,8 @@ import {
   RawClient, Real, real, runsFor, segmentOf, tainted, tokenOf, violations,
   type Body, type FV, type Got, type RealKind, type Req, type Resolver, type Sent, type Tpl,
 } from '../helpers/fuzz.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { waitFor } from '../helpers/wait.js';
 
 // Property-based fuzzing of every public and admin endpoint, unknown paths and wrong methods:
 // hostile JSON in every field (NUL and other control characters, lone surrogates, 4 KB

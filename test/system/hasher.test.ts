@@ -1,14 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import t from 'tap';
-import { NO_RATE_LIMITS, startHarness, type Answer, type Harness } from '../helpers/harness.js';
-import { expectCodedError } from '../helpers/auth.js';
+import { NO_RATE_LIMITS, startHarness, type Harness } from '../helpers/harness.js';
+import type { Answer } from '../helpers/http.js';
+import { expectUnavailable } from '../helpers/shapes.js';
+import { sleep, until, waitFor } from '../helpers/wait.js';
 
 // The password hasher is a child process (src/cli/hasher.ts). Killed under load, it is
 // replaced: the get-tokens it was hashing answer 503 with Retry-After (never a hang, never a
 // crash of the server), and the next get-tokens succeed with a new child. The harness runs
 // the service in this process, so the hasher is a child of this process.
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function readOr(path: string, fallback: string): string {
   try {
@@ -31,13 +31,10 @@ function hasherPids(): number[] {
 }
 
 async function waitForHasher(label: string, accept: (pid: number) => boolean, timeoutMs = 5000): Promise<number> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const found = hasherPids().find(accept);
-    if (found !== undefined) return found;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${label} (hashers now: ${hasherPids().join(',') || 'none'})`);
-    await sleep(10);
-  }
+  let found: number | undefined;
+  await waitFor(() => `${label} (hashers now: ${hasherPids().join(',') || 'none'})`,
+    () => (found = hasherPids().find(accept)) !== undefined, timeoutMs, 10);
+  return found as number;
 }
 
 type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -57,11 +54,7 @@ async function killUnderLoad(t: TestT, h: Harness, lic: { licenseKey: string; pa
   for (const a of answers) counts.set(a.status, (counts.get(a.status) ?? 0) + 1);
   const summary = JSON.stringify(Object.fromEntries(counts));
   t.equal(answers.filter((a) => a.status !== 200 && a.status !== 503).length, 0, `round ${round}: every answer 200 or 503 (${summary})`);
-  for (const a of answers.filter((x) => x.status === 503)) {
-    expectCodedError(t, a, 503, 'SERVICE_UNAVAILABLE');
-    const retry = a.headers.get('retry-after');
-    t.ok(retry !== null && /^\d+$/.test(retry) && Number(retry) >= 1, `round ${round}: 503 with Retry-After (${retry})`);
-  }
+  for (const a of answers.filter((x) => x.status === 503)) expectUnavailable(t, a, `round ${round}: 503`);
   for (const a of answers.filter((x) => x.status === 200)) t.equal(a.body?.success, true);
   t.comment(`round ${round}: ${summary}`);
 
@@ -96,8 +89,7 @@ t.test('the hasher child killed under load', async (t) => {
     t.type(victim, 'number', 'a hasher child');
     process.kill(victim as number, 'SIGKILL');
     // wait until it has been reaped: the service has seen it exit
-    const until = Date.now() + 5000;
-    while (readOr(`/proc/${victim}/stat`, '') !== '' && Date.now() < until) await sleep(10);
+    await until(() => readOr(`/proc/${victim}/stat`, '') === '', { timeoutMs: 5000, intervalMs: 10 });
     t.equal(readOr(`/proc/${victim}/stat`, ''), '', 'the killed child is gone');
     const res = await h.getToken(lic.licenseKey, lic.password);
     t.equal(res.status, 200, `200 (${res.text})`);

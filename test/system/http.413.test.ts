@@ -1,6 +1,8 @@
 import http from 'node:http';
 import t from 'tap';
 import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import { parseJson, type Answer } from '../helpers/http.js';
+import { expectCodedError, expectMessageError } from '../helpers/shapes.js';
 
 // A body over the limit, as an ordinary HTTP client sends it (Node's http module, not a raw
 // socket): the client gets 413 in the endpoint's error shape, and never an EPIPE or
@@ -32,14 +34,6 @@ function bigJson(size: number): Buffer {
   const head = '{"licenseKey":"6f1c2a3e-8b7d-4c5e-9f00-1a2b3c4d5e6f","imzaTipi":0,"token":"x","password":"';
   const tail = '"}';
   return Buffer.from(head + 'p'.repeat(size - head.length - tail.length) + tail);
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -100,20 +94,13 @@ function postBig(port: number, path: string, body: Buffer, chunked: boolean, hea
   });
 }
 
-function expectCodeShape413(t: TestT, out: Outcome, what: string): void {
-  t.same(Object.keys((out.body ?? {}) as object).sort(), ['error', 'success'], `${what}: {success, error} (${out.text})`);
-  const body = out.body as { success?: unknown; error?: { code?: unknown; message?: unknown } } | null;
-  t.equal(body?.success, false, `${what}: success false`);
-  t.same(Object.keys(body?.error ?? {}).sort(), ['code', 'message'], `${what}: error {code, message}`);
-  t.equal(body?.error?.code, 'PAYLOAD_TOO_LARGE', `${what}: PAYLOAD_TOO_LARGE`);
-  t.ok(typeof body?.error?.message === 'string' && body.error.message.length > 0, `${what}: a message`);
-}
-
-function expectMessageShape413(t: TestT, out: Outcome, what: string): void {
-  t.same(Object.keys((out.body ?? {}) as object).sort(), ['message', 'success'], `${what}: {success, message} (${out.text})`);
-  const body = out.body as { success?: unknown; message?: unknown } | null;
-  t.equal(body?.success, false, `${what}: success false`);
-  t.ok(typeof body?.message === 'string' && body.message.length > 0, `${what}: a message`);
+/** What the client saw, as the shape assertions take it. */
+function answerOf413(out: Outcome): Answer {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(out.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : String(value));
+  }
+  return { status: out.status, headers, body: out.body, text: out.text };
 }
 
 t.test('413 with an ordinary HTTP client', async (t) => {
@@ -135,8 +122,6 @@ t.test('413 with an ordinary HTTP client', async (t) => {
       for (const [name, path, headers, shape] of endpoints) {
         const what = `${name} (${how})`;
         const out = await postBig(port, path, big, chunked, headers);
-        t.equal(out.status, 413, `${what}: HTTP 413`);
-        t.match(out.headers['content-type'] ?? '', /^application\/json/, `${what}: JSON`);
         t.equal(out.headers.connection?.toLowerCase(), 'close', `${what}: Connection: close`);
         t.ok(out.completed, `${what}: the response arrived whole (not cut short)`);
         t.same(
@@ -144,8 +129,8 @@ t.test('413 with an ordinary HTTP client', async (t) => {
           `${what}: no 'error' event before the response completed`,
         );
         t.same(out.errors.map((e) => `${e.err.code ?? ''} ${e.err.message}`), [], `${what}: no 'error' event at all`);
-        if (shape === 'code') expectCodeShape413(t, out, what);
-        else expectMessageShape413(t, out, what);
+        if (shape === 'code') expectCodedError(t, answerOf413(out), 413, 'PAYLOAD_TOO_LARGE', what);
+        else expectMessageError(t, answerOf413(out), [413], what);
       }
       // the server still serves, on a new connection
       const got = await h.getToken(lic.licenseKey, lic.password, 0);

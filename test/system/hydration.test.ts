@@ -1,12 +1,12 @@
 import t from 'tap';
 import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
-import { licenseHashOf, mintTokens } from '../helpers/durable.js';
+import { MSG } from '../helpers/shapes.js';
+import { mintTokens } from '../helpers/tokens.js';
 
 // Redis holds only a hot copy: when it is lost (after the worker has drained) the service
 // rebuilds it from Postgres and carries on with the right counts and token states.
 
-const USED = { success: false, message: 'Bu token zaten kullanılmış. Yeni token alınız.' };
-
+const USED = { success: false, message: MSG.USED };
 
 async function pgUsed(h: Harness, firmaId: string): Promise<number | undefined> {
   const [row] = await h.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
@@ -17,7 +17,7 @@ t.test('the service carries on after every Redis key is lost', async (t) => {
   const h = await startHarness(t, 'hydrate-flush', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10, organizationName: 'Hidrasyon A.Ş.' });
   const other = await h.createLicense({ totalQuota: 3 });
-  const { accessToken, tokens } = await mintTokens(h, lic.licenseKey, lic.password, 4, 0);
+  const { accessToken, tokens } = await mintTokens(h, lic, 4, 0);
   const [spent1, spent2, kept1, kept2] = tokens as [string, string, string, string];
   t.equal((await h.validate(spent1)).body.usedQuota, 1);
   const second = await h.validate(spent2, 'https://before.example');
@@ -91,7 +91,7 @@ t.test('a second flush keeps counting from Postgres', async (t) => {
   const h = await startHarness(t, 'hydrate-twice', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 3 });
   const redeemFresh = async () => {
-    const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 1, 1);
+    const { tokens } = await mintTokens(h, lic, 1, 1);
     return h.validate(tokens[0]);
   };
   t.equal((await redeemFresh()).body.usedQuota, 1);
@@ -100,12 +100,12 @@ t.test('a second flush keeps counting from Postgres', async (t) => {
   t.equal((await redeemFresh()).body.usedQuota, 2);
   await h.drainWorker();
   await h.flushRedis();
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 2, 1);
+  const { tokens } = await mintTokens(h, lic, 2, 1);
   const third = await h.validate(tokens[0]);
   t.same(third.body, { success: true, message: third.body.message, usedQuota: 3, remainingQuota: 0 });
   const fourth = await h.validate(tokens[1]);
   t.equal(fourth.status, 400, 'quota still enforced after two flushes');
-  t.same(fourth.body, { success: false, message: 'İmza kotası doldu', remainingQuota: 0 });
+  t.same(fourth.body, { success: false, message: MSG.QUOTA, remainingQuota: 0 });
   await h.drainWorker();
   t.equal(await pgUsed(h, lic.firmaId), 3);
 });
@@ -113,14 +113,14 @@ t.test('a second flush keeps counting from Postgres', async (t) => {
 t.test('a license hash lost while its redemptions wait in the stream counts them', async (t) => {
   const h = await startHarness(t, 'hydrate-queued', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 6, 0);
+  const { tokens } = await mintTokens(h, lic, 6, 0);
   t.equal((await h.validate(tokens[0])).body.usedQuota, 1);
   await h.drainWorker();
   // the worker stops; three redemptions wait in the stream, Postgres says 1
   await (h.service.worker as NonNullable<typeof h.service.worker>).stop();
   for (const token of tokens.slice(1, 4)) t.equal((await h.validate(token)).status, 200);
   t.equal(await pgUsed(h, lic.firmaId), 1);
-  const hash = licenseHashOf(h.prefix, lic.firmaId);
+  const hash = h.keys.forLicense(lic.firmaId).license;
   t.equal(await h.redis.del(hash), 1);
 
   const next = await h.validate(tokens[4]);
@@ -134,8 +134,8 @@ t.test('a license hash lost while its redemptions wait in the stream counts them
 t.test('losing only the license hash', async (t) => {
   const h = await startHarness(t, 'hydrate-hash', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 6, 0);
-  const hash = licenseHashOf(h.prefix, lic.firmaId);
+  const { tokens } = await mintTokens(h, lic, 6, 0);
+  const hash = h.keys.forLicense(lic.firmaId).license;
   t.equal(await h.redis.exists(hash), 1, 'the license hash is where keys.ts puts it');
   t.equal((await h.validate(tokens[0])).body.usedQuota, 1);
   t.equal((await h.validate(tokens[1])).body.usedQuota, 2);

@@ -1,9 +1,13 @@
-import { createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import postgres from 'postgres';
 import t from 'tap';
-import { CuttableProxy, sleep } from '../helpers/durable.js';
 import { DATABASE_URL, uniqueName } from '../helpers/harness.js';
+import { call as httpCall, clientOf, type Answer } from '../helpers/http.js';
+import { bearer, claimsOf, craftJwt, HS256_HEADER } from '../helpers/jwt.js';
 import { spawnServer, startPrivateRedis, type LogLine, type ServerProcess } from '../helpers/processes.js';
+import { startPostgresProxy } from '../helpers/proxy.js';
+import { TokenSource } from '../helpers/tokens.js';
+import { sleep } from '../helpers/wait.js';
 
 // Secrets never reach the logs (log.ts): no password, password hash, token, Authorization
 // value, admin token or JWT secret appears in any line the server process writes, on any
@@ -17,13 +21,6 @@ import { spawnServer, startPrivateRedis, type LogLine, type ServerProcess } from
 
 type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
 
-interface Answer {
-  status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  body: any;
-  text: string;
-}
-
 interface Secret {
   label: string;
   value: string;
@@ -31,19 +28,8 @@ interface Secret {
 
 const hex = (n: number) => randomBytes(n).toString('hex');
 
-function base64url(value: unknown): string {
-  return Buffer.from(JSON.stringify(value)).toString('base64url');
-}
-
-/** An HS256 JWT signed with the service's own secret (for expired tokens the service must refuse). */
-function forge(secret: string, claims: Record<string, unknown>): string {
-  const head = `${base64url({ alg: 'HS256', typ: 'JWT' })}.${base64url(claims)}`;
-  return `${head}.${createHmac('sha256', Buffer.from(secret)).update(head).digest('base64url')}`;
-}
-
-function claimsOf(jwt: string): Record<string, unknown> {
-  return JSON.parse(Buffer.from(jwt.split('.')[1] ?? '', 'base64url').toString('utf8'));
-}
+/** An HS256 JWT signed with `secret` (the service's own, for expired tokens the service must refuse). */
+const forge = (secret: string, claims: Record<string, unknown>): string => craftJwt(HS256_HEADER, claims, secret);
 
 function levelOf(line: LogLine): number {
   try {
@@ -71,13 +57,7 @@ t.test('no secret in any log line, on the happy path and with Redis and Postgres
     await direct.unsafe(`drop schema if exists "${schema}" cascade`);
     await direct.end({ timeout: 2 });
   });
-  const target = new URL(DATABASE_URL);
-  const proxy = new CuttableProxy(Number(target.port || 5432), target.hostname);
-  await proxy.listen();
-  t.teardown(() => proxy.close());
-  const viaProxy = new URL(DATABASE_URL);
-  viaProxy.hostname = '127.0.0.1';
-  viaProxy.port = String(proxy.port);
+  const { proxy, url: viaProxy } = await startPostgresProxy(t);
 
   const jwtSecret = secret('JWT_SECRET', hex(32));
   const adminToken = secret('ADMIN_TOKEN', `adm-${hex(24)}`);
@@ -90,36 +70,19 @@ t.test('no secret in any log line, on the happy path and with Redis and Postgres
     ADMIN_TOKEN: adminToken,
     REDIS_URL: redis.url,
     REDIS_PREFIX: prefix,
-    DATABASE_URL: viaProxy.toString(),
+    DATABASE_URL: viaProxy,
     PG_SCHEMA: schema,
     LOG_LEVEL: 'trace',
   });
 
   const answers: string[] = [];
+  /** One request, its status kept under the label; status 0 when no answer came. */
   async function call(label: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-    let answer: Answer;
-    try {
-      const res = await fetch(server.url + path, {
-        method,
-        headers: { 'content-type': 'application/json', ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(15_000),
-      });
-      const text = await res.text();
-      let parsed: unknown = null;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // not JSON
-      }
-      answer = { status: res.status, body: parsed, text };
-    } catch (err) {
-      answer = { status: 0, body: null, text: String(err) };
-    }
+    const o = await httpCall(server.url, method, path, body, headers, 15_000);
+    const answer: Answer = o.kind === 'answer' ? o : { status: 0, headers: new Headers(), body: null, text: o.kind === 'timeout' ? 'timeout' : o.error };
     answers.push(`${label}: ${answer.status}`);
     return answer;
   }
-  const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
   const admin = (label: string, method: string, path: string, body?: unknown) => call(label, method, path, body, bearer(adminToken));
   const license = (password: string) => ({
     organizationName: 'Log Güvenliği A.Ş.',
@@ -147,11 +110,8 @@ t.test('no secret in any log line, on the happy path and with Redis and Postgres
   const signToken = secret('sign token (get-token)', String(pair.body?.signToken ?? 'missing-sign-token'));
   const more = await call('sign-token', 'POST', '/api/v1/auth/sign-token', { imzaTipi: 1 }, bearer(accessToken));
   t.equal(more.status, 200, `sign-token: ${more.text}`);
-  const spare: string[] = [];
-  for (let i = 0; i < 4; i++) {
-    const res = await call('sign-token', 'POST', '/api/v1/auth/sign-token', { imzaTipi: 0 }, bearer(accessToken));
-    if (res.status === 200) spare.push(secret(`sign token (spare ${i})`, String(res.body.signToken)));
-  }
+  const minted = await new TokenSource(clientOf(server.url), { licenseKey, password: pwMain }, accessToken).many(4).catch(() => []);
+  const spare = minted.map((token, i) => secret(`sign token (spare ${i})`, token));
   t.equal(spare.length, 4, 'four more sign tokens for the failure paths');
   if (more.status === 200) secret('sign token (sign-token)', String(more.body.signToken));
   const valid = await call('validate', 'POST', '/api/license/validate', { token: signToken });

@@ -1,17 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
-import postgres from 'postgres';
 import t from 'tap';
+import { loadConfig } from '../../src/config.js';
 import { KeySpace } from '../../src/redis/keys.js';
-import { ADMIN_TOKEN, DATABASE_URL, deleteKeys, REDIS_URL, testEnv } from '../helpers/harness.js';
-import { exitOf } from '../helpers/processes.js';
+import { createLicense, NO_RATE_LIMITS, testEnv, testStorage } from '../helpers/harness.js';
+import { clientOf } from '../helpers/http.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { spawnServer } from '../helpers/processes.js';
+import { TokenSource } from '../helpers/tokens.js';
 
 // Graceful stop (CONTRACT.md): on SIGTERM the real server process stops accepting, answers
 // every request it has accepted, flushes the usage worker to Postgres and exits 0 within 20 s.
 
-const SERVER = fileURLToPath(new URL('../../src/cli/server.js', import.meta.url));
 const N = 50;
 
 interface RawResponse {
@@ -98,85 +97,28 @@ class Connection {
   }
 }
 
-/** Starts the server process and resolves with the port it logged in its "listening" line. */
-function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; stdout: () => string; stderr: () => string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [SERVER], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    let found = false;
-    const timer = setTimeout(() => reject(new Error(`no "listening" line within 20 s: ${stdout} ${stderr}`)), 20_000);
-    child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
-    child.stdout!.on('data', (c: Buffer) => {
-      stdout += c.toString();
-      if (found) return;
-      for (const line of stdout.split('\n')) {
-        if (!line.includes('listening')) continue;
-        const port = /"port":(\d+)/.exec(line);
-        if (port) {
-          found = true;
-          clearTimeout(timer);
-          resolve({ child, port: Number(port[1]), stdout: () => stdout, stderr: () => stderr });
-          return;
-        }
-      }
-    });
-    child.on('exit', (code) => {
-      if (!found) {
-        clearTimeout(timer);
-        reject(new Error(`server exited (${code}) before listening: ${stdout} ${stderr}`));
-      }
-    });
-  });
-}
-
-function tokenIdOf(jwt: string): string {
-  return JSON.parse(Buffer.from(jwt.split('.')[1] as string, 'base64url').toString('utf8')).token_id;
-}
-
 t.test('SIGTERM with validate requests in flight: all answered, worker flushed, exit 0', async (t) => {
-  const env = testEnv('shutdown', {
-    LOG_LEVEL: 'info',
-    RATE_GET_TOKEN_PER_MIN: '0', RATE_SIGN_TOKEN_PER_MIN: '0', RATE_VALIDATE_PER_MIN: '0', RATE_CHECK_QUOTA_PER_MIN: '0',
-  });
-  const redis = new Redis(REDIS_URL);
-  const sql = postgres(DATABASE_URL, { onnotice: () => {}, max: 2, connection: { search_path: env.PG_SCHEMA as string } });
-  let child: ChildProcess | null = null;
-  const connections: Connection[] = [];
-  t.teardown(async () => {
-    for (const c of connections) c.close();
-    if (child && child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-      process.kill(child.pid, 'SIGKILL');
-      await exitOf(child, 5000);
-    }
-    await deleteKeys(redis, env.REDIS_PREFIX as string);
-    await sql.unsafe(`drop schema if exists "${env.PG_SCHEMA}" cascade`);
-    await Promise.all([redis.quit(), sql.end({ timeout: 2 })]);
-  });
-
-  const server = await startServer({ PATH: process.env.PATH ?? '/usr/bin:/bin', ...env });
-  child = server.child;
+  const env = testEnv('shutdown', { LOG_LEVEL: 'info', ...NO_RATE_LIMITS });
+  const config = loadConfig(env);
+  const { redis, sql } = testStorage(t, config); // cleaned last: teardowns run last-in, first-out
+  const server = await spawnServer(t, env); // SIGKILLed at teardown if still running
   const { port } = server;
   t.ok(port > 0, `the listening line names the port (${port})`);
+  const connections: Connection[] = [];
+  t.teardown(() => {
+    for (const c of connections) c.close();
+  });
 
   // a license and N sign tokens, through the public and admin API of the real process
-  const setup = await Connection.open(port);
-  connections.push(setup);
-  const created = await setup.request('POST', '/admin/v1/licenses', {
+  const client = clientOf(server.url);
+  const lic = await createLicense(client, {
     organizationName: 'Kapanış A.Ş.', password: 'shutdown-password', totalQuota: 1000,
     expiryDate: new Date(Date.now() + 30 * 86400_000).toISOString(),
-  }, { authorization: `Bearer ${ADMIN_TOKEN}` });
-  t.equal(created.status, 201, created.body);
-  const { licenseKey, firmaId } = JSON.parse(created.body).data as { licenseKey: string; firmaId: string };
-  const got = await setup.request('POST', '/api/v1/auth/get-token', { licenseKey, password: 'shutdown-password', imzaTipi: 0 });
-  t.equal(got.status, 200, got.body);
-  const { accessToken, signToken: unusedToken } = JSON.parse(got.body) as { accessToken: string; signToken: string };
-  const tokens: string[] = [];
-  for (let i = 0; i < N; i++) {
-    const res = await setup.request('POST', '/api/v1/auth/sign-token', { imzaTipi: i % 2 }, { authorization: `Bearer ${accessToken}` });
-    if (res.status !== 200) throw new Error(`sign-token: ${res.status} ${res.body}`);
-    tokens.push(JSON.parse(res.body).signToken);
-  }
+  });
+  const { firmaId } = lic;
+  const source = new TokenSource(client, lic);
+  const unusedToken = await source.next();
+  const tokens = await source.many(N, (i) => i % 2);
 
   // N connections the server has accepted (each answered one request already), kept alive
   const conns = await Promise.all(Array.from({ length: N }, () => Connection.open(port)));
@@ -187,22 +129,22 @@ t.test('SIGTERM with validate requests in flight: all answered, worker flushed, 
   // N validates written to the server, then SIGTERM at once
   const answers = conns.map((c) => c.response());
   await Promise.all(conns.map((c, i) => c.send('POST', '/api/license/validate', { token: tokens[i] })));
-  process.kill(child.pid as number, 'SIGTERM');
+  const stopped = server.stop('SIGTERM', 20_000);
 
   const settled = await Promise.allSettled(answers);
   const failures = settled.filter((s) => s.status === 'rejected');
   const statuses = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.status] : []));
   t.equal(failures.length, 0, `no request dropped (${failures.map((f) => String((f as PromiseRejectedResult).reason)).join('; ')})`);
   t.same(statuses.filter((s) => s !== 200), [], 'every answered validate got 200');
-  const okTokenIds = settled.flatMap((s, i) => (s.status === 'fulfilled' && s.value.status === 200 ? [tokenIdOf(tokens[i] as string)] : []));
+  const okTokenIds = settled.flatMap((s, i) => (s.status === 'fulfilled' && s.value.status === 200 ? [claimsOf(tokens[i] as string).token_id] : []));
   const usedQuotas = settled.flatMap((s) => (s.status === 'fulfilled' && s.value.status === 200 ? [JSON.parse(s.value.body).usedQuota as number] : []));
   t.same([...usedQuotas].sort((a, b) => a - b), Array.from({ length: okTokenIds.length }, (_, i) => i + 1), 'usedQuota 1..n, one each');
 
-  const exit = await exitOf(child, 20_000);
+  const exit = await stopped;
   t.notOk(exit.timedOut, 'the process exited within 20 s');
-  t.equal(exit.code, 0, `exit code 0 (stderr: ${server.stderr()})`);
+  t.equal(exit.code, 0, `exit code 0 (stderr: ${server.text('stderr')})`);
   t.equal(exit.signal, null, 'exited by itself');
-  t.match(server.stdout(), /"msg":"stopped"/, 'logged its stop');
+  t.match(server.text('stdout'), /"msg":"stopped"/, 'logged its stop');
 
   // the worker flushed before exit: Postgres holds exactly what was answered 200
   const used = await sql<{ token_id: string }[]>`select token_id from sign_tokens where firma_id = ${firmaId} and status = 'used'`;
@@ -211,9 +153,9 @@ t.test('SIGTERM with validate requests in flight: all answered, worker flushed, 
   t.equal(license?.used_quota, okTokenIds.length, 'licenses.used_quota = number of 200s');
   const [audit] = await sql<{ n: number }[]>`select count(*)::int as n from sign_tokens where firma_id = ${firmaId}`;
   t.equal(audit?.n, N + 1, 'every issued token is in the audit trail');
-  const [unused] = await sql<{ status: string }[]>`select status from sign_tokens where token_id = ${tokenIdOf(unusedToken)}`;
+  const [unused] = await sql<{ status: string }[]>`select status from sign_tokens where token_id = ${claimsOf(unusedToken).token_id}`;
   t.equal(unused?.status, 'issued', 'the token never redeemed stays issued');
-  const keys = new KeySpace(env.REDIS_PREFIX as string);
+  const keys = new KeySpace(config.redisPrefix);
   const lag = (await Promise.all(keys.streams.map((s) => redis.xlen(s)))).reduce((a, b) => a + b, 0);
   t.equal(lag, 0, 'no usage event left in the Redis streams');
 });

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
+import { parseJson } from '../helpers/http.js';
 
 // HTTPS is mandatory (spec): with TLS_CERT_FILE/TLS_KEY_FILE the service serves HTTPS itself,
 // with a Strict-Transport-Security header, and no plain HTTP on that port.
@@ -15,14 +16,6 @@ interface HttpsAnswer {
   headers: Record<string, string | string[] | undefined>;
   body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
   text: string;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
-  }
 }
 
 function httpsRequest(port: number, method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpsAnswer> {

@@ -1,14 +1,13 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { DATABASE_URL, REDIS_URL, LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
-import { allStreams, claimsOf, CuttableProxy, mintTokens, streamOf, waitFor } from '../helpers/durable.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { spawnWorker } from '../helpers/processes.js';
+import { startPostgresProxy } from '../helpers/proxy.js';
+import { mintTokens } from '../helpers/tokens.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 // The usage worker: events written by the Lua scripts reach Postgres once, whatever is
 // replayed, duplicated, interrupted or left behind by a dead consumer.
-
-
-const workerCli = fileURLToPath(new URL('../../src/cli/worker.js', import.meta.url));
 
 async function usedQuota(h: Harness, firmaId: string): Promise<number | undefined> {
   const [row] = await h.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
@@ -23,13 +22,13 @@ async function tokenRows(h: Harness, firmaId: string) {
 
 /** Stream length summed over every usage stream of the service (what worker.lag() reports). */
 async function streamTotal(h: Harness): Promise<number> {
-  const lengths = await Promise.all(allStreams(h.prefix).map((s) => h.redis.xlen(s)));
+  const lengths = await Promise.all(h.keys.streams.map((s) => h.redis.xlen(s)));
   return lengths.reduce((a, b) => a + b, 0);
 }
 
 /** Copies of every 'u' event of one token currently in its stream, as field lists. */
 async function usedEventsOf(h: Harness, firmaId: string, tokenId: string): Promise<string[][]> {
-  const entries = await h.redis.xrange(streamOf(h.prefix, firmaId), '-', '+');
+  const entries = await h.redis.xrange(h.keys.forLicense(firmaId).stream, '-', '+');
   return entries
     .map(([, fields]) => fields)
     .filter((fields) => {
@@ -41,7 +40,7 @@ async function usedEventsOf(h: Harness, firmaId: string, tokenId: string): Promi
 t.test('issued and redeemed tokens reach Postgres; a replayed event changes nothing', async (t) => {
   const h = await startHarness(t, 'worker-rows', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 3, 1);
+  const { tokens } = await mintTokens(h, lic, 3, 1);
   const [a, b, c] = tokens as [string, string, string];
   const before = Date.now();
   const ra = await h.validate(a, 'https://app.example.com:8443/sign');
@@ -75,7 +74,7 @@ t.test('issued and redeemed tokens reach Postgres; a replayed event changes noth
 
   // replay a copy of a's redemption with another time and origin: it must change nothing
   const ca = claimsOf(a);
-  const stream = streamOf(h.prefix, lic.firmaId);
+  const stream = h.keys.forLicense(lic.firmaId).stream;
   await h.redis.xadd(stream, '*', 'k', 'u', 't', ca.token_id, 'f', lic.firmaId, 'i', String(ca.imza_tipi),
     's', String(Date.now() + 60_000), 'c', String(ca.iat * 1000), 'o', 'https://replayed.example');
   // and a replayed issuance of b must not turn it back into 'issued'
@@ -96,18 +95,18 @@ t.test('duplicate events within one batch count once', async (t) => {
   const h = await startHarness(t, 'worker-dup', { ...LIVE_COUNTS, RUN_WORKER: '0' });
   t.equal(h.service.worker, null);
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 3, 0);
+  const { tokens } = await mintTokens(h, lic, 3, 0);
   for (const token of tokens.slice(0, 2)) t.equal((await h.validate(token, 'dup.example')).status, 200);
 
   for (const token of tokens.slice(0, 2)) {
     const [event] = await usedEventsOf(h, lic.firmaId, claimsOf(token).token_id);
     t.ok(event, 'the redemption event is in the stream');
-    for (let i = 0; i < 3; i++) await h.redis.xadd(streamOf(h.prefix, lic.firmaId), '*', ...(event as string[]));
+    for (let i = 0; i < 3; i++) await h.redis.xadd(h.keys.forLicense(lic.firmaId).stream, '*', ...(event as string[]));
   }
   // a token redeemed only by duplicated events (never through validate) still counts once
   const cc = claimsOf(tokens[2] as string);
   for (let i = 0; i < 2; i++) {
-    await h.redis.xadd(streamOf(h.prefix, lic.firmaId), '*', 'k', 'u', 't', cc.token_id, 'f', lic.firmaId,
+    await h.redis.xadd(h.keys.forLicense(lic.firmaId).stream, '*', 'k', 'u', 't', cc.token_id, 'f', lic.firmaId,
       'i', '0', 's', String(Date.now()), 'c', String(cc.iat * 1000));
   }
   t.equal(await streamTotal(h), 3 + 2 + 6 + 2, 'all events wait in the stream');
@@ -121,12 +120,8 @@ t.test('duplicate events within one batch count once', async (t) => {
 });
 
 t.test('events survive Postgres being down', async (t) => {
-  const proxy = new CuttableProxy(Number(new URL(DATABASE_URL).port || 5432), new URL(DATABASE_URL).hostname);
-  const port = await proxy.listen();
-  t.teardown(() => proxy.close()); // registered first: runs after the harness has stopped
-  const via = new URL(DATABASE_URL);
-  via.port = String(port);
-  const h = await startHarness(t, 'worker-pgdown', { ...LIVE_COUNTS, DATABASE_URL: via.toString() });
+  const { proxy, url } = await startPostgresProxy(t); // registered first: closed after the harness has stopped
+  const h = await startHarness(t, 'worker-pgdown', { ...LIVE_COUNTS, DATABASE_URL: url });
   const worker = h.service.worker;
   if (!worker) throw new Error('no worker');
   const lic = await h.createLicense({ totalQuota: 8 });
@@ -134,7 +129,7 @@ t.test('events survive Postgres being down', async (t) => {
 
   proxy.cut();
   // requests still work: quota enforcement continues from Redis
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 6, 1);
+  const { tokens } = await mintTokens(h, lic, 6, 1);
   const answers = [];
   for (const token of tokens.slice(0, 5)) answers.push(await h.validate(token, 'down.example'));
   t.same(answers.map((a) => a.status), [200, 200, 200, 200, 200], 'validate answers 200 while Postgres is down');
@@ -143,7 +138,7 @@ t.test('events survive Postgres being down', async (t) => {
   const quota = await h.checkQuota(lic.licenseKey);
   t.equal(quota.body.data.usedQuota, 5, 'check-quota counts from Redis');
 
-  await new Promise((r) => setTimeout(r, 500)); // give the worker time to try (and fail)
+  await sleep(500); // give the worker time to try (and fail)
   t.equal(await worker.lag(), 6 + 5, 'every event still waits in the streams');
   const none = await h.sql`select count(*)::int as n from sign_tokens where firma_id = ${lic.firmaId}`;
   t.equal(none[0]?.n, 0, 'nothing reached Postgres yet');
@@ -163,33 +158,14 @@ t.test('events survive Postgres being down', async (t) => {
 t.test('a standalone worker process moves the events', async (t) => {
   const h = await startHarness(t, 'worker-cli', { ...LIVE_COUNTS, RUN_WORKER: '0' });
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 4, 0);
+  const { tokens } = await mintTokens(h, lic, 4, 0);
   for (const token of tokens.slice(0, 3)) t.equal((await h.validate(token)).status, 200);
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200);
   t.equal(await streamTotal(h), 4 + 3, 'no worker in the server: events wait');
   const [empty] = await h.sql`select count(*)::int as n from sign_tokens`;
   t.equal(empty?.n, 0, 'nothing in Postgres yet');
 
-  const child = spawn(process.execPath, [workerCli], {
-    env: {
-      ...process.env,
-      REDIS_URL,
-      REDIS_PREFIX: h.prefix,
-      PG_SCHEMA: h.config.pgSchema,
-      DATABASE_URL,
-      LOG_LEVEL: 'silent',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr += String(d)));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  });
+  const worker = await spawnWorker(t, { REDIS_URL, REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema, DATABASE_URL });
 
   await waitFor('the standalone worker drains the streams', async () => (await streamTotal(h)) === 0, 20_000);
   t.equal(await usedQuota(h, lic.firmaId), 3);
@@ -197,17 +173,17 @@ t.test('a standalone worker process moves the events', async (t) => {
   t.equal(rows.length, 4);
   t.equal(rows.filter((r) => r.status === 'used').length, 3);
 
-  child.kill('SIGTERM');
-  t.equal(await exited, 0, `the worker stops cleanly on SIGTERM ${stderr}`);
+  const exit = await worker.stop('SIGTERM');
+  t.equal(exit.code, 0, `the worker stops cleanly on SIGTERM ${worker.text('stderr')}`);
 });
 
 t.test('pending events of a dead consumer are reclaimed', async (t) => {
   const h = await startHarness(t, 'worker-claim', { ...LIVE_COUNTS, RUN_WORKER: '0' });
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 3, 1);
+  const { tokens } = await mintTokens(h, lic, 3, 1);
   for (const token of tokens.slice(0, 2)) t.equal((await h.validate(token)).status, 200);
 
-  const streams = allStreams(h.prefix);
+  const streams = h.keys.streams;
   for (const stream of streams) {
     await h.redis.xgroup('CREATE', stream, 'usage', '0', 'MKSTREAM').catch((err: Error) => {
       if (!err.message.includes('BUSYGROUP')) throw err;
@@ -217,7 +193,7 @@ t.test('pending events of a dead consumer are reclaimed', async (t) => {
     ...streams.map(() => '>'))) as [string, [string, string[]][]][] | null;
   const delivered = (read ?? []).reduce((n, [, entries]) => n + entries.length, 0);
   t.equal(delivered, 5, "the dead consumer took every event and never acknowledged them");
-  const pending = (await h.redis.xpending(streamOf(h.prefix, lic.firmaId), 'usage')) as [number, ...unknown[]];
+  const pending = (await h.redis.xpending(h.keys.forLicense(lic.firmaId).stream, 'usage')) as [number, ...unknown[]];
   t.equal(pending[0], 5, 'all five are pending on the dead consumer');
 
   const w = await startHarness(t, 'worker-claim-w', {
@@ -228,6 +204,6 @@ t.test('pending events of a dead consumer are reclaimed', async (t) => {
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 3, 'the reclaimed issuances are in the audit trail');
   t.equal(rows.filter((r) => r.status === 'used').length, 2);
-  const left = (await h.redis.xpending(streamOf(h.prefix, lic.firmaId), 'usage')) as [number, ...unknown[]];
+  const left = (await h.redis.xpending(h.keys.forLicense(lic.firmaId).stream, 'usage')) as [number, ...unknown[]];
   t.equal(left[0], 0, 'nothing left pending');
 });

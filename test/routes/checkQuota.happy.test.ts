@@ -1,43 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { startHarness, type Answer, type Harness } from '../helpers/harness.js';
-import { adminOk, NO_RATE_LIMITS, sleep, TokenSource } from '../helpers/validate.js';
+import { adminOk } from '../helpers/admin.js';
+import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import { expectCurrentTimestamp, ISO_UTC, windowed } from '../helpers/shapes.js';
+import { TokenSource } from '../helpers/tokens.js';
+import { sleep } from '../helpers/wait.js';
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+// GET /api/License/check-quota/{licenseKey} (CONTRACT.md), the 200 answers: every field, the
+// remaining share, both path casings, and the cache (QUOTA_CACHE_SECONDS): a redemption may
+// stay hidden for its time, an admin change shows at once, on every instance.
+
 const DAY_MS = 86_400_000;
 
-type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match' | 'strictSame' | 'type'>;
-
-/** check-quota with the request's time window, to check the timestamp is the answer's own. */
-async function timedCheck(h: Harness, path: string): Promise<Answer & { before: number; after: number }> {
-  const before = Date.now();
-  const res = await h.request('GET', path);
-  return { ...res, before, after: Date.now() };
-}
-
-function currentTimestamp(t: Asserts, res: { body: { timestamp?: unknown }; before: number; after: number }, what: string): void {
-  const ts = res.body?.timestamp;
-  t.type(ts, 'string', `${what}: timestamp is a string`);
-  t.match(ts, ISO_UTC, `${what}: timestamp is ISO 8601 UTC`);
-  const at = Date.parse(ts as string);
-  t.ok(at >= res.before && at <= res.after, `${what}: timestamp is the time of this answer`);
-}
-
-function error(t: Asserts, res: Answer, status: number, code: string, what: string, data?: unknown): void {
-  t.equal(res.status, status, `${what}: status ${status}`);
-  const expected: Record<string, unknown> = {
-    success: false,
-    error: { code, message: res.body?.error?.message },
-    timestamp: res.body?.timestamp,
-  };
-  if (data !== undefined) expected.data = data;
-  t.strictSame(res.body, expected, `${what}: body`);
-  t.type(res.body?.error?.message, 'string', `${what}: message is a string`);
-  t.ok((res.body?.error?.message ?? '').length > 0, `${what}: message not empty`);
-  t.match(res.body?.timestamp, ISO_UTC, `${what}: timestamp ISO UTC`);
-}
-
-t.test('answers and errors (default 30 s cache)', async (t) => {
+t.test('answers (default 30 s cache)', async (t) => {
   const h = await startHarness(t, 'cq-shape', NO_RATE_LIMITS);
 
   t.test('200 body: success, data with every field, message, current timestamp', async (t) => {
@@ -45,7 +19,7 @@ t.test('answers and errors (default 30 s cache)', async (t) => {
     const lic = await h.createLicense({ totalQuota: 4, expiryDate, organizationName: 'Özgür Eczane Ltd. Şti.' });
     const token = await new TokenSource(h, lic).next();
     t.equal((await h.validate(token)).status, 200, 'one redemption before the first look');
-    const res = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
+    const res = await windowed(() => h.checkQuota(lic.licenseKey));
     t.equal(res.status, 200);
     t.match(res.headers.get('content-type') ?? '', /^application\/json/);
     t.strictSame(res.body, {
@@ -65,11 +39,11 @@ t.test('answers and errors (default 30 s cache)', async (t) => {
     });
     t.type(res.body?.message, 'string', 'message is a string');
     t.match(res.body?.data?.expiryDate, ISO_UTC, 'expiryDate ISO 8601 UTC');
-    currentTimestamp(t, res, 'first');
+    expectCurrentTimestamp(t, res, 'first');
     await sleep(15);
-    const again = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
+    const again = await windowed(() => h.checkQuota(lic.licenseKey));
     t.equal(again.status, 200, 'cached answer');
-    currentTimestamp(t, again, 'cached answer');
+    expectCurrentTimestamp(t, again, 'cached answer');
   });
 
   t.test('quotaPercentage is the remaining share, 0-100', async (t) => {
@@ -88,51 +62,6 @@ t.test('answers and errors (default 30 s cache)', async (t) => {
       t.equal(res.body?.data?.licenseKey, lic.licenseKey, `${path}: the license`);
       t.equal(res.body?.data?.remainingQuota, 7, `${path}: its quota`);
     }
-  });
-
-  t.test('400 INVALID_LICENSE_KEY for keys not in UUID format', async (t) => {
-    for (const key of ['not-a-uuid', '12345', 'ABC-123-XYZ', `${randomUUID()}0`, randomUUID().replace(/-/g, ''), 'g'.repeat(8) + randomUUID().slice(8)]) {
-      const res = await timedCheck(h, `/api/License/check-quota/${encodeURIComponent(key)}`);
-      error(t, res, 400, 'INVALID_LICENSE_KEY', key);
-      currentTimestamp(t, res, key);
-    }
-  });
-
-  t.test('404 LICENSE_NOT_FOUND for an unknown UUID', async (t) => {
-    const res = await timedCheck(h, `/api/License/check-quota/${randomUUID()}`);
-    error(t, res, 404, 'LICENSE_NOT_FOUND', 'unknown key');
-    currentTimestamp(t, res, 'unknown key');
-  });
-
-  t.test('410 LICENSE_EXPIRED with data {expiryDate, daysExpired}', async (t) => {
-    const expiryDate = new Date(Date.now() - 3.5 * DAY_MS).toISOString();
-    const lic = await h.createLicense({ totalQuota: 5, expiryDate });
-    const res = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
-    error(t, res, 410, 'LICENSE_EXPIRED', 'expired 3.5 days ago', { expiryDate, daysExpired: 3 });
-    currentTimestamp(t, res, 'expired');
-    const recent = await h.createLicense({ totalQuota: 5, expiryDate: new Date(Date.now() - 3_600_000).toISOString() });
-    const res2 = await h.checkQuota(recent.licenseKey);
-    t.equal(res2.status, 410, 'expired an hour ago: 410');
-    t.equal(res2.body?.data?.daysExpired, 0, 'expired an hour ago: 0 whole days');
-  });
-
-  t.test('403 LICENSE_INACTIVE', async (t) => {
-    const lic = await h.createLicense({ totalQuota: 5, isActive: false });
-    const res = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
-    error(t, res, 403, 'LICENSE_INACTIVE', 'inactive');
-    currentTimestamp(t, res, 'inactive');
-  });
-
-  t.test('429 QUOTA_EXCEEDED with data {remainingQuota 0, totalQuota, usedQuota}', async (t) => {
-    const lic = await h.createLicense({ totalQuota: 2 });
-    for (const token of await new TokenSource(h, lic).many(2)) t.equal((await h.validate(token)).status, 200);
-    const res = await timedCheck(h, `/api/License/check-quota/${lic.licenseKey}`);
-    error(t, res, 429, 'QUOTA_EXCEEDED', 'used up', { remainingQuota: 0, totalQuota: 2, usedQuota: 2 });
-    currentTimestamp(t, res, 'used up');
-    const empty = await h.createLicense({ totalQuota: 0 });
-    error(t, await h.checkQuota(empty.licenseKey), 429, 'QUOTA_EXCEEDED', 'bought none', {
-      remainingQuota: 0, totalQuota: 0, usedQuota: 0,
-    });
   });
 });
 
