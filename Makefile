@@ -9,7 +9,10 @@ node_modules/.installed: package.json package-lock.json
 
 deps: node_modules/.installed
 
+# The tests are found by glob (dist/test/**/*.test.js): the compiled tests are built anew, so a
+# test file renamed or deleted in test/ does not run on from an old build.
 build: deps
+	rm -rf dist/test
 	npm run build
 
 services:
