@@ -4,7 +4,7 @@ import { adminOk, adminView } from '../helpers/admin.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import type { Answer } from '../helpers/http.js';
 import { craftJwt, decodeJwt, HS256_HEADER } from '../helpers/jwt.js';
-import { expectMessageError, MSG, NOT_AN_OBJECT } from '../helpers/shapes.js';
+import { expectMessageError, MSG, NOT_AN_OBJECT, type Asserts } from '../helpers/shapes.js';
 import { TokenSource } from '../helpers/tokens.js';
 
 // POST /api/license/validate refusals, every row of its error table: status and exactly
@@ -15,11 +15,11 @@ import { TokenSource } from '../helpers/tokens.js';
 const h = await startHarness(t, 'validate-error', NO_RATE_LIMITS);
 const secret = Buffer.from(h.config.jwtSecret);
 
-type Asserts = Pick<typeof t, 'equal' | 'strictSame'>;
-
+/** A refusal: the status, exactly {success:false, message}, as JSON. */
 function refused(t: Asserts, res: Answer, status: number, message: string, what: string): void {
   t.equal(res.status, status, `${what}: status ${status}`);
   t.strictSame(res.body, { success: false, message }, `${what}: body`);
+  t.match(res.headers.get('content-type') ?? '', /^application\/json/, `${what}: JSON`);
 }
 
 t.test('400 Token boş olamaz: token missing, empty, null or blank', async (t) => {
