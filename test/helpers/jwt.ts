@@ -72,6 +72,12 @@ export function craftJwt(
   return jwtOfTexts(JSON.stringify(header), JSON.stringify(payload), secret, hash);
 }
 
+/** The token with its payload replaced and its signature kept: what a forger without the secret can send. */
+export function withPayload(token: string, payload: Record<string, unknown>): string {
+  const [header, , signature] = token.split('.');
+  return `${header}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${signature}`;
+}
+
 /** An access token for firmaId as the service issues it (15 minutes), signed with `secret`; overrides win. */
 export function craftAccessToken(firmaId: string, secret: string, overrides: Record<string, unknown> = {}): string {
   const iat = nowSeconds();
