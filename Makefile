@@ -9,7 +9,10 @@ node_modules/.installed: package.json package-lock.json
 
 deps: node_modules/.installed
 
+# The tests are found by glob (dist/test/**/*.test.js): the compiled tests are built anew, so a
+# test file renamed or deleted in test/ does not run on from an old build.
 build: deps
+	rm -rf dist/test
 	npm run build
 
 services:
@@ -42,7 +45,7 @@ test-faults: build
 # a fixed seed): FUZZ_RUNS per property, FUZZ_SEED to replay a failure (printed on failure).
 fuzz: build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
-	FUZZ_RUNS=$${FUZZ_RUNS:-2000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx tap run --timeout=3600 dist/test/fuzz.test.js
+	FUZZ_RUNS=$${FUZZ_RUNS:-2000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx tap run --timeout=3600 dist/test/system/fuzz.test.js
 
 # Performance (bench/README.md): wrk from Debian's packages, installed when missing.
 load-tools:

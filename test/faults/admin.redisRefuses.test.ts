@@ -1,14 +1,16 @@
 import t from 'tap';
 import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness, type Teardown } from '../helpers/harness.js';
-import { licenseHashOf, mintTokens, sleep } from '../helpers/durable.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/processes.js';
+import { mintTokens } from '../helpers/tokens.js';
+import { pollUntil, until } from '../helpers/wait.js';
+import { MSG } from '../helpers/shapes.js';
 
 // Admin changes never leave Postgres and Redis split (issue 8): a change is in force on the
 // next request, or the admin gets an error and nothing changed. Redis here is the test's
 // own, made to refuse writes (min-replicas-to-write with no replica: NOREPLICAS) at the
 // worst moment: after the change has fenced the copy and while Postgres is committing it.
 
-const INVALID = { success: false, message: 'Geçersiz token' };
+const INVALID = { success: false, message: MSG.INVALID };
 
 async function stack(t: Teardown): Promise<{ h: Harness; redis: PrivateRedis }> {
   const redis = await startPrivateRedis(t);
@@ -26,11 +28,10 @@ async function changeWhileRedisFails(h: Harness, redis: PrivateRedis, licenseKey
     await tx`select 1 from licenses where license_key = ${licenseKey} for update`;
     answer = run();
     // the change has fenced Redis and is waiting for the row
-    for (let i = 0; i < 100; i++) {
+    await until(async () => {
       const [row] = await h.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%update licenses set%'`;
-      if ((row?.n as number) > 0) break;
-      await sleep(10);
-    }
+      return (row?.n as number) > 0;
+    }, { timeoutMs: 2000, intervalMs: 10 });
     await redis.cli('config', 'set', 'min-replicas-to-write', '1');
   });
   const out = await (answer as unknown as Promise<{ status: number; body: any }>); // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -40,7 +41,7 @@ async function changeWhileRedisFails(h: Harness, redis: PrivateRedis, licenseKey
 t.test('a deactivation whose Redis write fails: no instance serves the old copy, and it takes hold by itself', async (t) => {
   const { h, redis } = await stack(t);
   const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic.licenseKey, lic.password, 3);
+  const { tokens } = await mintTokens(h, lic, 3);
   t.equal((await h.validate(tokens[0])).status, 200);
 
   const patched = await changeWhileRedisFails(h, redis, lic.licenseKey,
@@ -48,25 +49,22 @@ t.test('a deactivation whose Redis write fails: no instance serves the old copy,
   t.equal(patched.status, 503, 'the admin is told the change did not fully complete');
   const [row] = await h.sql`select is_active from licenses where license_key = ${lic.licenseKey}`;
   t.equal(row?.is_active, false, 'Postgres has the change');
-  t.equal(await redis.cli('hget', licenseHashOf(h.prefix, lic.firmaId), 'a'), '1', 'the Redis copy is the old one...');
-  t.not(await redis.cli('hget', licenseHashOf(h.prefix, lic.firmaId), 'z'), '', '...but fenced');
+  t.equal(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, 'a'), '1', 'the Redis copy is the old one...');
+  t.not(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, 'z'), '', '...but fenced');
 
   // Redis writes again: the old copy must never serve
   await redis.cli('config', 'set', 'min-replicas-to-write', '0');
-  const started = Date.now();
-  let last: { status: number; body: unknown } = { status: 0, body: null };
-  while (Date.now() - started < 6000) {
-    last = await h.validate(tokens[1]);
-    t.not(last.status, 200, 'the deactivated license never redeems');
-    if (last.status !== 503) break;
-    await sleep(100);
-  }
+  const last = await pollUntil(async () => {
+    const res = await h.validate(tokens[1]);
+    t.not(res.status, 200, 'the deactivated license never redeems');
+    return res;
+  }, (res) => res.status !== 503, { timeoutMs: 6000, intervalMs: 100 });
   t.equal(last.status, 401, 'the deactivation takes hold without anyone retrying the change');
   t.same(last.body, INVALID);
   const got = await h.getToken(lic.licenseKey, lic.password);
   t.equal(got.status, 401);
   t.equal(got.body.error.code, 'LICENSE_INACTIVE');
-  t.equal(await redis.cli('hget', licenseHashOf(h.prefix, lic.firmaId), 'a'), '0', 'the copy is rebuilt from Postgres');
+  t.equal(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, 'a'), '0', 'the copy is rebuilt from Postgres');
 });
 
 t.test('a password change whose Redis write fails: the old password stops working', async (t) => {
@@ -81,13 +79,11 @@ t.test('a password change whose Redis write fails: the old password stops workin
   t.equal(old.status, 401, 'the old password is refused at once');
   t.equal(old.body.error.code, 'INVALID_CREDENTIALS');
   // the license's copy stays fenced until the failed change's deadline: 503 meanwhile
-  const until = Date.now() + 5000;
-  let fresh = await h.getToken(lic.licenseKey, 'a brand new password');
-  while (fresh.status === 503 && Date.now() < until) {
-    t.equal((await h.getToken(lic.licenseKey, lic.password)).status, 401, 'the old password never works again');
-    await sleep(200);
-    fresh = await h.getToken(lic.licenseKey, 'a brand new password');
-  }
+  const fresh = await pollUntil(async () => {
+    const res = await h.getToken(lic.licenseKey, 'a brand new password');
+    if (res.status === 503) t.equal((await h.getToken(lic.licenseKey, lic.password)).status, 401, 'the old password never works again');
+    return res;
+  }, (res) => res.status !== 503, { timeoutMs: 5000, intervalMs: 200 });
   t.equal(fresh.status, 200, 'the new one works', { body: fresh.body });
 });
 
@@ -126,12 +122,7 @@ t.test('a purchase retried with its Idempotency-Key after a 503 credits once', a
   t.equal(row?.total, 15);
   // the fence of the first attempt outlives it by its deadline: until then check-quota may
   // answer 503, never the old total
-  const until = Date.now() + 5000;
-  let quota = await h.checkQuota(lic.licenseKey);
-  while (quota.status === 503 && Date.now() < until) {
-    await sleep(100);
-    quota = await h.checkQuota(lic.licenseKey);
-  }
+  const quota = await pollUntil(() => h.checkQuota(lic.licenseKey), (res) => res.status !== 503, { timeoutMs: 5000, intervalMs: 100 });
   t.equal(quota.status, 200);
   t.equal(quota.body.data.totalQuota, 15);
 

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { sleep } from '../helpers/durable.js';
+import { sleep } from '../helpers/wait.js';
 import { checkBooks } from '../helpers/faults/books.js';
 import { Load } from '../helpers/faults/load.js';
-import type { Outcome } from '../helpers/faults/requests.js';
+import type { Outcome } from '../helpers/http.js';
 import { startStack } from '../helpers/faults/stack.js';
 
 // Fault 2: Postgres unreachable for 30 s under load. Nothing on the request path waits for

@@ -1,13 +1,15 @@
 import t from 'tap';
 import type { Test } from 'tap';
-import { claimsOf, sleep } from '../helpers/durable.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { sleep } from '../helpers/wait.js';
 import { AofSizes, incrAof, truncateTo } from '../helpers/faults/aof.js';
 import { checkLossBooks, licenseState } from '../helpers/faults/books.js';
 import { Load } from '../helpers/faults/load.js';
 import { untilServing } from '../helpers/faults/probe.js';
 import { CountWatch } from '../helpers/faults/redis.js';
 import { startStack } from '../helpers/faults/stack.js';
-import { mintHeld, validateAll } from '../helpers/faults/tokens.js';
+import { validateAll } from '../helpers/faults/tokens.js';
+import { TokenSource } from '../helpers/tokens.js';
 
 // Fault 7: Redis with AOF (appendfsync everysec, as the README asks of production)
 // SIGKILLed under load and started again from its AOF. No token may answer 200 twice:
@@ -37,9 +39,9 @@ async function aofScenario(t: Test, label: string, lastSecondLost: boolean): Pro
   });
   const [replayLicense, ...licenses] = await stack.createLicenses(5);
   if (!replayLicense) throw new Error('no license');
-  const early = await mintHeld(stack, replayLicense, PER_SET);
-  const late = await mintHeld(stack, replayLicense, PER_SET);
-  const outstanding = await mintHeld(stack, replayLicense, PER_SET);
+  const early = await new TokenSource(stack.client(), replayLicense).many(PER_SET);
+  const late = await new TokenSource(stack.client(), replayLicense).many(PER_SET);
+  const outstanding = await new TokenSource(stack.client(), replayLicense).many(PER_SET);
   t.same((await validateAll(stack, early)).counts, { 200: PER_SET }, 'the early tokens redeemed');
 
   const sizes = new AofSizes(stack.redis.dir);
@@ -83,7 +85,7 @@ async function aofScenario(t: Test, label: string, lastSecondLost: boolean): Pro
   const kept = await validateAll(stack, outstanding);
   t.same(kept.counts, { used: PER_SET }, 'the outstanding tokens are refused too: the restart may have lost their redemption',
     { wrong: kept.wrong.slice(0, 3) });
-  const fresh = await mintHeld(stack, replayLicense, 2);
+  const fresh = await new TokenSource(stack.client(), replayLicense).many(2);
   t.same((await validateAll(stack, fresh)).counts, { 200: 2 }, 'tokens issued after the restart redeem');
 
   await load.waitForOk(okBeforeLoss + 200, 10_000).catch(() => {});

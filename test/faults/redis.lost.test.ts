@@ -1,12 +1,14 @@
 import t from 'tap';
-import { claimsOf, sleep } from '../helpers/durable.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { sleep } from '../helpers/wait.js';
 import { checkLossBooks, licenseState } from '../helpers/faults/books.js';
 import { Load } from '../helpers/faults/load.js';
 import { untilServing } from '../helpers/faults/probe.js';
 import { CountWatch, killFrozen, usedInPostgres } from '../helpers/faults/redis.js';
-import { timedCall } from '../helpers/faults/requests.js';
+import { timedCall } from '../helpers/http.js';
 import { logSummary, startStack } from '../helpers/faults/stack.js';
-import { mintHeld, validateAll } from '../helpers/faults/tokens.js';
+import { validateAll } from '../helpers/faults/tokens.js';
+import { TokenSource } from '../helpers/tokens.js';
 
 // Fault 6: Redis restarted empty (SIGKILL, no persistence) under load while usage events
 // wait in its streams (the standalone worker was killed a second before, so they pile up).
@@ -29,10 +31,10 @@ t.test('Redis restarted empty with events queued: fail closed, nothing redeemed 
   const stack = await startStack(t, { label: 'fault-redis-lost', standaloneWorker: true });
   const [replayLicense, ...licenses] = await stack.createLicenses(5);
   if (!replayLicense) throw new Error('no license');
-  const early = await mintHeld(stack, replayLicense, PER_SET);
-  const late = await mintHeld(stack, replayLicense, PER_SET);
-  const outstanding = await mintHeld(stack, replayLicense, PER_SET);
-  for (const lic of licenses) outstanding.push(...await mintHeld(stack, lic, 3));
+  const early = await new TokenSource(stack.client(), replayLicense).many(PER_SET);
+  const late = await new TokenSource(stack.client(), replayLicense).many(PER_SET);
+  const outstanding = await new TokenSource(stack.client(), replayLicense).many(PER_SET);
+  for (const lic of licenses) outstanding.push(...await new TokenSource(stack.client(), lic).many(3));
   t.same((await validateAll(stack, early)).counts, { 200: PER_SET }, 'replay license: the early tokens redeemed');
 
   const load = new Load(stack, licenses, { concurrency: 8 });
@@ -68,7 +70,7 @@ t.test('Redis restarted empty with events queued: fail closed, nothing redeemed 
     { wrong: refused.wrong.slice(0, 3) });
 
   // new tokens work, the load goes on
-  const fresh = await mintHeld(stack, replayLicense, 5);
+  const fresh = await new TokenSource(stack.client(), replayLicense).many(5);
   t.same((await validateAll(stack, fresh)).counts, { 200: 5 }, 'tokens issued after the loss redeem');
   await load.waitForOk(okBeforeLoss + 200, 10_000).catch(() => {});
   const firstOk = load.timeline.find((e) => e.at >= upAt && e.outcome === '200');
@@ -116,7 +118,7 @@ t.test('Redis restarted empty while Postgres hangs: the batch the worker holds i
   if (!proxy) throw new Error('no proxy');
   const [burstLicense, ...licenses] = await stack.createLicenses(5);
   if (!burstLicense) throw new Error('no license');
-  const burst = await mintHeld(stack, burstLicense, 16);
+  const burst = await new TokenSource(stack.client(), burstLicense).many(16);
   const load = new Load(stack, licenses, { concurrency: 8 });
   await load.start();
   await load.waitForOk(200);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { sleep } from '../helpers/durable.js';
+import { sleep } from '../helpers/wait.js';
 import { checkExactBooks, licenseState } from '../helpers/faults/books.js';
 import { checkOutage, probedLoad, probeWhile, untilServing } from '../helpers/faults/probe.js';
 import { failedLoginSlots } from '../helpers/faults/redis.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { sleep, waitFor } from '../helpers/durable.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 import { checkBooks } from '../helpers/faults/books.js';
 import { Load } from '../helpers/faults/load.js';
 import { startStack } from '../helpers/faults/stack.js';

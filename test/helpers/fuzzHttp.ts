@@ -1,8 +1,9 @@
 import http from 'node:http';
 import net from 'node:net';
 import { bodyBytes, type Req, type Resolver, resolveTpl } from './fuzzRequests.js';
+import { parseJson } from './http.js';
 
-// Fuzzing (test/fuzz.test.ts), part 3: a raw HTTP client (paths are sent as generated:
+// Fuzzing (test/system/fuzz.test.ts), part 3: a raw HTTP client (paths are sent as generated:
 // no normalisation of '..', no re-encoding).
 
 // ---- HTTP -----------------------------------------------------------------------------------
@@ -21,13 +22,7 @@ export interface Got {
   body: unknown;
 }
 
-export function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
+export { parseJson } from './http.js';
 
 /** A raw HTTP client: the path goes out exactly as given. */
 export class RawClient {

@@ -1,7 +1,7 @@
-import { createHmac } from 'node:crypto';
 import fc from 'fast-check';
+import { jwtOfTexts } from './jwt.js';
 
-// Fuzzing (test/fuzz.test.ts), part 1: run parameters, and requests as templates whose
+// Fuzzing (test/system/fuzz.test.ts), part 1: run parameters, and requests as templates whose
 // placeholders (real credentials, crafted tokens) are resolved when a run executes.
 
 // ---- run parameters -------------------------------------------------------------------------
@@ -151,12 +151,11 @@ export async function toJson(r: Resolver, v: FV): Promise<string> {
 }
 
 async function craft(r: Resolver, spec: CraftSpec): Promise<string> {
-  const header = Buffer.from(await toJson(r, spec.header)).toString('base64url');
-  const payload = Buffer.from(await toJson(r, spec.claims)).toString('base64url');
-  const input = `${header}.${payload}`;
   const secret = spec.key === 'real' ? r.jwtSecret : spec.key === 'wrong' ? 'not-the-secret-0123456789abcdef0123456789' : '';
-  const signature = spec.hash === 'none' ? '' : createHmac(spec.hash, Buffer.from(secret)).update(input).digest('base64url');
-  const token = `${input}.${signature}`;
+  const token = jwtOfTexts(await toJson(r, spec.header), await toJson(r, spec.claims), secret, spec.hash === 'none' ? null : spec.hash);
+  const cut = token.lastIndexOf('.');
+  const input = token.slice(0, cut);
+  const signature = token.slice(cut + 1);
   switch (spec.mangle) {
     case 'none': return token;
     case 'extra-part': return `${token}.${signature}`;

@@ -1,6 +1,6 @@
 import { type Got, parseJson, type Sent } from './fuzzHttp.js';
 
-// Fuzzing (test/fuzz.test.ts), part 4: the published error shapes and the checks of every answer.
+// Fuzzing (test/system/fuzz.test.ts), part 4: the published error shapes and the checks of every answer.
 
 // ---- published shapes -----------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 import fc, { type Arbitrary } from 'fast-check';
 import { type Body, Cat, Crafted, type FV, Pairs, Raw, Real, type RealKind, Rel, type Tpl } from './fuzzRequests.js';
 
-// Fuzzing (test/fuzz.test.ts), part 2: generators of hostile values, bodies, headers and
+// Fuzzing (test/system/fuzz.test.ts), part 2: generators of hostile values, bodies, headers and
 // path segments.
 
 // ---- generators -----------------------------------------------------------------------------

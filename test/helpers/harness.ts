@@ -1,16 +1,24 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import postgres from 'postgres';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
+import { KeySpace } from '../../src/redis/keys.js';
 import { startService, type Service } from '../../src/service.js';
+import { answerOf, call, type Answer, type Client } from './http.js';
+import { sleep, waitFor } from './wait.js';
 
-// Every test file runs its own service against the real local Redis and Postgres, isolated
-// by its own REDIS_PREFIX and PG_SCHEMA, and removes both when it ends.
+// The one harness: every test file runs its own service against the real local Redis and
+// Postgres, isolated by its own REDIS_PREFIX and PG_SCHEMA, and removes both when it ends
+// (startHarness, or testStorage for a test that runs the service as a child process).
 
 export const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/** How long Harness.request waits for an answer. */
+const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Every rate limit off, for tests that send many requests. */
 export const NO_RATE_LIMITS: Record<string, string> = {
@@ -27,13 +35,6 @@ export interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
-export interface Answer<T = any> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  status: number;
-  headers: Headers;
-  body: T;
-  text: string;
-}
-
 export interface LicenseInput {
   organizationName?: string;
   password?: string;
@@ -44,38 +45,55 @@ export interface LicenseInput {
   licenseKey?: string;
 }
 
-export class Harness {
+export interface TestLicense {
+  licenseKey: string;
+  firmaId: string;
+  password: string;
+}
+
+/** Creates a license through the admin API of any client; defaults: quota 10, a year ahead, active, any origin. */
+export async function createLicense(client: Client, input: LicenseInput = {}): Promise<TestLicense> {
+  const password = input.password ?? 'correct horse battery staple';
+  const res = await client.request('POST', '/admin/v1/licenses', {
+    organizationName: 'Test A.Ş.',
+    totalQuota: 10,
+    expiryDate: new Date(Date.now() + 365 * 86400_000).toISOString(),
+    ...input,
+    password,
+  }, { authorization: `Bearer ${ADMIN_TOKEN}` });
+  if (res.status !== 201) throw new Error(`createLicense: ${res.status} ${res.text}`);
+  return { licenseKey: res.body.data.licenseKey, firmaId: res.body.data.firmaId, password };
+}
+
+/** What a harness needs of the service it drives (the in-process service, or a server process). */
+export type ServiceHandle = Pick<Service, 'port' | 'worker' | 'stop'>;
+
+export class Harness implements Client {
   readonly url: string;
+  /** the service's key names (src/redis/keys.ts) */
+  readonly keys: KeySpace;
 
   constructor(
-    readonly service: Service,
+    readonly service: ServiceHandle,
     readonly config: Config,
     /** a client of the test's own, for looking at (and breaking) Redis */
     readonly redis: Redis,
     /** a client of the test's own, with search_path set to the test's schema */
     readonly sql: postgres.Sql,
+    /** the service's log records (startHarness with logLevel), else empty */
+    readonly logs: Record<string, unknown>[] = [],
   ) {
     this.url = `http://127.0.0.1:${service.port}`;
+    this.keys = new KeySpace(config.redisPrefix);
   }
 
   get prefix(): string {
     return this.config.redisPrefix;
   }
 
+  /** One request (a string body is sent as it is, any other as JSON); throws when no answer comes. */
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-    const res = await fetch(this.url + path, {
-      method,
-      headers: { 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = null;
-    }
-    return { status: res.status, headers: res.headers, body: parsed, text };
+    return answerOf(await call(this.url, method, path, body, headers, REQUEST_TIMEOUT_MS), `${method} ${path}`);
   }
 
   admin(method: string, path: string, body?: unknown): Promise<Answer> {
@@ -83,17 +101,8 @@ export class Harness {
   }
 
   /** Creates a license through the admin API; defaults: quota 10, a year ahead, active, any origin. */
-  async createLicense(input: LicenseInput = {}): Promise<{ licenseKey: string; firmaId: string; password: string }> {
-    const password = input.password ?? 'correct horse battery staple';
-    const res = await this.admin('POST', '/admin/v1/licenses', {
-      organizationName: 'Test A.Ş.',
-      totalQuota: 10,
-      expiryDate: new Date(Date.now() + 365 * 86400_000).toISOString(),
-      ...input,
-      password,
-    });
-    if (res.status !== 201) throw new Error(`createLicense: ${res.status} ${res.text}`);
-    return { licenseKey: res.body.data.licenseKey, firmaId: res.body.data.firmaId, password };
+  createLicense(input: LicenseInput = {}): Promise<TestLicense> {
+    return createLicense(this, input);
   }
 
   getToken(licenseKey: string, password: string, imzaTipi: number = 0): Promise<Answer> {
@@ -122,16 +131,31 @@ export class Harness {
   async drainWorker(timeoutMs = 10_000): Promise<void> {
     const worker = this.service.worker;
     if (!worker) throw new Error('this service runs no worker');
-    const until = Date.now() + timeoutMs;
-    while ((await worker.lag()) > 0) {
-      if (Date.now() > until) throw new Error('usage worker did not drain');
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor('the usage worker to drain', async () => (await worker.lag()) === 0, timeoutMs, 20);
   }
 
   /** Deletes every Redis key of this service (what a Redis restart without persistence does). */
   async flushRedis(): Promise<void> {
     await deleteKeys(this.redis, this.prefix);
+  }
+
+  /** Puts a license row straight into Postgres (no admin API, so no instance hears of it), copied from an existing one. */
+  async insertLicenseDirectly(licenseKey: string, copyOf: string): Promise<string> {
+    const firmaId = randomBytes(9).toString('base64url');
+    const inserted = await this.sql`
+      insert into licenses (firma_id, license_key, organization_name, password_hash, total_quota, used_quota,
+                            expiry_date, is_active, domains)
+      select ${firmaId}, ${licenseKey}, organization_name, password_hash, total_quota, 0, expiry_date, is_active, domains
+      from licenses where license_key = ${copyOf}
+      returning firma_id`;
+    if (inserted.length !== 1) throw new Error('insertLicenseDirectly: no row copied');
+    return firmaId;
+  }
+
+  /** What an admin change on another instance does: the license key announced on the invalidation channel. */
+  async announceKey(licenseKey: string): Promise<void> {
+    await this.redis.publish(this.keys.invalidationChannel, licenseKey);
+    await sleep(100);
   }
 }
 
@@ -167,21 +191,41 @@ export function testEnv(label: string, overrides: Record<string, string> = {}): 
 }
 
 /**
- * Starts a service for one test file and registers its cleanup: the service stopped, its
- * Redis keys deleted and its Postgres schema dropped.
+ * The test's own clients on the Redis and Postgres of a service's config (Postgres directly,
+ * search_path = its schema), and at teardown the service's Redis keys deleted, its schema
+ * dropped and the clients closed. Register it before anything that uses the storage: tap
+ * runs teardowns last-in, first-out.
  */
-export async function startHarness(t: Teardown, label: string, overrides: Record<string, string> = {}): Promise<Harness> {
-  const env = testEnv(label, overrides);
-  const config = loadConfig(env);
-  const service = await startService(config, createLogger('silent'));
-  const redis = new Redis(env.REDIS_URL ?? REDIS_URL);
+export function testStorage(t: Teardown, config: Config): { redis: Redis; sql: postgres.Sql } {
+  const redis = new Redis(config.redisUrl);
   const sql = postgres(DATABASE_URL, { onnotice: () => {}, max: 2, connection: { search_path: config.pgSchema } });
-  const harness = new Harness(service, config, redis, sql);
   t.teardown(async () => {
-    await service.stop();
     await deleteKeys(redis, config.redisPrefix);
     await sql.unsafe(`drop schema if exists "${config.pgSchema}" cascade`);
     await Promise.all([redis.quit(), sql.end({ timeout: 2 })]);
   });
-  return harness;
+  return { redis, sql };
+}
+
+export interface HarnessOptions {
+  /** keep the service's log records at this level and above in harness.logs (default: log nothing) */
+  logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+}
+
+/**
+ * Starts a service for one test file and registers its cleanup: the service stopped, its
+ * Redis keys deleted and its Postgres schema dropped.
+ */
+export async function startHarness(
+  t: Teardown, label: string, overrides: Record<string, string> = {}, options: HarnessOptions = {},
+): Promise<Harness> {
+  const config = loadConfig(testEnv(label, overrides));
+  const { redis, sql } = testStorage(t, config);
+  const logs: Record<string, unknown>[] = [];
+  const logger = options.logLevel === undefined
+    ? createLogger('silent')
+    : pino({ level: options.logLevel }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const service = await startService(config, logger);
+  t.teardown(() => service.stop()); // before the storage's cleanup (last in, first out)
+  return new Harness(service, config, redis, sql, logs);
 }

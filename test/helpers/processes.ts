@@ -6,17 +6,19 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Teardown } from './harness.js';
+import { sleep, until, waitFor } from './wait.js';
 
 // Real processes for tests that need more than the in-process service: a private
-// redis-server the test may break at will, and the server itself as a child process
-// (`node dist/src/cli/server.js`), whose every stdout and stderr line is kept.
+// redis-server the test may break at will, a Redis Cluster, and the service's own programs
+// as child processes (the server `node dist/src/cli/server.js`, the usage worker
+// `node dist/src/cli/worker.js`), whose every stdout and stderr line is kept (spawnLogged).
 
 const run = promisify(execFile);
 
 /** The server of the same build as this helper (dist/test/helpers -> dist/src/cli). */
 export const SERVER_SCRIPT = fileURLToPath(new URL('../../src/cli/server.js', import.meta.url));
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** The standalone usage worker of the same build. */
+export const WORKER_SCRIPT = fileURLToPath(new URL('../../src/cli/worker.js', import.meta.url));
 
 /** A loopback port that was free a moment ago (the kernel's pick). */
 export function freeLoopbackPort(): Promise<number> {
@@ -95,12 +97,11 @@ export async function startPrivateRedis(t: Teardown, extraArgs: string[] = []): 
     child = started;
     started.stdout?.on('data', (c: Buffer) => output.push(c.toString()));
     started.stderr?.on('data', (c: Buffer) => output.push(c.toString()));
-    const until = Date.now() + 10_000;
     let up = false;
-    while (!up && Date.now() < until && started.exitCode === null) {
+    await until(async () => {
       up = await cli(port, ['ping']).then((s) => s === 'PONG', () => false);
-      if (!up) await sleep(25);
-    }
+      return up || started.exitCode !== null;
+    }, { timeoutMs: 10_000 });
     if (!up) await killChild(started);
     return { up, output };
   };
@@ -148,32 +149,34 @@ export function jsonRecords(lines: LogLine[]): Record<string, unknown>[] {
   return out;
 }
 
-export interface ServerProcess {
+/** A child process whose every stdout and stderr line is kept (spawnLogged). */
+export interface LoggedProcess {
   child: ChildProcess;
-  port: number;
-  url: string;
   /** every complete line the process wrote so far, both streams, in arrival order */
   lines: LogLine[];
   /** the lines parsed as JSON (pino's), skipping those that are not */
   records(): Record<string, unknown>[];
+  /** the text one stream wrote so far, its lines joined */
+  text(stream: 'stdout' | 'stderr'): string;
+  /** resolves with the first line (already read or to come) that `match` accepts; rejects when the process exits first, or after timeoutMs */
+  lineMatching(match: (line: LogLine) => boolean, timeoutMs: number, what: string): Promise<LogLine>;
   /** sends the signal and waits for the exit (and for both streams to be read to the end) */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<ExitStatus>;
 }
 
 /**
- * Runs `node dist/src/cli/server.js` with exactly `env` (plus PATH), keeps every line it
- * writes on stdout and stderr, and resolves with the port of its "listening" line (use
- * PORT=0). The process is SIGKILLed at teardown if it is still running.
+ * Runs `node <script>` with exactly `env` (plus PATH) and keeps every line it writes on
+ * stdout and stderr. The process is SIGKILLed at teardown if it is still running.
  */
-export async function spawnServer(t: Teardown, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+export function spawnLogged(t: Teardown, script: string, env: Record<string, string>): LoggedProcess {
   const born = Date.now();
-  const child = spawn(process.execPath, [SERVER_SCRIPT], {
+  const child = spawn(process.execPath, [script], {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.teardown(() => killChild(child));
   const lines: LogLine[] = [];
-  let onLine: ((line: LogLine) => void) | null = null;
+  const listeners = new Set<(line: LogLine) => void>();
   const ended: Promise<void>[] = [];
   for (const stream of ['stdout', 'stderr'] as const) {
     const source = child[stream];
@@ -182,7 +185,7 @@ export async function spawnServer(t: Teardown, env: Record<string, string>, time
     const push = (text: string) => {
       const line: LogLine = { stream, text, at: Date.now() - born };
       lines.push(line);
-      onLine?.(line);
+      for (const listener of listeners) listener(line);
     };
     source.setEncoding('utf8');
     source.on('data', (chunk: string) => {
@@ -201,36 +204,48 @@ export async function spawnServer(t: Teardown, env: Record<string, string>, time
       });
     }));
   }
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      onLine = null;
-      reject(new Error(`no "listening" line within ${timeoutMs} ms:\n${lines.map((l) => l.text).join('\n')}`));
-    }, timeoutMs);
-    const look = (line: LogLine): void => {
-      if (line.stream !== 'stdout' || !line.text.includes('listening')) return;
-      const m = /"port":(\d+)/.exec(line.text);
-      if (!m) return;
-      clearTimeout(timer);
-      onLine = null;
-      resolve(Number(m[1]));
-    };
-    for (const line of lines) look(line);
-    onLine = look;
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code ?? signal}) before listening:\n${lines.map((l) => l.text).join('\n')}`));
-    });
-  });
+  const all = () => lines.map((l) => l.text).join('\n');
   return {
     child,
-    port,
-    url: `http://127.0.0.1:${port}`,
     lines,
     records: () => jsonRecords(lines),
+    text: (stream) => lines.filter((l) => l.stream === stream).map((l) => l.text).join('\n'),
+    lineMatching(match, timeoutMs, what) {
+      return new Promise<LogLine>((resolve, reject) => {
+        const found = lines.find(match);
+        if (found) {
+          resolve(found);
+          return;
+        }
+        const done = (): void => {
+          clearTimeout(timer);
+          listeners.delete(look);
+          child.off('exit', onExit);
+          child.off('error', onError);
+        };
+        const look = (line: LogLine): void => {
+          if (!match(line)) return;
+          done();
+          resolve(line);
+        };
+        const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
+          done();
+          reject(new Error(`process exited (${code ?? signal}) before ${what}:\n${all()}`));
+        };
+        const onError = (err: Error): void => {
+          done();
+          reject(err);
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`no ${what} within ${timeoutMs} ms:\n${all()}`));
+        }, timeoutMs);
+        listeners.add(look);
+        child.once('exit', onExit);
+        child.once('error', onError);
+        if (child.exitCode !== null || child.signalCode !== null) onExit(child.exitCode, child.signalCode);
+      });
+    },
     async stop(signal: NodeJS.Signals = 'SIGTERM', stopTimeoutMs = 20_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const status = await exitOf(child, stopTimeoutMs);
@@ -238,4 +253,102 @@ export async function spawnServer(t: Teardown, env: Record<string, string>, time
       return status;
     },
   };
+}
+
+export interface ServerProcess extends LoggedProcess {
+  port: number;
+  url: string;
+}
+
+/**
+ * Runs `node dist/src/cli/server.js` with exactly `env` (plus PATH), keeps every line it
+ * writes on stdout and stderr, and resolves with the port of its "listening" line (use
+ * PORT=0). The process is SIGKILLed at teardown if it is still running.
+ */
+export async function spawnServer(t: Teardown, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
+  const server = spawnLogged(t, SERVER_SCRIPT, env);
+  const portOf = (line: LogLine): number | null => {
+    if (line.stream !== 'stdout' || !line.text.includes('listening')) return null;
+    const m = /"port":(\d+)/.exec(line.text);
+    return m ? Number(m[1]) : null;
+  };
+  const listening = await server.lineMatching((line) => portOf(line) !== null, timeoutMs, '"listening" line');
+  const port = portOf(listening) as number;
+  return { ...server, port, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * Runs `node dist/src/cli/worker.js` with exactly `env` (plus PATH; LOG_LEVEL at least info,
+ * since readiness is its "usage worker running" line) and keeps every line it writes.
+ * SIGKILLed at teardown if still running.
+ */
+export async function spawnWorker(t: Teardown, env: Record<string, string>, timeoutMs = 20_000): Promise<LoggedProcess> {
+  const level = ['trace', 'debug', 'info'].includes(env.LOG_LEVEL ?? '') ? env.LOG_LEVEL as string : 'info';
+  const worker = spawnLogged(t, WORKER_SCRIPT, { ...env, LOG_LEVEL: level });
+  await worker.lineMatching((line) => line.stream === 'stdout' && line.text.includes('usage worker running'), timeoutMs, '"usage worker running" line');
+  return worker;
+}
+
+// ---- a Redis Cluster ----------------------------------------------------------------------
+
+/** A free loopback port (and its cluster bus port, +10000) at the moment of asking. */
+async function freeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = 20000 + Math.floor(Math.random() * 35000);
+    const ok = await Promise.all([port, port + 10000].map((p) => new Promise<boolean>((resolve) => {
+      const s = net.createServer();
+      s.once('error', () => resolve(false));
+      s.listen(p, '127.0.0.1', () => s.close(() => resolve(true)));
+    })));
+    if (ok.every(Boolean)) return port;
+  }
+}
+
+export interface LocalCluster {
+  ports: number[];
+  nodes: string;
+}
+
+/**
+ * A Redis Cluster of three masters on loopback ports, in a temporary folder; the servers
+ * are killed and the folder removed at teardown (register it before the service's harness,
+ * so the service stops first: tap runs teardowns last-in, first-out).
+ */
+export async function startRedisCluster(t: Teardown, masters = 3): Promise<LocalCluster> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'redis-cluster-'));
+  const children: ChildProcess[] = [];
+  t.teardown(async () => {
+    await Promise.all(children.map(killChild));
+    await rm(dir, { recursive: true, force: true });
+  });
+  const ports: number[] = [];
+  while (ports.length < masters) {
+    const port = await freeClusterPort();
+    if (ports.includes(port)) continue;
+    ports.push(port);
+    const child = spawn('redis-server', [
+      '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes',
+      '--cluster-config-file', `nodes-${port}.conf`, '--dir', dir, '--save', '', '--appendonly', 'no',
+      '--daemonize', 'no',
+    ], { stdio: 'ignore' });
+    children.push(child);
+  }
+  for (const port of ports) {
+    await waitFor(`redis-server on ${port}`, async () => {
+      try {
+        const { stdout } = await run('redis-cli', ['-p', String(port), 'ping']);
+        return stdout.trim() === 'PONG';
+      } catch {
+        return false;
+      }
+    }, 10_000);
+  }
+  await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes']);
+  for (const port of ports) {
+    await waitFor(`cluster_state:ok on ${port}`, async () => {
+      const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info']);
+      return stdout.includes('cluster_state:ok');
+    }, 15_000);
+  }
+  return { ports, nodes: ports.map((p) => `127.0.0.1:${p}`).join(',') };
 }

@@ -1,6 +1,6 @@
 import { readdir, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
-import { sleep } from '../durable.js';
+import { sleep } from '../wait.js';
 
 // The private Redis's append-only file: which incremental AOF it appends to, its size over
 // time, and cutting it back to what a power failure would leave.

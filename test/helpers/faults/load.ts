@@ -1,6 +1,7 @@
-import { claimsOf, sleep, waitFor } from '../durable.js';
-import { MSG } from '../validate.js';
-import { call, outcomeLabel, type Outcome } from './requests.js';
+import { call, outcomeLabel, type Outcome } from '../http.js';
+import { claimsOf } from '../jwt.js';
+import { MSG } from '../shapes.js';
+import { sleep, waitFor } from '../wait.js';
 import type { FaultLicense, Stack } from './stack.js';
 
 // The load driver: clients over HTTP while the fault happens (get-token, then sign-token +
@@ -129,7 +130,7 @@ export class Load {
   }
 
   async waitForOk(n: number, timeoutMs = 20_000): Promise<void> {
-    await waitFor(`${n} validate 200s (have ${this.okCount()})`, () => this.okCount() >= n, timeoutMs);
+    await waitFor(() => `${n} validate 200s (have ${this.okCount()})`, () => this.okCount() >= n, timeoutMs);
   }
 
   /**

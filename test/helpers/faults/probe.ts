@@ -1,9 +1,10 @@
-import { claimsOf, sleep } from '../durable.js';
+import { timedCall, type Timed } from '../http.js';
+import { claimsOf } from '../jwt.js';
+import { getTokenPair, TokenSource } from '../tokens.js';
+import { sleep, until } from '../wait.js';
 import type { Checks } from './books.js';
-import { timedCall, type Timed } from './requests.js';
 import { Load } from './load.js';
 import type { FaultLicense, Stack } from './stack.js';
-import { mintHeld } from './tokens.js';
 
 // The probe license, kept out of the load to show that refused calls spend nothing: its four
 // public endpoints timed during a Redis fault, checked against the published 503 with
@@ -23,10 +24,8 @@ export interface Probe {
 }
 
 export async function makeProbe(stack: Stack, lic: FaultLicense): Promise<Probe> {
-  const got = await stack.request('POST', '/api/v1/auth/get-token', { licenseKey: lic.licenseKey, password: lic.password, imzaTipi: 0 });
-  if (got.kind !== 'answer' || got.status !== 200) throw new Error(`probe get-token: ${JSON.stringify(got)}`);
-  const signToken = got.body.signToken as string;
-  return { lic, accessToken: got.body.accessToken as string, signToken, tokenId: claimsOf(signToken).token_id };
+  const { accessToken, signToken } = await getTokenPair(stack.client(), lic);
+  return { lic, accessToken, signToken, tokenId: claimsOf(signToken).token_id };
 }
 
 /** The four public endpoints of the probe license at once, each timed. */
@@ -48,12 +47,11 @@ export async function probeRound(stack: Stack, probe: Probe, timeoutMs = 5000): 
  */
 export async function untilServing(stack: Stack, licenseKey: string, timeoutMs = 10_000): Promise<number> {
   const started = Date.now();
-  while (Date.now() - started < timeoutMs) {
+  const serving = await until(async () => {
     const o = (await timedCall(stack.url(), 'GET', `/api/License/check-quota/${licenseKey}`)).outcome;
-    if (o.kind === 'answer' && o.status === 200) return Date.now() - started;
-    await sleep(20);
-  }
-  return -1;
+    return o.kind === 'answer' && o.status === 200;
+  }, { timeoutMs, intervalMs: 20 });
+  return serving ? Date.now() - started : -1;
 }
 
 /** Probe rounds back to back while `during()` holds (a round is started only then). */
@@ -165,7 +163,7 @@ export async function probedLoad(stack: Stack, licenses: FaultLicense[], held: n
   const [probeLicense, ...loaded] = licenses;
   if (!probeLicense) throw new Error('no license');
   const probe = await makeProbe(stack, probeLicense);
-  const tokens = await mintHeld(stack, probeLicense, held);
+  const tokens = await new TokenSource(stack.client(), probeLicense).many(held);
   const load = new Load(stack, loaded, { concurrency: 8, timeoutMs: 5000 });
   await load.start();
   await load.waitForOk(200);

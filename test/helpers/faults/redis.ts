@@ -1,4 +1,4 @@
-import { sleep } from '../durable.js';
+import { sleep } from '../wait.js';
 import type { Stack } from './stack.js';
 
 // Redis of a fault test read and broken: failed-login counters, the usage streams read at
@@ -10,7 +10,7 @@ export async function failedLoginSlots(stack: Stack): Promise<number> {
   let total = 0;
   let cursor = '0';
   do {
-    const [next, keys] = await stack.redisClient.scan(cursor, 'MATCH', `${stack.prefix}:{a:*}:fg`, 'COUNT', 1000);
+    const [next, keys] = await stack.redisClient.scan(cursor, 'MATCH', stack.keys.failures('*'), 'COUNT', 1000);
     cursor = next;
     for (const key of keys) total += Number(await stack.redisClient.get(key) ?? 0);
   } while (cursor !== '0');

@@ -1,11 +1,13 @@
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { KeySpace } from '../../../src/redis/keys.js';
-import { CuttableProxy, waitFor } from '../durable.js';
-import { ADMIN_TOKEN, DATABASE_URL, NO_RATE_LIMITS, testEnv, type Teardown } from '../harness.js';
-import { spawnServer, startPrivateRedis, type ExitStatus, type PrivateRedis, type ServerProcess } from '../processes.js';
-import { call, type Outcome } from './requests.js';
-import { spawnWorker, type WorkerProcess } from './worker.js';
+import { createLicense, DATABASE_URL, NO_RATE_LIMITS, testEnv, type Teardown, type TestLicense } from '../harness.js';
+import { call, clientOf, type Client, type Outcome } from '../http.js';
+import {
+  spawnServer, spawnWorker, startPrivateRedis, type ExitStatus, type LoggedProcess, type PrivateRedis, type ServerProcess,
+} from '../processes.js';
+import { startPostgresProxy, type CuttableProxy } from '../proxy.js';
+import { waitFor } from '../wait.js';
 
 // The private stack of a fault test. Each test owns what it breaks: a private redis-server,
 // the server (and optionally the usage worker) as child processes it may SIGKILL and restart
@@ -29,17 +31,13 @@ export interface StackOptions {
   servers?: number;
 }
 
-export interface FaultLicense {
-  licenseKey: string;
-  firmaId: string;
-  password: string;
-}
+export type FaultLicense = TestLicense;
 
 export class Stack {
   readonly keys: KeySpace;
   /** the latest process of each server slot (a killed one stays until restarted) */
   readonly servers: ServerProcess[] = [];
-  worker: WorkerProcess | null = null;
+  worker: LoggedProcess | null = null;
 
   constructor(
     private readonly t: Teardown,
@@ -90,7 +88,7 @@ export class Stack {
   }
 
   /** Starts (or restarts) the standalone worker with the stack's env. */
-  async startWorker(extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
+  async startWorker(extraEnv: Record<string, string> = {}): Promise<LoggedProcess> {
     this.worker = await spawnWorker(this.t, { ...this.env, ...extraEnv });
     return this.worker;
   }
@@ -158,6 +156,11 @@ export class Stack {
     return call(this.url(slot), method, path, body, headers);
   }
 
+  /** A Client of server slot i (its latest process), for the helpers that need answers (throws on none). */
+  client(slot = 0): Client {
+    return clientOf(() => this.url(slot));
+  }
+
   /** GET /healthz of slot i. */
   health(slot = 0, timeoutMs = 5000): Promise<Outcome> {
     return call(this.url(slot), 'GET', '/healthz', undefined, {}, timeoutMs);
@@ -167,16 +170,12 @@ export class Stack {
   async createLicenses(n: number, input: { totalQuota?: number; domains?: string[] } = {}): Promise<FaultLicense[]> {
     const out: FaultLicense[] = [];
     for (let i = 0; i < n; i++) {
-      const password = `fault-password-${i}`;
-      const res = await this.request('POST', '/admin/v1/licenses', {
+      out.push(await createLicense(this.client(), {
         organizationName: `Arıza ${i} A.Ş.`,
-        password,
+        password: `fault-password-${i}`,
         totalQuota: input.totalQuota ?? 1_000_000,
-        expiryDate: new Date(Date.now() + 365 * 86400_000).toISOString(),
         ...(input.domains ? { domains: input.domains } : {}),
-      }, { authorization: `Bearer ${ADMIN_TOKEN}` });
-      if (res.kind !== 'answer' || res.status !== 201) throw new Error(`create license: ${JSON.stringify(res)}`);
-      out.push({ licenseKey: res.body.data.licenseKey, firmaId: res.body.data.firmaId, password });
+      }));
     }
     return out;
   }
@@ -192,15 +191,7 @@ export class Stack {
 export async function startStack(t: Teardown, options: StackOptions): Promise<Stack> {
   let proxy: CuttableProxy | null = null;
   let databaseUrl = DATABASE_URL;
-  if (options.proxyPostgres) {
-    const target = new URL(DATABASE_URL);
-    const p = new CuttableProxy(Number(target.port || 5432), target.hostname);
-    proxy = p;
-    const via = new URL(DATABASE_URL);
-    via.port = String(await p.listen());
-    databaseUrl = via.toString();
-    t.teardown(() => p.close()); // last: teardowns run last-in, first-out
-  }
+  if (options.proxyPostgres) ({ proxy, url: databaseUrl } = await startPostgresProxy(t)); // closed last: teardowns run last-in, first-out
   const redis = await startPrivateRedis(t, options.redisArgs ?? []);
   const env = testEnv(options.label, {
     REDIS_URL: redis.url,

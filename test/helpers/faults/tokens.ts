@@ -1,10 +1,10 @@
-import { claimsOf } from '../durable.js';
-import { MSG } from '../validate.js';
-import { timedCall, type Timed } from './requests.js';
-import type { FaultLicense, Stack } from './stack.js';
+import { timedCall, type Timed } from '../http.js';
+import { claimsOf } from '../jwt.js';
+import { MSG } from '../shapes.js';
+import type { Stack } from './stack.js';
 
-// Sign tokens held outside the load: minted before a fault, then validated while it lasts
-// (validateWhile) or all at once after it (validateAll).
+// Sign tokens held outside the load (minted before a fault with the minter, helpers/tokens.ts),
+// validated while the fault lasts (validateWhile) or all at once after it (validateAll).
 
 /**
  * Validates the tokens over and over, `concurrency` at a time, while `during()` holds (a
@@ -40,17 +40,4 @@ export async function validateAll(stack: Stack, tokens: string[]): Promise<{ cou
     }));
   }
   return { counts, ok, wrong };
-}
-
-/** n sign tokens of a license through sign-token (its access token from get-token). */
-export async function mintHeld(stack: Stack, lic: FaultLicense, n: number): Promise<string[]> {
-  const got = await stack.request('POST', '/api/v1/auth/get-token', { licenseKey: lic.licenseKey, password: lic.password, imzaTipi: 0 });
-  if (got.kind !== 'answer' || got.status !== 200) throw new Error(`get-token: ${JSON.stringify(got)}`);
-  const out = [got.body.signToken as string];
-  while (out.length < n) {
-    const o = await stack.request('POST', '/api/v1/auth/sign-token', { imzaTipi: 0 }, { authorization: `Bearer ${got.body.accessToken}` });
-    if (o.kind !== 'answer' || o.status !== 200) throw new Error(`sign-token: ${JSON.stringify(o)}`);
-    out.push(o.body.signToken as string);
-  }
-  return out;
 }

@@ -1,0 +1,54 @@
+import t from 'tap';
+import { expectLicenseView } from '../helpers/admin.js';
+import { startHarness } from '../helpers/harness.js';
+import { MSG } from '../helpers/shapes.js';
+
+// POST /admin/v1/licenses/{licenseKey}/quota (CONTRACT.md): a package of quota is added,
+// in force for the next get-token, check-quota and validate.
+
+t.test('admin add quota', async (t) => {
+  const h = await startHarness(t, 'adminquota', { RATE_GET_TOKEN_PER_MIN: '0', RATE_CHECK_QUOTA_PER_MIN: '0' });
+
+  t.test('adds a positive integer package, in force at once', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 1 });
+    const path = `/admin/v1/licenses/${lic.licenseKey}/quota`;
+    const got = await h.getToken(lic.licenseKey, lic.password);
+    t.equal((await h.validate(got.body.signToken)).status, 200);
+    const held = await h.getToken(lic.licenseKey, lic.password);
+    t.equal(held.status, 400, 'quota used up: get-token refuses');
+    t.equal(held.body?.error?.code, 'INSUFFICIENT_QUOTA');
+
+    const added = await h.admin('POST', path, { add: 4 });
+    expectLicenseView(t, added, 200, lic.password);
+    t.equal(added.body.data.totalQuota, 5);
+    t.equal(added.body.data.usedQuota, 1);
+    t.equal(added.body.data.remainingQuota, 4);
+    t.equal(added.body.data.quotaPercentage, 80);
+    const again = await h.admin('POST', path, { add: 10 });
+    t.equal(again.body.data.totalQuota, 15, 'packages add up');
+    t.equal(again.body.data.remainingQuota, 14);
+    const next = await h.getToken(lic.licenseKey, lic.password);
+    t.equal(next.status, 200, 'get-token issues again at once');
+    t.equal(next.body.remainingQuota, 14);
+    const quota = await h.checkQuota(lic.licenseKey);
+    t.equal(quota.body?.data?.totalQuota, 15, 'check-quota shows it at once');
+    const [row] = await h.sql`select total_quota::int as q from licenses where license_key = ${lic.licenseKey}`;
+    t.equal(row?.q, 15, 'Postgres holds the new total');
+  });
+
+  t.test('a token refused for exhausted quota redeems once quota is added', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 1 });
+    const a = await h.getToken(lic.licenseKey, lic.password);
+    const b = await h.getToken(lic.licenseKey, lic.password);
+    t.equal(b.status, 200, 'issued while one unit remains');
+    t.equal((await h.validate(a.body.signToken)).status, 200);
+    const refused = await h.validate(b.body.signToken);
+    t.equal(refused.status, 400);
+    t.same(refused.body, { success: false, message: MSG.QUOTA, remainingQuota: 0 });
+    await h.admin('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 1 });
+    const ok = await h.validate(b.body.signToken);
+    t.equal(ok.status, 200);
+    t.equal(ok.body?.usedQuota, 2);
+    t.equal(ok.body?.remainingQuota, 0);
+  });
+});

@@ -1,0 +1,198 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { loadConfig } from '../../src/config.js';
+import { createBody } from '../helpers/admin.js';
+import { ADMIN_TOKEN, startHarness, testEnv, type Harness, type Teardown } from '../helpers/harness.js';
+import { exitOf, SERVER_SCRIPT, spawnLogged } from '../helpers/processes.js';
+
+// Configuration (CONTRACT.md "Starting the service"): the defaults, a misconfigured
+// deployment refusing to start with one clear line on stderr instead of failing later, and
+// a service without ADMIN_TOKEN serving no admin API.
+
+type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
+
+const SECRET = randomBytes(32).toString('hex');
+
+// files that exist (their content does not matter to loadConfig)
+const DIR = mkdtempSync(path.join(tmpdir(), 'lic-config-'));
+t.teardown(() => rmSync(DIR, { recursive: true, force: true }));
+const CERT = path.join(DIR, 'cert.pem');
+const KEY = path.join(DIR, 'key.pem');
+writeFileSync(CERT, 'not really a certificate');
+writeFileSync(KEY, 'not really a key');
+
+/** Nothing reachable: if a check were missing the process would fail later, with another message. */
+const BASE_ENV: Record<string, string> = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  DATABASE_URL: 'postgres://postgres@127.0.0.1:1/unreachable',
+  REDIS_URL: 'redis://127.0.0.1:1',
+  PORT: '0',
+  LOG_LEVEL: 'silent',
+};
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  stdout: string;
+}
+
+/** Runs the server process with `env` until it exits by itself (SIGKILLed after 15 s: then it did not refuse). */
+async function runServer(t: Teardown, env: Record<string, string>): Promise<Exit> {
+  const server = spawnLogged(t, SERVER_SCRIPT, env);
+  let exit = await exitOf(server.child, 15_000);
+  if (exit.timedOut) exit = await server.stop('SIGKILL', 5000); // the assertions fail: it did not exit
+  else await server.stop(); // the rest of its output
+  return { code: exit.code, signal: exit.signal, stderr: server.text('stderr'), stdout: server.text('stdout') };
+}
+
+function assertRefused(t: TestT, exit: Exit, mention: RegExp): void {
+  t.equal(exit.signal, null, 'exited by itself (not killed after hanging)');
+  t.ok(exit.code !== null && exit.code !== 0, `non-zero exit code (${exit.code})`);
+  const lines = exit.stderr.trim().split('\n').filter((l) => l.trim() !== '');
+  t.equal(lines.length, 1, `one line on stderr: ${JSON.stringify(exit.stderr)}`);
+  t.match(lines[0] ?? '', mention, `the line names the problem: ${lines[0]}`);
+}
+
+t.test('the server process refuses a bad configuration with one line', async (t) => {
+  t.test('JWT_SECRET missing', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1' }), /JWT_SECRET/);
+  });
+  t.test('JWT_SECRET empty', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: '' }), /JWT_SECRET/);
+  });
+  t.test('JWT_SECRET of 31 bytes', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/);
+  });
+  t.test('no TLS files and no ALLOW_HTTP', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET }), /TLS|HTTPS/);
+  });
+  t.test('ALLOW_HTTP=0 is not ALLOW_HTTP=1', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '0' }), /TLS|HTTPS/);
+  });
+  t.test('a certificate without its key', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, TLS_CERT_FILE: CERT }), /TLS/);
+  });
+  t.test('TLS files that do not exist', async (t) => {
+    const missing = path.join(DIR, 'missing.pem');
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, TLS_CERT_FILE: missing, TLS_KEY_FILE: missing }), /TLS/);
+  });
+  t.test('PORT abc', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', PORT: 'abc' }), /PORT/);
+  });
+  t.test('PORT out of range', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', PORT: '70000' }), /PORT/);
+  });
+  t.test('a rate limit that is not a number', async (t) => {
+    const exit = await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', RATE_VALIDATE_PER_MIN: 'lots' });
+    assertRefused(t, exit, /RATE_VALIDATE_PER_MIN/);
+  });
+  t.test('the secret never appears in the refusal', async (t) => {
+    const exit = await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, PORT: 'abc', ALLOW_HTTP: '1' });
+    t.notMatch(exit.stderr + exit.stdout, SECRET);
+  });
+});
+
+t.test('loadConfig: defaults', async (t) => {
+  const config = loadConfig({ JWT_SECRET: SECRET, ALLOW_HTTP: '1' });
+  t.equal(config.port, 8080);
+  t.equal(config.host, '127.0.0.1');
+  t.equal(config.redisPrefix, 'lic');
+  t.equal(config.redisUrl, 'redis://127.0.0.1:6379');
+  t.same(config.redisClusterNodes, []);
+  t.equal(config.databaseUrl, 'postgres://127.0.0.1:5432/licensing');
+  t.equal(config.pgSchema, 'public');
+  t.equal(config.jwtSecret, SECRET);
+  t.equal(config.adminToken, null, 'no admin API without ADMIN_TOKEN');
+  t.equal(config.tls, null);
+  t.equal(config.rate.getToken, 10);
+  t.equal(config.rate.validate, 100);
+  t.equal(config.rate.checkQuota, 10);
+  t.equal(config.quotaCacheSeconds, 30);
+  t.equal(config.redisCommandTimeoutMs, 1000, 'a Redis call may take a second before the request answers 503');
+});
+
+t.test('loadConfig: overrides', async (t) => {
+  const config = loadConfig({
+    JWT_SECRET: SECRET, TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY, PORT: '0', HOST: '0.0.0.0',
+    REDIS_PREFIX: 'other', PG_SCHEMA: 'tenant_a', ADMIN_TOKEN: 'a-long-enough-admin-token',
+    RATE_GET_TOKEN_PER_MIN: '0', RATE_VALIDATE_PER_MIN: '500', RATE_CHECK_QUOTA_PER_MIN: '0', QUOTA_CACHE_SECONDS: '0',
+    REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001', REDIS_COMMAND_TIMEOUT_MS: '250',
+  });
+  t.equal(config.redisCommandTimeoutMs, 250);
+  t.same(config.tls, { certFile: CERT, keyFile: KEY }, 'TLS files need no ALLOW_HTTP');
+  t.equal(config.port, 0, 'PORT 0 picks a free port');
+  t.equal(config.host, '0.0.0.0');
+  t.equal(config.redisPrefix, 'other');
+  t.equal(config.pgSchema, 'tenant_a');
+  t.equal(config.adminToken, 'a-long-enough-admin-token');
+  t.equal(config.rate.getToken, 0, '0 disables');
+  t.equal(config.rate.validate, 500);
+  t.equal(config.rate.checkQuota, 0);
+  t.equal(config.quotaCacheSeconds, 0);
+  t.same(config.redisClusterNodes, [{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }]);
+  t.equal(loadConfig({ JWT_SECRET: SECRET, ALLOW_HTTP: '1', ADMIN_TOKEN: '' }).adminToken, null, 'empty ADMIN_TOKEN: no admin API');
+});
+
+t.test('loadConfig: JWT_SECRET is measured in bytes', async (t) => {
+  t.equal(loadConfig({ JWT_SECRET: 'ş'.repeat(16), ALLOW_HTTP: '1' }).jwtSecret, 'ş'.repeat(16), '16 two-byte characters = 32 bytes');
+  t.throws(() => loadConfig({ JWT_SECRET: `${'ş'.repeat(15)}a`, ALLOW_HTTP: '1' }), /JWT_SECRET/, '31 bytes refused');
+  t.equal(loadConfig({ JWT_SECRET: 'k'.repeat(32), ALLOW_HTTP: '1' }).jwtSecret.length, 32, '32 ASCII bytes accepted');
+});
+
+t.test('loadConfig: refusals name the variable', async (t) => {
+  const ok = { JWT_SECRET: SECRET, ALLOW_HTTP: '1' };
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ ALLOW_HTTP: '1' }, /JWT_SECRET/],
+    [{ JWT_SECRET: SECRET }, /TLS|HTTPS/],
+    [{ JWT_SECRET: SECRET, TLS_KEY_FILE: KEY }, /TLS/],
+    [{ JWT_SECRET: SECRET, TLS_CERT_FILE: path.join(DIR, 'missing.pem'), TLS_KEY_FILE: KEY }, /TLS_CERT_FILE/],
+    [{ ...ok, PORT: 'abc' }, /PORT/],
+    [{ ...ok, PORT: '-1' }, /PORT/],
+    [{ ...ok, PORT: '65536' }, /PORT/],
+    [{ ...ok, PORT: '80.5' }, /PORT/],
+    [{ ...ok, RATE_GET_TOKEN_PER_MIN: 'ten' }, /RATE_GET_TOKEN_PER_MIN/],
+    [{ ...ok, RATE_VALIDATE_PER_MIN: '-1' }, /RATE_VALIDATE_PER_MIN/],
+    [{ ...ok, RATE_CHECK_QUOTA_PER_MIN: '1e3' }, /RATE_CHECK_QUOTA_PER_MIN/],
+    [{ ...ok, QUOTA_CACHE_SECONDS: 'half' }, /QUOTA_CACHE_SECONDS/],
+    [{ ...ok, DATABASE_URL: 'mysql://127.0.0.1/x' }, /DATABASE_URL/],
+    [{ ...ok, REDIS_CLUSTER_NODES: 'nohostport' }, /REDIS_CLUSTER_NODES/],
+    [{ ...ok, REDIS_COMMAND_TIMEOUT_MS: '0' }, /REDIS_COMMAND_TIMEOUT_MS/],
+    [{ ...ok, REDIS_COMMAND_TIMEOUT_MS: 'soon' }, /REDIS_COMMAND_TIMEOUT_MS/],
+  ];
+  for (const [env, name] of cases) {
+    t.throws(() => loadConfig(env), name, `${JSON.stringify(env).replace(SECRET, '<secret>')} -> ${name}`);
+  }
+});
+
+t.test('loadConfig accepts an empty ADMIN_TOKEN as "no admin API"', async (t) => {
+  const config = loadConfig(testEnv('noadmincfg', { ADMIN_TOKEN: '' }));
+  t.equal(config.adminToken, null);
+  const unset = testEnv('noadmincfg2');
+  delete unset.ADMIN_TOKEN;
+  t.equal(loadConfig(unset).adminToken, null);
+});
+
+t.test('without ADMIN_TOKEN the admin routes answer 404', async (t) => {
+  const h: Harness = await startHarness(t, 'noadmin', { ADMIN_TOKEN: '' });
+  const key = randomUUID();
+  const routes: [string, string, unknown][] = [
+    ['POST', '/admin/v1/licenses', createBody()],
+    ['GET', `/admin/v1/licenses/${key}`, undefined],
+    ['PATCH', `/admin/v1/licenses/${key}`, { isActive: false }],
+    ['POST', `/admin/v1/licenses/${key}/quota`, { add: 5 }],
+  ];
+  for (const [method, path, body] of routes) {
+    for (const headers of [{} as Record<string, string>, { authorization: `Bearer ${ADMIN_TOKEN}` }, { authorization: 'Bearer ' }]) {
+      const res = await h.request(method, path, body, headers);
+      t.equal(res.status, 404, `${method} ${path}`);
+      t.equal(res.body?.success, false, 'a JSON 404');
+    }
+  }
+  const [count] = await h.sql`select count(*)::int as n from licenses`;
+  t.equal(count?.n, 0, 'nothing created');
+  t.equal((await h.checkQuota(key)).status, 404, 'the public API still serves');
+});

@@ -1,0 +1,106 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import https from 'node:https';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
+import { parseJson } from '../helpers/http.js';
+
+// HTTPS is mandatory (spec): with TLS_CERT_FILE/TLS_KEY_FILE the service serves HTTPS itself,
+// with a Strict-Transport-Security header, and no plain HTTP on that port.
+
+interface HttpsAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  text: string;
+}
+
+function httpsRequest(port: number, method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpsAnswer> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = https.request({
+      host: '127.0.0.1', port, method, path: urlPath, rejectUnauthorized: false, servername: 'localhost',
+      headers: { 'content-type': 'application/json', ...(payload ? { 'content-length': Buffer.byteLength(payload) } : {}), ...headers },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: parseJson(text), text });
+      });
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** What a plain-HTTP request to the TLS port gets: a status line, or the error that ended it. */
+function plainHttpAttempt(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    const timer = setTimeout(() => { socket.destroy(); resolve(`timeout:${received}`); }, 5000);
+    socket.on('connect', () => socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
+    socket.on('data', (c: Buffer) => { received += c.toString('latin1'); });
+    const end = (how: string) => { clearTimeout(timer); resolve(`${how}:${received}`); };
+    socket.on('error', (err) => end(`error ${err.message}`));
+    socket.on('close', () => end('closed'));
+  });
+}
+
+t.test('HTTPS with TLS_CERT_FILE / TLS_KEY_FILE', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'lic-tls-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const keyFile = path.join(dir, 'key.pem');
+  const certFile = path.join(dir, 'cert.pem');
+  execFileSync('openssl', [
+    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1',
+    '-keyout', keyFile, '-out', certFile,
+  ], { stdio: 'ignore' });
+
+  const h = await startHarness(t, 'tls', { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, ALLOW_HTTP: '' });
+  t.not(h.config.tls, null, 'the config serves TLS');
+  const port = h.service.port;
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+  t.test('the whole flow over HTTPS, every answer with HSTS', async (t) => {
+    const created = await httpsRequest(port, 'POST', '/admin/v1/licenses', {
+      organizationName: 'TLS A.Ş.', password: 'tls-password', totalQuota: 3,
+      expiryDate: new Date(Date.now() + 86400_000 * 30).toISOString(),
+    }, admin);
+    t.equal(created.status, 201, created.text);
+    const licenseKey: string = created.body.data.licenseKey;
+
+    const quota = await httpsRequest(port, 'GET', `/api/License/check-quota/${licenseKey}`);
+    t.equal(quota.status, 200, quota.text);
+    t.equal(quota.body?.success, true);
+    t.equal(quota.body?.data?.licenseKey, licenseKey);
+    t.equal(quota.body?.data?.remainingQuota, 3);
+    const hsts = String(quota.headers['strict-transport-security'] ?? '');
+    t.match(hsts, /max-age=\d+/, `Strict-Transport-Security: ${hsts}`);
+    t.ok(Number(/max-age=(\d+)/.exec(hsts)?.[1] ?? 0) > 0, 'a positive max-age');
+
+    const got = await httpsRequest(port, 'POST', '/api/v1/auth/get-token', { licenseKey, password: 'tls-password', imzaTipi: 0 });
+    t.equal(got.status, 200, got.text);
+    t.match(String(got.headers['strict-transport-security'] ?? ''), /max-age=\d+/);
+    const redeemed = await httpsRequest(port, 'POST', '/api/license/validate', { token: got.body.signToken });
+    t.equal(redeemed.status, 200, redeemed.text);
+    t.same(redeemed.body, { success: true, message: redeemed.body?.message, usedQuota: 1, remainingQuota: 2 });
+    t.match(String(redeemed.headers['strict-transport-security'] ?? ''), /max-age=\d+/);
+
+    for (const [method, p] of [['GET', '/nope'], ['GET', '/api/v1/auth/get-token'], ['GET', `/api/License/check-quota/not-a-uuid`]]) {
+      const res = await httpsRequest(port, method as string, p as string);
+      t.ok(res.status >= 400, `${method} ${p}: ${res.status}`);
+      t.match(String(res.headers['strict-transport-security'] ?? ''), /max-age=\d+/, `${method} ${p}: HSTS on errors too`);
+    }
+  });
+
+  t.test('no plain HTTP on the TLS port', async (t) => {
+    const answer = await plainHttpAttempt(port);
+    t.notMatch(answer, /HTTP\/1\.[01] 200/, `plain HTTP is not served (${answer.slice(0, 80)})`);
+    t.notMatch(answer, /"success":true/);
+  });
+});
