@@ -4,6 +4,7 @@ import { startPrivateRedis, type PrivateRedis } from '../helpers/processes.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { pollUntil, until } from '../helpers/wait.js';
 import { MSG } from '../helpers/shapes.js';
+import { LicenseField } from '../../src/redis/scripts.js';
 
 // Admin changes never leave Postgres and Redis split (issue 8): a change is in force on the
 // next request, or the admin gets an error and nothing changed. Redis here is the test's
@@ -49,8 +50,8 @@ t.test('a deactivation whose Redis write fails: no instance serves the old copy,
   t.equal(patched.status, 503, 'the admin is told the change did not fully complete');
   const [row] = await h.sql`select is_active from licenses where license_key = ${lic.licenseKey}`;
   t.equal(row?.is_active, false, 'Postgres has the change');
-  t.equal(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, 'a'), '1', 'the Redis copy is the old one...');
-  t.not(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, 'z'), '', '...but fenced');
+  t.equal(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, LicenseField.isActive), '1', 'the Redis copy is the old one...');
+  t.not(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, LicenseField.fences), '', '...but fenced');
 
   // Redis writes again: the old copy must never serve
   await redis.cli('config', 'set', 'min-replicas-to-write', '0');
@@ -64,7 +65,7 @@ t.test('a deactivation whose Redis write fails: no instance serves the old copy,
   const got = await h.getToken(lic.licenseKey, lic.password);
   t.equal(got.status, 401);
   t.equal(got.body.error.code, 'LICENSE_INACTIVE');
-  t.equal(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, 'a'), '0', 'the copy is rebuilt from Postgres');
+  t.equal(await redis.cli('hget', h.keys.forLicense(lic.firmaId).license, LicenseField.isActive), '0', 'the copy is rebuilt from Postgres');
 });
 
 t.test('a password change whose Redis write fails: the old password stops working', async (t) => {

@@ -10,6 +10,8 @@ import { spawnServer } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { getTokenPair, mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
+import { EventKind } from '../../src/redis/scripts.js';
+import { eventFields } from '../helpers/events.js';
 
 // Poison-proof persistence: a usage event Postgres refuses for good becomes a dead letter
 // (kept, counted in /healthz, replayable with `npm run dead-letters`), every other event of
@@ -90,13 +92,15 @@ async function xaddAtomically(h: Harness, stream: string, events: string[][]): P
 
 function issuedEvent(tokenId: string, firmaId: string, imzaTipi = '0'): string[] {
   const now = Date.now();
-  return ['k', 'i', 't', tokenId, 'f', firmaId, 'i', imzaTipi, 's', String(now), 'e', String(now + 300_000)];
+  return eventFields({ kind: EventKind.issued, tokenId, firmaId, imzaTipi, atMs: now, expiresMs: now + 300_000 });
 }
 
 function usedEvent(jwt: string, origin: string, imzaTipi?: string): string[] {
   const c = claimsOf(jwt);
-  return ['k', 'u', 't', c.token_id, 'f', c.firma_id, 'i', imzaTipi ?? String(c.imza_tipi), 's', String(Date.now()),
-    'c', String(c.iat * 1000), 'o', origin];
+  return eventFields({
+    kind: EventKind.used, tokenId: c.token_id, firmaId: c.firma_id, imzaTipi: imzaTipi ?? c.imza_tipi, atMs: Date.now(),
+    issuedMs: c.iat * 1000, origin,
+  });
 }
 
 /** Runs `node dist/src/cli/deadLetters.js <args>` against the harness's Redis and Postgres. */
@@ -228,8 +232,8 @@ t.test('a malformed event is a dead letter (BAD_EVENT) and does not block the st
   const stream = h.keys.forLicense(lic.firmaId).stream;
   const before = randomUUID();
   const after = randomUUID();
-  const noToken = ['k', 'i', 'f', lic.firmaId, 'i', '0', 's', String(Date.now()), 'e', String(Date.now() + 300_000)];
-  const noKind = ['k', 'x', 't', randomUUID(), 'f', lic.firmaId];
+  const noToken = eventFields({ kind: EventKind.issued, firmaId: lic.firmaId, imzaTipi: 0, atMs: Date.now(), expiresMs: Date.now() + 300_000 });
+  const noKind = eventFields({ kind: 'x', tokenId: randomUUID(), firmaId: lic.firmaId });
   const ids = await xaddAtomically(h, stream, [issuedEvent(before, lic.firmaId), noToken, noKind, issuedEvent(after, lic.firmaId)]);
 
   await waitFor('the malformed events are buried', async () => (await deadCount(h)) === 2 && (await h.redis.xlen(stream)) === 0, 10_000);

@@ -2,6 +2,7 @@ import t from 'tap';
 import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { MSG } from '../helpers/shapes.js';
 import { mintTokens } from '../helpers/tokens.js';
+import { LicenseField } from '../../src/redis/scripts.js';
 
 // Redis holds only a hot copy: when it is lost (after the worker has drained) the service
 // rebuilds it from Postgres and carries on with the right counts and token states.
@@ -147,7 +148,7 @@ t.test('losing only the license hash', async (t) => {
   t.equal(quota.status, 200);
   t.equal(quota.body.data.usedQuota, 2);
   t.equal(quota.body.data.remainingQuota, 8);
-  t.equal(await h.redis.hget(hash, 'u'), '2', 'the hash is rebuilt with the used count from Postgres');
+  t.equal(await h.redis.hget(hash, LicenseField.usedQuota), '2', 'the hash is rebuilt with the used count from Postgres');
 
   // validate first
   t.equal(await h.redis.del(hash), 1);

@@ -5,6 +5,9 @@ import { spawnWorker } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
+import { EventField, EventKind } from '../../src/redis/scripts.js';
+import { fieldRecord } from '../../src/usage/deadLetters.js';
+import { eventFields } from '../helpers/events.js';
 
 // The usage worker: events written by the Lua scripts reach Postgres once, whatever is
 // replayed, duplicated, interrupted or left behind by a dead consumer.
@@ -32,8 +35,8 @@ async function usedEventsOf(h: Harness, firmaId: string, tokenId: string): Promi
   return entries
     .map(([, fields]) => fields)
     .filter((fields) => {
-      const f = Object.fromEntries(fields.flatMap((v, i) => (i % 2 === 0 ? [[v, fields[i + 1]]] : [])));
-      return f.k === 'u' && f.t === tokenId;
+      const f = fieldRecord(fields);
+      return f[EventField.kind] === EventKind.used && f[EventField.tokenId] === tokenId;
     });
 }
 
@@ -75,12 +78,15 @@ t.test('issued and redeemed tokens reach Postgres; a replayed event changes noth
   // replay a copy of a's redemption with another time and origin: it must change nothing
   const ca = claimsOf(a);
   const stream = h.keys.forLicense(lic.firmaId).stream;
-  await h.redis.xadd(stream, '*', 'k', 'u', 't', ca.token_id, 'f', lic.firmaId, 'i', String(ca.imza_tipi),
-    's', String(Date.now() + 60_000), 'c', String(ca.iat * 1000), 'o', 'https://replayed.example');
+  await h.redis.xadd(stream, '*', ...eventFields({
+    kind: EventKind.used, tokenId: ca.token_id, firmaId: lic.firmaId, imzaTipi: ca.imza_tipi, atMs: Date.now() + 60_000,
+    issuedMs: ca.iat * 1000, origin: 'https://replayed.example',
+  }));
   // and a replayed issuance of b must not turn it back into 'issued'
   const cb = claimsOf(b);
-  await h.redis.xadd(stream, '*', 'k', 'i', 't', cb.token_id, 'f', lic.firmaId, 'i', String(cb.imza_tipi),
-    's', String(Date.now()), 'e', String(cb.exp * 1000));
+  await h.redis.xadd(stream, '*', ...eventFields({
+    kind: EventKind.issued, tokenId: cb.token_id, firmaId: lic.firmaId, imzaTipi: cb.imza_tipi, atMs: Date.now(), expiresMs: cb.exp * 1000,
+  }));
   await h.drainWorker();
   t.equal(await usedQuota(h, lic.firmaId), 2, 'used_quota unchanged by the replay');
   t.same(await tokenRows(h, lic.firmaId), rows, 'every row unchanged by the replay');
@@ -106,8 +112,9 @@ t.test('duplicate events within one batch count once', async (t) => {
   // a token redeemed only by duplicated events (never through validate) still counts once
   const cc = claimsOf(tokens[2] as string);
   for (let i = 0; i < 2; i++) {
-    await h.redis.xadd(h.keys.forLicense(lic.firmaId).stream, '*', 'k', 'u', 't', cc.token_id, 'f', lic.firmaId,
-      'i', '0', 's', String(Date.now()), 'c', String(cc.iat * 1000));
+    await h.redis.xadd(h.keys.forLicense(lic.firmaId).stream, '*', ...eventFields({
+      kind: EventKind.used, tokenId: cc.token_id, firmaId: lic.firmaId, imzaTipi: 0, atMs: Date.now(), issuedMs: cc.iat * 1000,
+    }));
   }
   t.equal(await streamTotal(h), 3 + 2 + 6 + 2, 'all events wait in the stream');
 

@@ -1,6 +1,7 @@
 import type { Test } from 'tap';
 import type { Load } from './load.js';
 import type { Stack } from './stack.js';
+import { LicenseField } from '../../../src/redis/scripts.js';
 
 // The books ("the books balance through every failure"): checkBooks compares the client's
 // side (a Load) with Postgres and Redis once the usage streams are empty; checkExactBooks and
@@ -44,7 +45,7 @@ export async function checkBooks(t: Checks, stack: Stack, load: Load, options: B
     const mine = rows.filter((r) => r.firma_id === book.lic.firmaId);
     const used = new Set(mine.filter((r) => r.status === 'used').map((r) => r.token_id));
     const all = new Set(mine.map((r) => r.token_id));
-    const redisU = await stack.redisClient.hget(stack.keys.forLicense(book.lic.firmaId).license, 'u');
+    const redisU = await stack.redisClient.hget(stack.keys.forLicense(book.lic.firmaId).license, LicenseField.usedQuota);
     const counts = { ok: book.ok.size, usedRows: used.size, lost: book.lost.size, retriedUsed: book.retriedUsed.size };
     if (options.exact) {
       t.same([book.lost.size, book.mintFailures.size], [0, 0], `${name}: no validate answer lost, no mint failed (exact books)`, counts);
@@ -88,7 +89,7 @@ export async function licenseState(stack: Stack, firmaId: string): Promise<Licen
   const [lic] = await stack.sql<{ used: number }[]>`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
   const [counts] = await stack.sql<{ rows: number; used: number }[]>`
     select count(*)::int as rows, (count(*) filter (where status = 'used'))::int as used from sign_tokens where firma_id = ${firmaId}`;
-  const u = await stack.redisClient.hget(stack.keys.forLicense(firmaId).license, 'u');
+  const u = await stack.redisClient.hget(stack.keys.forLicense(firmaId).license, LicenseField.usedQuota);
   return { pgUsed: lic?.used ?? -1, rows: counts?.rows ?? 0, usedRows: counts?.used ?? 0, redisU: u === null ? null : Number(u) };
 }
 

@@ -1,5 +1,7 @@
 import { sleep } from '../wait.js';
 import type { Stack } from './stack.js';
+import { EventField, EventKind, LicenseField } from '../../../src/redis/scripts.js';
+import { fieldRecord } from '../../../src/usage/deadLetters.js';
 
 // Redis of a fault test read and broken: failed-login counters, the usage streams read at
 // the moment Redis is lost (killFrozen), and CountWatch, which catches Redis's 'u' of a
@@ -25,9 +27,9 @@ export async function queuedRedemptions(stack: Stack): Promise<Set<string>> {
   for (const stream of stack.keys.streams) {
     const entries = await stack.redisClient.xrange(stream, '-', '+');
     for (const [, fields] of entries) {
-      const f: Record<string, string> = {};
-      for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
-      if (f.k === 'u' && f.t) out.add(f.t);
+      const f = fieldRecord(fields);
+      const tokenId = f[EventField.tokenId];
+      if (f[EventField.kind] === EventKind.used && tokenId) out.add(tokenId);
     }
   }
   return out;
@@ -78,7 +80,7 @@ export class CountWatch {
     const rows = await this.stack.sql<{ firma_id: string; used: number }[]>`
       select firma_id, used_quota::int as used from licenses where firma_id = any(${this.firmaIds})`;
     const pg = new Map(rows.map((r) => [r.firma_id, r.used]));
-    const redis = await Promise.all(this.firmaIds.map((f) => this.stack.redisClient.hget(this.stack.keys.forLicense(f).license, 'u')));
+    const redis = await Promise.all(this.firmaIds.map((f) => this.stack.redisClient.hget(this.stack.keys.forLicense(f).license, LicenseField.usedQuota)));
     this.samples++;
     for (const [i, firmaId] of this.firmaIds.entries()) {
       const u = redis[i];
