@@ -181,9 +181,14 @@ async function main(): Promise<void> {
   for (let run = 0; run < RUNS; run++) {
     await measure('service sign-token', 64, service, redis, 'signtoken.lua', [accessFile], '/api/v1/auth/sign-token');
     await drain();
+    if (baseline) {
+      await measure('before: sign-token', 64, baseline, redis, 'signtoken.lua', [accessFile], '/api/v1/auth/sign-token');
+      await drain();
+    }
     // check-quota's target is a ratio to ceiling (a): measured again beside it, in turns
     await measure('ceiling (a) beside check-quota', 64, ceilings.a, redis, 'redeem.lua', [accessFile, '1'], '/api/license/validate');
     await measure('service check-quota', 64, service, redis, 'checkquota.lua', [keyFile], '/');
+    if (baseline) await measure('before: check-quota', 64, baseline, redis, 'checkquota.lua', [keyFile], '/');
   }
   await measure('service get-token', 16, service, redis, 'gettoken.lua', [credFile], '/api/v1/auth/get-token');
 
