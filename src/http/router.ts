@@ -30,7 +30,8 @@ const NO_PARAMS: string[] = [];
  * segments (each captures one segment) by their patterns in order. Built once at start.
  */
 export class Router {
-  private readonly exact = new Map<string, PathEntry>();
+  /** exact paths, each with its match built once (no allocation per request) */
+  private readonly exact = new Map<string, Match>();
   private readonly patterns: { pattern: RegExp; entry: PathEntry }[] = [];
 
   constructor(routes: Route[]) {
@@ -42,7 +43,7 @@ export class Router {
         entry = { routes: [], errors: route.errors, allow: '' };
         byPath.set(key, entry);
         if (key.includes('/:')) this.patterns.push({ pattern: new RegExp(`^${key.replace(/:[a-z]+/gi, '([^/]+)')}/?$`, 'i'), entry });
-        else this.exact.set(key, entry);
+        else this.exact.set(key, { entry, params: NO_PARAMS });
       }
       entry.routes.push(route);
       entry.allow = entry.routes.map((r) => r.method.toUpperCase()).join(', ');
@@ -50,8 +51,8 @@ export class Router {
   }
 
   match(path: string): Match | null {
-    const entry = this.exact.get(path.toLowerCase());
-    if (entry) return { entry, params: NO_PARAMS };
+    const exact = this.exact.get(path.toLowerCase());
+    if (exact) return exact;
     for (const { pattern, entry } of this.patterns) {
       const m = pattern.exec(path);
       if (m) return { entry, params: m.slice(1).map(decodeSegment) };

@@ -150,19 +150,20 @@ export class HotLicenses {
   }
 
   /**
-   * Runs `step` until its result is not a missing copy (`missed`), reloading the license
-   * from Postgres before each retry and waiting a little while an admin change holds its
-   * fence. Resolves null when Postgres has no such license; past REPAIR_ATTEMPTS the
-   * request is refused with 503.
+   * After a script found a license's copy missing or fenced: reloads the license from
+   * Postgres and runs `step` again, until its result is not a miss (`missed`), waiting a
+   * little while an admin change holds the fence. Resolves null when Postgres has no such
+   * license; past REPAIR_ATTEMPTS the request is refused with 503. (The first call is the
+   * caller's own, so the path where the copy is there allocates nothing for this.)
    */
-  async retryOnMiss<R>(firmaId: string, step: (retry: boolean) => Promise<R>, missed: (result: R) => boolean): Promise<R | null> {
+  async retryAfterMiss<R>(firmaId: string, step: () => Promise<R>, missed: (result: R) => boolean): Promise<R | null> {
     for (let attempt = 0; ; attempt++) {
-      const result = await step(attempt > 0);
-      if (!missed(result)) return result;
       if (attempt >= REPAIR_ATTEMPTS) throw new ServiceUnavailable('license copy still fenced by an admin change');
       const state = await this.hydrateFirma(firmaId);
       if (state === 'missing') return null;
       if (state === 'fenced') await sleep(FENCE_POLL_MS);
+      const result = await step();
+      if (!missed(result)) return result;
     }
   }
 
@@ -209,8 +210,9 @@ export class HotLicenses {
     const firmaId = await this.firmaIdOf(licenseKey);
     if (firmaId === null) return null;
     const key = this.keys.forLicense(firmaId).license;
-    const copy = await this.retryOnMiss(firmaId, () =>
-      this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences), unusable);
+    const readCopy = () => this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences);
+    let copy: (string | null)[] | null = await readCopy();
+    if (unusable(copy)) copy = await this.retryAfterMiss(firmaId, readCopy, unusable);
     if (copy === null) return null;
     const [q, u, a, x, n] = copy;
     return {

@@ -129,8 +129,8 @@ export interface ScriptCall<R> {
 }
 
 /** Runs a call on a client the scripts are defined on (src/redis/client.ts). */
-export async function runScript<R>(client: ScriptClient, call: ScriptCall<R>): Promise<R> {
-  return call.read(await client[call.name](...(call.args as [number, ...Args])));
+export function runScript<R>(client: ScriptClient, call: ScriptCall<R>): Promise<R> {
+  return client[call.name](...(call.args as [number, ...Args])).then(call.read);
 }
 
 // ---- one builder per script ------------------------------------------------------------
@@ -157,6 +157,13 @@ function readCredentials(reply: unknown): CredentialsFound {
 const readWait = (reply: unknown): number =>
   outcomeOf((reply as Reply)[0]) === Outcome.OVER_RATE_LIMIT ? Math.max(1, Number((reply as Reply)[1])) : 0;
 
+function readQuotaChecked(reply: unknown): QuotaChecked {
+  const r = reply as Reply;
+  return outcomeOf(r[0]) === Outcome.OVER_RATE_LIMIT ? [Outcome.OVER_RATE_LIMIT, Number(r[1])] : [Outcome.DONE, String(r[1])];
+}
+
+const readSynced = (reply: unknown): [SyncOutcome, boolean] => [Number((reply as Reply)[0]) as SyncOutcome, Number((reply as Reply)[1]) === 1];
+
 export const scripts = {
   /** lua/credentials.lua: get-token's rate limit, then the key's credentials (limit 0: not counted) */
   credentials: (keys: KeySpace, licenseKey: string, limit: number, windowMs: number): ScriptCall<CredentialsFound> => ({
@@ -177,10 +184,7 @@ export const scripts = {
   checkQuota: (keys: KeySpace, licenseKey: string, limit: number, windowMs: number): ScriptCall<QuotaChecked> => ({
     name: 'checkQuota',
     args: [2, keys.rateCheckQuota(licenseKey), keys.credentials(licenseKey), limit, windowMs],
-    read: (reply) => {
-      const r = reply as Reply;
-      return outcomeOf(r[0]) === Outcome.OVER_RATE_LIMIT ? [Outcome.OVER_RATE_LIMIT, Number(r[1])] : [Outcome.DONE, String(r[1])];
-    },
+    read: readQuotaChecked,
   }),
 
   /** lua/fence.lua: fences a copy (license or credentials hash) until deadlineMs; resolves the changes in flight */
@@ -197,7 +201,7 @@ export const scripts = {
   ): ScriptCall<[SyncOutcome, boolean]> => ({
     name: 'sync',
     args: [1, hash, version, usedQuota === 'unknown' ? '' : usedQuota === 'none' ? '-' : usedQuota, completes ? '1' : '0', settledMs, ...fields],
-    read: (reply) => [Number((reply as Reply)[0]) as SyncOutcome, Number((reply as Reply)[1]) === 1],
+    read: readSynced,
   }),
 
   /** lua/usedFloor.lua: raises the used counts of licenses of one slot to Postgres's; resolves how many were raised */
@@ -271,24 +275,33 @@ export const issueLayout: BatchLayout<Issuance, Issued> = {
   result: (out, i) => [outcomeOf(out[3 * i]), Number(out[3 * i + 1]), String(out[3 * i + 2] ?? '')],
 };
 
-/** A batch script's call for items of one slot. A reply shorter than three per item means the call came too late. */
-export function batchCall<T extends SlotItem, R>(
-  layout: BatchLayout<T, R>, items: readonly T[], nowMs: number, windowMs: number, deadlineMs: number,
-): ScriptCall<R[]> {
-  const first = (items[0] as T).keys;
-  const args: Args = [2 + 3 * items.length, first.stream, first.epoch];
-  for (const item of items) layout.pushKeys(args, item);
+/** The arguments of a batch script's call (key count first) for `count` items of one slot, item(i) giving each. */
+export function batchArgs<T extends SlotItem>(
+  layout: BatchLayout<T, unknown>, count: number, item: (i: number) => T, nowMs: number, windowMs: number, deadlineMs: number,
+): Args {
+  const first = item(0).keys;
+  const args: Args = [2 + 3 * count, first.stream, first.epoch];
+  for (let i = 0; i < count; i++) layout.pushKeys(args, item(i));
   args.push(nowMs, windowMs, deadlineMs);
-  for (const item of items) layout.pushArgs(args, item);
-  return {
-    name: layout.name,
-    args,
-    read: (reply) => {
-      const out = reply as Reply;
-      const late = out.length < items.length * 3;
-      return items.map((_, i) => layout.result(late ? PAST_DEADLINE_REPLY : out, late ? 0 : i));
-    },
-  };
+  for (let i = 0; i < count; i++) layout.pushArgs(args, item(i));
+  return args;
 }
 
 const PAST_DEADLINE_REPLY: Reply = [Outcome.PAST_DEADLINE, 0, 0];
+
+/** Item i's result in a batch script's reply of `count` items; a reply shorter than three per item came too late. */
+export function batchResult<R>(layout: Pick<BatchLayout<never, R>, 'result'>, reply: unknown, i: number, count: number): R {
+  const out = reply as Reply;
+  return out.length < count * 3 ? layout.result(PAST_DEADLINE_REPLY, 0) : layout.result(out, i);
+}
+
+/** A batch script's call for items of one slot (bench/ and test/ use it; SlotBatcher uses the two parts above). */
+export function batchCall<T extends SlotItem, R>(
+  layout: BatchLayout<T, R>, items: readonly T[], nowMs: number, windowMs: number, deadlineMs: number,
+): ScriptCall<R[]> {
+  return {
+    name: layout.name,
+    args: batchArgs(layout, items.length, (i) => items[i] as T, nowMs, windowMs, deadlineMs),
+    read: (reply) => items.map((_, i) => batchResult(layout, reply, i, items.length)),
+  };
+}

@@ -3,7 +3,7 @@ import { isCluster, type RedisClient } from './client.js';
 import type { RedisClock } from './clock.js';
 import type { RedisRestarts } from './restarts.js';
 import { STREAM_BUCKETS } from './keys.js';
-import { batchCall, runScript, type BatchLayout, type SlotItem } from './scripts.js';
+import { batchArgs, batchResult, type BatchLayout, type SlotItem } from './scripts.js';
 
 interface Pending<T, R> {
   item: Readonly<T>;
@@ -77,9 +77,11 @@ export class SlotBatcher<T extends SlotItem, R> {
   }
 
   private send(part: Pending<T, R>[], now: number, deadline: number): void {
-    const call = batchCall(this.layout, part.map((p) => p.item), now, this.windowMs, deadline);
-    runScript(this.redis, call).then((results) => {
-      for (let i = 0; i < part.length; i++) (part[i] as Pending<T, R>).resolve(results[i] as R);
+    const { layout } = this;
+    const count = part.length;
+    const args = batchArgs(layout, count, (i) => (part[i] as Pending<T, R>).item, now, this.windowMs, deadline);
+    this.redis[layout.name](...(args as [number, ...(string | number)[]])).then((reply) => {
+      for (let i = 0; i < count; i++) (part[i] as Pending<T, R>).resolve(batchResult(layout, reply, i, count));
     }, (err: unknown) => {
       for (const p of part) p.reject(err);
     });

@@ -2,8 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/server.js';
 import { Outcome } from '../redis/scripts.js';
-import type { SignClaims } from '../tokens/jwt.js';
-import type { RedeemRefusal } from '../tokens/redeemSignToken.js';
+import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
 import type { RouteContext } from './context.js';
 import { fixed, messageErrors, rateLimited } from './replies.js';
 import { bodyParser, Text } from './schemas.js';
@@ -42,6 +41,12 @@ function badRequest(field: string): Reply {
   return reply(400, { success: false, message: `Geçersiz istek: ${field === 'body' ? 'gövde bir JSON nesnesi olmalı' : field}` });
 }
 
+function replyTo(out: RedeemOutcome): Reply {
+  if (out.outcome === Outcome.DONE) return redeemed(out.usedQuota, out.remainingQuota);
+  if (out.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(out.waitMs);
+  return refusals[out.outcome];
+}
+
 function redeemed(used: number, remaining: number): Reply {
   return {
     status: '200 OK',
@@ -54,13 +59,6 @@ export function validateRoute(ctx: RouteContext): Route {
   const parse = bodyParser(ValidateBody);
   const limit = ctx.config.rate.validate;
 
-  async function redeem(claims: SignClaims, origin: string | null): Promise<Reply> {
-    const out = await ctx.redeemer.redeem(claims, origin, limit);
-    if (out.outcome === Outcome.DONE) return redeemed(out.usedQuota, out.remainingQuota);
-    if (out.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(out.waitMs);
-    return refusals[out.outcome];
-  }
-
   return {
     method: 'post',
     path: '/api/license/validate',
@@ -72,7 +70,7 @@ export function validateRoute(ctx: RouteContext): Route {
       if (token === undefined || token === null || token.trim() === '') return replies.TOKEN_EMPTY;
       const verified = ctx.tokens.verifySignToken(token.trim());
       if (verified.claims === undefined) return verified.expired ? replies.TOKEN_EXPIRED : replies.TOKEN_INVALID;
-      return redeem(verified.claims, origin ?? null);
+      return ctx.redeemer.redeem(verified.claims, origin ?? null, limit).then(replyTo);
     },
   };
 }

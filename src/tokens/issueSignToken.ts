@@ -4,7 +4,7 @@ import type { HotLicenses } from '../licenses/hot.js';
 import type { KeySpace } from '../redis/keys.js';
 import { Outcome, type Issuance, type Issued } from '../redis/scripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
-import { callRepairing } from './callRepairing.js';
+import { retryRepaired } from './retryRepaired.js';
 import { SIGN_TOKEN_SECONDS, type TokenService } from './jwt.js';
 
 export type IssueRefusal = Outcome.LICENSE_EXPIRED | Outcome.LICENSE_INACTIVE | Outcome.NO_QUOTA_LEFT | Outcome.NO_SUCH_LICENSE;
@@ -36,8 +36,12 @@ export class SignTokenIssuer {
     const issuance: Issuance = {
       keys: k, markers: markers.key, markersExpireAt: markers.expiresAt, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
     };
-    const result = await callRepairing(this.hot, this.batcher, issuance);
-    if (result === null) return { outcome: Outcome.NO_SUCH_LICENSE };
+    let result = await this.batcher.call(issuance);
+    if (result[0] === Outcome.COPY_MISSING) {
+      const repaired = await retryRepaired(this.hot, this.batcher, issuance);
+      if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE };
+      result = repaired;
+    }
     const [outcome, a, b] = result;
     switch (outcome) {
       case Outcome.DONE: {

@@ -4,7 +4,7 @@ import { originHost } from '../licenses/origin.js';
 import type { KeySpace } from '../redis/keys.js';
 import { Outcome, type Redeemed, type Redemption } from '../redis/scripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
-import { callRepairing } from './callRepairing.js';
+import { retryRepaired } from './retryRepaired.js';
 import type { SignClaims } from './jwt.js';
 
 export type RedeemRefusal =
@@ -32,8 +32,12 @@ export class SignTokenRedeemer {
       keys: k, markers: markers.key, limit: rateLimit, host: origin === null ? '' : originHost(origin),
       tokenId: claims.token_id, firmaId: claims.firma_id, imzaTipi: claims.imza_tipi, iatMs: claims.iat * 1000, origin,
     };
-    const result = await callRepairing(this.hot, this.batcher, redemption);
-    if (result === null) return { outcome: Outcome.NO_SUCH_LICENSE };
+    let result = await this.batcher.call(redemption);
+    if (result[0] === Outcome.COPY_MISSING) {
+      const repaired = await retryRepaired(this.hot, this.batcher, redemption);
+      if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE };
+      result = repaired;
+    }
     const [outcome, a, b] = result;
     switch (outcome) {
       case Outcome.DONE:
