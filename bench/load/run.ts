@@ -12,6 +12,9 @@ import { cpuMicros, rssKiB } from './proc.js';
 import { runWrk, type WrkResult } from './wrk.js';
 import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
 import { printTable, type Sample } from './table.js';
+import { deployedTable, measureDeployed, type DeployedMode, type DeployedSample } from './deployed.js';
+import { usageLag } from '../../src/usage/lag.js';
+import type { RedisClient } from '../../src/redis/client.js';
 
 // make bench: the service against its ceilings, interleaved in one run, same connections,
 // same pinning. SERVER_CPU runs the HTTP servers, LOAD_CPU runs wrk and Redis beside it.
@@ -28,7 +31,9 @@ const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
-const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105 };
+const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106 };
+// BENCH_DEPLOYED=0: skip the runs as deployed (usage worker running: bench/load/deployed.ts)
+const DEPLOYED = process.env.BENCH_DEPLOYED !== '0';
 // BENCH_BASELINE=<another checkout's dist folder>: that build of the service is measured in the
 // same rounds as "service before", to compare a change before and after in one run
 const BASELINE = process.env.BENCH_BASELINE;
@@ -178,8 +183,32 @@ async function main(): Promise<void> {
     }
   }
 
+  // validate as deployed: the usage worker writing to Postgres while the load runs
+  const deployed: DeployedSample[] = [];
+  if (DEPLOYED) {
+    await refreshAccess();
+    const benchKeys = new KeySpace('bench');
+    const lag = () => usageLag(redisClient as unknown as RedisClient, benchKeys);
+    for (let run = 0; run < RUNS; run++) {
+      const modes: DeployedMode[] = run % 2 === 0 ? ['worker inside', 'worker apart'] : ['worker apart', 'worker inside'];
+      for (const mode of modes) {
+        const [tokens, warmupTokens] = [await mint(), await mint()];
+        await drain();
+        const sample = await measureDeployed({
+          mode, connections: 64, seconds: SECONDS, serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, env, port: PORTS.deployed,
+          redis, tokens, warmupTokens, lag,
+        });
+        deployed.push(sample);
+        process.stderr.write(`  as deployed, ${mode} c=64 ${Math.round(sample.rps)} req/s backlog ${sample.backlog} drained in ${sample.drainMs} ms\n`);
+        await drain();
+      }
+    }
+  }
+  const deployedReport = deployed.length > 0 ? `\n${deployedTable(deployed)}\n` : '';
+
   if (ONLY_VALIDATE) {
     printTable(samples, { books, memory: '' });
+    process.stdout.write(deployedReport);
     await stopGracefully(service);
     stopAll(all);
     process.exit(0);
@@ -226,6 +255,7 @@ async function main(): Promise<void> {
     memory: `Redis memory per outstanding token: ${((memAfter - memBefore) / outstanding).toFixed(0)} bytes ` +
       `(used_memory delta over ${outstanding} fresh tokens, held in ${markerHashes} marker hashes)`,
   });
+  process.stdout.write(deployedReport);
   await Promise.all([redisClient.quit(), sql.end()]);
   rmSync(work, { recursive: true, force: true });
   stopAll(all);
