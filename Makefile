@@ -52,7 +52,7 @@ load-tools:
 	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 	@command -v taskset >/dev/null || { echo "taskset is missing: apt-get install util-linux"; exit 1; }
 
-# The service against its ceiling servers in one run.
+# The service against its ceiling servers in one run, then validate as deployed (usage worker writing; BENCH_DEPLOYED=0 skips it).
 bench: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/load/run.js
