@@ -4,7 +4,7 @@ import type { Route } from '../http/server.js';
 import { Outcome } from '../redis/scripts.js';
 import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
 import type { RouteContext } from './context.js';
-import { fixed, messageErrors, rateLimited } from './replies.js';
+import { messageErrors, rateLimited } from './replies.js';
 import { bodyParser, Text } from './schemas.js';
 
 // token emptiness is its own published error, so the schema lets null and blank strings
@@ -17,12 +17,12 @@ const ValidateBody = Type.Object({
 // ---- validate: {success:false, message} -------------------------------------------------
 //        status  message                                           condition
 const replies = {
-  TOKEN_EMPTY: fixed(400, { success: false, message: 'Token boş olamaz' }), //              token empty
-  TOKEN_EXPIRED: fixed(401, { success: false, message: 'Token süresi dolmuş' }), //         sign token expired
-  TOKEN_INVALID: fixed(401, { success: false, message: 'Geçersiz token' }), //              malformed, bad signature, invalid
-  TOKEN_USED: fixed(400, { success: false, message: 'Bu token zaten kullanılmış. Yeni token alınız.' }), // redeemed
-  ORIGIN_DENIED: fixed(401, { success: false, message: 'Bu domain için yetki yok' }), //    origin not authorised
-  QUOTA_EXHAUSTED: fixed(400, { success: false, message: 'İmza kotası doldu', remainingQuota: 0 }), // quota used up
+  TOKEN_EMPTY: reply(400, { success: false, message: 'Token boş olamaz' }), //              token empty
+  TOKEN_EXPIRED: reply(401, { success: false, message: 'Token süresi dolmuş' }), //         sign token expired
+  TOKEN_INVALID: reply(401, { success: false, message: 'Geçersiz token' }), //              malformed, bad signature, invalid
+  TOKEN_USED: reply(400, { success: false, message: 'Bu token zaten kullanılmış. Yeni token alınız.' }), // redeemed
+  ORIGIN_DENIED: reply(401, { success: false, message: 'Bu domain için yetki yok' }), //    origin not authorised
+  QUOTA_EXHAUSTED: reply(400, { success: false, message: 'İmza kotası doldu', remainingQuota: 0 }), // quota used up
   // 429 RATE_LIMITED: rateLimited(ms)
 } as const;
 

@@ -6,11 +6,6 @@ import { reply, retryHeaders, retrySeconds, type Reply, type TransportErrors, ty
 
 export const RATE_MESSAGE = 'Çok fazla istek. Lütfen bekleyiniz.';
 
-/** An answer rendered once, at start. */
-export function fixed(status: number, body: unknown): Reply {
-  return reply(status, body);
-}
-
 /** 429 of get-token, sign-token and validate: {success:false, message, retryAfter}. */
 export function rateLimited(ms: number): Reply {
   const seconds = retrySeconds(ms);
@@ -25,7 +20,7 @@ export function quotaPercentage(total: number, used: number): number {
 
 // ---- {success:false, error:{code, message}}: get-token, sign-token, history, admin -----
 export function coded(status: number, code: string, message: string): Reply {
-  return fixed(status, { success: false, error: { code, message } });
+  return reply(status, { success: false, error: { code, message } });
 }
 
 //        status  code                   message
@@ -61,7 +56,7 @@ function rendered(render: (status: number, code: string, message: string) => Rep
 export const codedErrors = rendered(coded);
 
 /** {success:false, message}: validate */
-export const messageErrors = rendered((status, _code, message) => fixed(status, { success: false, message }));
+export const messageErrors = rendered((status, _code, message) => reply(status, { success: false, message }));
 
 /** {success:false, error:{code, message}, timestamp}: check-quota */
 export const timestampedErrors: TransportErrors = (failure) => {
