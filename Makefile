@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag soak profile load-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker soak profile load-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -66,6 +66,11 @@ bench-flood: build load-tools
 bench-lag: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/load/lag.js
+
+# The usage worker alone: CPU per event of the worker, Postgres and Redis (queued backlog and paced arrivals).
+bench-worker: build
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	node dist/bench/worker.js
 
 # The 10-minute soak at a third of the peak rate.
 soak: build load-tools

@@ -29,7 +29,7 @@ export interface Config {
   bodyLimitBytes: number;
   adminBodyLimitBytes: number;
   shutdownTimeoutMs: number;
-  worker: { batchSize: number; blockMs: number; claimIdleMs: number };
+  worker: { batchSize: number; blockMs: number; claimIdleMs: number; lingerMs: number };
 }
 
 /** The RATE_*_PER_MIN limits count requests per fixed window of this length. */
@@ -129,6 +129,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
       batchSize: intVar(env, 'WORKER_BATCH_SIZE', 1000, 1, 100000),
       blockMs: intVar(env, 'WORKER_BLOCK_MS', 50, 1, 10000),
       claimIdleMs: intVar(env, 'WORKER_CLAIM_IDLE_MS', 30000, 100, 3600000),
+      lingerMs: intVar(env, 'WORKER_LINGER_MS', 50, 0, 10000),
     },
   };
 }

@@ -1,7 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuMicros } from './proc.js';
+import { cpuMicros, postgresCpu } from './proc.js';
 import { startPinned, startService, stopGracefully, type Pinned } from './services.js';
 import { runWrk } from './wrk.js';
 
@@ -41,32 +40,6 @@ export interface DeployedSample {
   drainMs: number;
 }
 
-/** Every postgres process of this machine (the bench writes to the machine's Postgres). */
-function postgresPids(): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
-
-function postgresCpu(pids: number[]): number {
-  let sum = 0;
-  for (const pid of pids) {
-    try {
-      sum += cpuMicros(pid);
-    } catch {
-      // a backend that ended: its CPU is lost to the figure (backends live as long as the pools)
-    }
-  }
-  return sum;
-}
-
 export interface DeployedRun {
   mode: DeployedMode;
   connections: number;
@@ -84,23 +57,41 @@ export interface DeployedRun {
   lag(): Promise<number>;
 }
 
-/** One run of validate against the service as deployed in `mode`. */
-export async function measureDeployed(run: DeployedRun): Promise<DeployedSample> {
+type DeploymentOptions = Pick<DeployedRun, 'mode' | 'serverCpu' | 'loadCpu' | 'env' | 'port' | 'warmupTokens' | 'lag' | 'connections'>;
+
+/** The service started as `mode` deploys it, warmed up on tokens of its own, drained. */
+async function startDeployment(run: DeploymentOptions): Promise<{ server: Pinned; worker: Pinned | null; stop(): Promise<void> }> {
   const inside = run.mode === 'worker inside';
   const env = { ...run.env, PORT: String(run.port), RUN_WORKER: inside ? '1' : '0' };
   const server = await startService(run.serverCpu, env, run.port);
   const worker = inside ? null : await startPinned('worker', run.loadCpu, ['node', path.join(buildRoot, 'src/cli/worker.js')],
     { ...run.env, LOG_LEVEL: 'info' }, /usage worker running/, 0);
+  const stop = async () => {
+    await Promise.all([stopGracefully(server), ...(worker ? [stopGracefully(worker)] : [])]);
+  };
   try {
-    const validate = (tokens: string, connections: number, seconds: number) => runWrk({
-      cpu: run.loadCpu, url: `http://127.0.0.1:${run.port}/api/license/validate`, script: 'redeem.lua',
-      connections, seconds, args: [tokens, '1'],
-    });
-    await validate(run.warmupTokens, run.connections, WARMUP_SECONDS);
+    await validate(run, run.warmupTokens, WARMUP_SECONDS);
     await drained(run.lag);
-    const pg = postgresPids();
-    const before = { server: cpuMicros(server.pid), worker: worker ? cpuMicros(worker.pid) : 0, redis: cpuMicros(run.redis.pid), pg: postgresCpu(pg) };
-    const r = await validate(run.tokens, run.connections, run.seconds);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { server, worker, stop };
+}
+
+function validate(run: Pick<DeployedRun, 'loadCpu' | 'port' | 'connections'>, tokens: string, seconds: number, rate?: number) {
+  return runWrk({
+    cpu: run.loadCpu, url: `http://127.0.0.1:${run.port}/api/license/validate`, script: rate === undefined ? 'redeem.lua' : 'paced.lua',
+    connections: run.connections, seconds, args: rate === undefined ? [tokens, '1'] : [tokens, '1', String(Math.round(rate))],
+  });
+}
+
+/** One run of validate against the service as deployed in `mode`. */
+export async function measureDeployed(run: DeployedRun): Promise<DeployedSample> {
+  const { server, worker, stop } = await startDeployment(run);
+  try {
+    const before = { server: cpuMicros(server.pid), worker: worker ? cpuMicros(worker.pid) : 0, redis: cpuMicros(run.redis.pid), pg: postgresCpu() };
+    const r = await validate(run, run.tokens, run.seconds);
     const backlog = await run.lag();
     const stopped = Date.now();
     const drainMs = (await drained(run.lag)) ? Date.now() - stopped : Infinity;
@@ -111,36 +102,86 @@ export async function measureDeployed(run: DeployedRun): Promise<DeployedSample>
       serverUs: per(cpuMicros(server.pid), before.server),
       workerUs: worker ? per(cpuMicros(worker.pid), before.worker) : null,
       redisUs: per(cpuMicros(run.redis.pid), before.redis),
-      postgresUs: per(postgresCpu(pg), before.pg),
+      postgresUs: per(postgresCpu(), before.pg),
       backlog, drainMs,
     };
   } finally {
-    await Promise.all([stopGracefully(server), ...(worker ? [stopGracefully(worker)] : [])]);
+    await stop();
   }
 }
 
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+/** One open-loop run at a fixed rate (bench/load/paced.lua) in the sustained search. */
+export interface SustainedProbe {
+  mode: DeployedMode;
+  rate: number;
+  rps: number;
+  p99: number;
+  /** the most events seen waiting in the streams (sampled every SAMPLE_MS), and how long the drain took after */
+  maxBacklog: number;
+  drainMs: number;
+  /** the answers kept up (rps ≥ 97 % of the rate) and the backlog stayed under one second of work */
+  held: boolean;
 }
 
-/** The deployed modes' table: medians per mode and connection count. */
-export function deployedTable(samples: DeployedSample[]): string {
-  const out = [
-    '| as deployed (validate) | conns | runs | req/s (median) | p99 ms | server µs | worker µs | Redis µs | Postgres µs | backlog at end | drain ms |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
-  ];
-  const groups = new Map<string, DeployedSample[]>();
-  for (const s of samples) groups.set(`${s.mode}|${s.connections}`, [...(groups.get(`${s.mode}|${s.connections}`) ?? []), s]);
-  for (const g of groups.values()) {
-    const m = (f: (s: DeployedSample) => number) => median(g.map(f));
-    const first = g[0] as DeployedSample;
-    const worker = first.workerUs === null ? '(in server)' : m((s) => s.workerUs ?? 0).toFixed(1);
-    const drain = m((s) => s.drainMs);
-    out.push(`| ${first.mode} | ${first.connections} | ${g.length} | ${Math.round(m((s) => s.rps))} | ${(m((s) => s.p99) / 1000).toFixed(2)} | ` +
-      `${m((s) => s.serverUs).toFixed(1)} | ${worker} | ${m((s) => s.redisUs).toFixed(1)} | ${m((s) => s.postgresUs).toFixed(1)} | ` +
-      `${Math.round(m((s) => s.backlog))} | ${Number.isFinite(drain) ? Math.round(drain) : `> ${DRAIN_LIMIT_MS}`} |`);
+const SAMPLE_MS = 100;
+
+export interface SustainedSearch extends DeploymentOptions {
+  /** seconds per probe */
+  seconds: number;
+  /** where the search starts and how it steps: fractions of this rate (ceiling (c)'s closed-loop req/s) */
+  baseRps: number;
+  /** a file of fresh tokens enough for `seconds` at 1.5 x baseRps, their issuance drained */
+  mint(): Promise<string>;
+}
+
+/**
+ * Sustained throughput as deployed: the highest rate at which the answers keep up and the
+ * backlog of events not yet in Postgres stays under one second of work. Open-loop runs at
+ * 0.5, 0.6, ... x baseRps until one fails, then one run halfway between the last that held
+ * and the first that did not.
+ */
+export async function findSustained(search: SustainedSearch): Promise<SustainedProbe[]> {
+  const { stop } = await startDeployment(search);
+  const probes: SustainedProbe[] = [];
+  const probe = async (rate: number) => {
+    const tokens = await search.mint();
+    let maxBacklog = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        maxBacklog = Math.max(maxBacklog, await search.lag());
+        await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
+      }
+    })();
+    const r = await validate(search, tokens, search.seconds, rate).finally(() => { sampling = false; });
+    await sampler;
+    maxBacklog = Math.max(maxBacklog, await search.lag());
+    const stopped = Date.now();
+    const drainMs = (await drained(search.lag)) ? Date.now() - stopped : Infinity;
+    const held = r.rps >= 0.97 * rate && maxBacklog < rate && r.statusErrors + r.socketErrors === 0;
+    const p: SustainedProbe = { mode: search.mode, rate, rps: r.rps, p99: r.p99, maxBacklog, drainMs, held };
+    probes.push(p);
+    process.stderr.write(`  sustained, ${search.mode}: ${Math.round(rate)}/s offered, ${Math.round(r.rps)} answered, ` +
+      `backlog max ${maxBacklog}, ${held ? 'held' : 'fell behind'}\n`);
+    return held;
+  };
+  try {
+    let last = 0;
+    for (let f = 0.5; f <= 2.01; f += 0.1) {
+      const rate = f * search.baseRps;
+      if (!(await probe(rate))) {
+        if (last > 0) await probe((last + rate) / 2);
+        break;
+      }
+      last = rate;
+    }
+  } finally {
+    await stop();
   }
-  return out.join('\n');
+  return probes;
+}
+
+/** The highest rate that held, per mode. */
+export function sustainedRate(probes: SustainedProbe[], mode: DeployedMode): number {
+  return Math.max(0, ...probes.filter((p) => p.mode === mode && p.held).map((p) => p.rate));
 }

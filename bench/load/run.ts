@@ -9,10 +9,12 @@ import { createRedis } from '../../src/redis/client.js';
 import { loadConfig } from '../../src/config.js';
 import { UsageWorker } from '../../src/usage/worker.js';
 import { cpuMicros, rssKiB } from './proc.js';
-import { runWrk, type WrkResult } from './wrk.js';
+import { luaDir, runWrk, type WrkResult } from './wrk.js';
 import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
 import { printTable, type Sample } from './table.js';
-import { deployedTable, measureDeployed, type DeployedMode, type DeployedSample } from './deployed.js';
+import { findSustained, measureDeployed, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
+import { chartRows, deployedFigures, deployedReport } from './deployedReport.js';
+import { chartSvg } from './chart.js';
 import { usageLag } from '../../src/usage/lag.js';
 import type { RedisClient } from '../../src/redis/client.js';
 
@@ -32,8 +34,12 @@ const PROFILE_DIR = process.env.BENCH_PROFILE;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
 const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106 };
-// BENCH_DEPLOYED=0: skip the runs as deployed (usage worker running: bench/load/deployed.ts)
+// BENCH_DEPLOYED=0: skip the runs as deployed (usage worker running: bench/load/deployed.ts);
+// BENCH_SUSTAINED=0 skips only the open-loop search for the sustained rate
 const DEPLOYED = process.env.BENCH_DEPLOYED !== '0';
+const SUSTAINED = DEPLOYED && process.env.BENCH_SUSTAINED !== '0';
+// where the chart of req/s and p99 per scenario and mode goes
+const CHART = process.env.BENCH_CHART ?? path.resolve(luaDir, '..', 'chart.svg');
 // BENCH_BASELINE=<another checkout's dist folder>: that build of the service is measured in the
 // same rounds as "service before", to compare a change before and after in one run
 const BASELINE = process.env.BENCH_BASELINE;
@@ -93,11 +99,11 @@ async function main(): Promise<void> {
   const sql = await connectPostgres(DATABASE_URL, 'bench', 2);
   const drain = async () => {
     const worker = new UsageWorker(createRedis(config, 'bench-drain', { commandTimeoutMs: 60_000 }), sql, new KeySpace('bench'),
-      { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000 }, pino({ level: 'silent' }));
+      { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000, lingerMs: 0 }, pino({ level: 'silent' }));
     await worker.start();
     while ((await worker.lag()) > 0) await new Promise((r) => setTimeout(r, 50));
     await worker.stop();
-    await sql.unsafe('vacuum (analyze) sign_tokens, licenses');
+    await sql.unsafe('vacuum (analyze) token_issues, token_redemptions, licenses');
     await sql.unsafe('checkpoint');
   };
 
@@ -134,13 +140,19 @@ async function main(): Promise<void> {
   };
   const redisClient = new Redis(REDIS_PORT);
   let minted = 0;
-  /** A fresh file of sign tokens (the caller drains their issuance events). */
-  const mint = async () => {
+  const count = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
+  /** A fresh file of sign tokens, at least `atLeast` of them (the caller drains their issuance events). */
+  const mint = async (atLeast = 0) => {
     const file = path.join(work, `tokens-${minted++}.txt`);
     writeFileSync(file, '');
-    await runWrk({ cpu: LOAD_CPU, url: `${base}/api/v1/auth/sign-token`, script: 'mint.lua', connections: 64,
-      seconds: Math.ceil(SECONDS * 2.5) + 1, args: [accessFile, file] });
-    return file;
+    let seconds = Math.ceil(SECONDS * 2.5) + 1;
+    for (;;) {
+      await runWrk({ cpu: LOAD_CPU, url: `${base}/api/v1/auth/sign-token`, script: 'mint.lua', connections: 64,
+        seconds, args: [accessFile, file] });
+      const have = count(file);
+      if (have >= atLeast) return file;
+      seconds = Math.ceil(((atLeast - have) / have) * seconds) + 1;
+    }
   };
   const books: string[] = [];
   // wrk abandons the requests in flight when its time is up: the server may still redeem
@@ -185,30 +197,50 @@ async function main(): Promise<void> {
 
   // validate as deployed: the usage worker writing to Postgres while the load runs
   const deployed: DeployedSample[] = [];
+  const probes: SustainedProbe[] = [];
   if (DEPLOYED) {
     await refreshAccess();
     const benchKeys = new KeySpace('bench');
     const lag = () => usageLag(redisClient as unknown as RedisClient, benchKeys);
+    const common = { connections: 64, serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, env, port: PORTS.deployed, lag };
     for (let run = 0; run < RUNS; run++) {
       const modes: DeployedMode[] = run % 2 === 0 ? ['worker inside', 'worker apart'] : ['worker apart', 'worker inside'];
       for (const mode of modes) {
         const [tokens, warmupTokens] = [await mint(), await mint()];
         await drain();
-        const sample = await measureDeployed({
-          mode, connections: 64, seconds: SECONDS, serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, env, port: PORTS.deployed,
-          redis, tokens, warmupTokens, lag,
-        });
+        const sample = await measureDeployed({ ...common, mode, seconds: SECONDS, redis, tokens, warmupTokens });
         deployed.push(sample);
         process.stderr.write(`  as deployed, ${mode} c=64 ${Math.round(sample.rps)} req/s backlog ${sample.backlog} drained in ${sample.drainMs} ms\n`);
         await drain();
       }
     }
+    const ceiling64 = samples.filter((s) => s.name === 'ceiling (c) +evalsha' && s.connections === 64).map((s) => s.rps).sort((a, b) => a - b);
+    const baseRps = ceiling64[Math.floor(ceiling64.length / 2)];
+    if (SUSTAINED && baseRps !== undefined) {
+      const probeSeconds = 2 * SECONDS;
+      for (const mode of ['worker inside', 'worker apart'] as DeployedMode[]) {
+        await refreshAccess();
+        const warmupTokens = await mint();
+        await drain();
+        probes.push(...await findSustained({
+          ...common, mode, seconds: probeSeconds, baseRps, warmupTokens,
+          mint: async () => {
+            const file = await mint(Math.ceil(2 * baseRps * probeSeconds));
+            await drain();
+            return file;
+          },
+        }));
+      }
+    }
   }
-  const deployedReport = deployed.length > 0 ? `\n${deployedTable(deployed)}\n` : '';
+  const figures = deployedFigures(samples, deployed, probes, 64);
+  const deployedReportText = deployed.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '';
+  writeFileSync(CHART, chartSvg(`make bench, ${new Date().toISOString().slice(0, 10)}: ${SECONDS} s runs, medians of ${RUNS}`, chartRows(samples, figures)));
+  process.stderr.write(`bench: chart written to ${CHART}\n`);
 
   if (ONLY_VALIDATE) {
     printTable(samples, { books, memory: '' });
-    process.stdout.write(deployedReport);
+    process.stdout.write(deployedReportText);
     await stopGracefully(service);
     stopAll(all);
     process.exit(0);
@@ -255,7 +287,7 @@ async function main(): Promise<void> {
     memory: `Redis memory per outstanding token: ${((memAfter - memBefore) / outstanding).toFixed(0)} bytes ` +
       `(used_memory delta over ${outstanding} fresh tokens, held in ${markerHashes} marker hashes)`,
   });
-  process.stdout.write(deployedReport);
+  process.stdout.write(deployedReportText);
   await Promise.all([redisClient.quit(), sql.end()]);
   rmSync(work, { recursive: true, force: true });
   stopAll(all);

@@ -5,7 +5,10 @@ import { Redis } from 'ioredis';
 import { connectPostgres } from '../../src/db/pg.js';
 import { MARKER_SLACK_MS, MARKER_WINDOW_MS } from '../../src/redis/keys.js';
 import { SIGN_TOKEN_SECONDS } from '../../src/tokens/jwt.js';
-import { rssKiB } from './proc.js';
+import { cpuMicros, postgresCpu, rssKiB } from './proc.js';
+import { KeySpace } from '../../src/redis/keys.js';
+import { usageLag } from '../../src/usage/lag.js';
+import type { RedisClient } from '../../src/redis/client.js';
 import { runWrk } from './wrk.js';
 import { ADMIN_TOKEN, serviceEnv, startRedis, startService, stopAll } from './services.js';
 
@@ -62,7 +65,15 @@ async function main(): Promise<void> {
   await sleep(2000); // the worker has moved the issuance events out of the streams
   const perToken = (await usedMemory(client) - mem0) / batch;
 
-  const samples: { t: number; rss: number; redis: number; keys: number }[] = [];
+  // per window: the backlog of events not yet in Postgres, and the CPU per redemption that
+  // reached Postgres in the window, of the server (worker inside) and of Postgres, whose
+  // tables grow all along
+  const sql = await connectPostgres(DATABASE_URL, 'bench', 1);
+  const persisted = async () => Number((await sql`select coalesce(sum(used_quota), 0)::float8 as n from licenses`)[0]?.n);
+  const keys = new KeySpace('bench');
+  interface SoakSample { t: number; rss: number; redis: number; keys: number; backlog: number; serverUs: number; postgresUs: number }
+  const samples: SoakSample[] = [];
+  let last = { server: cpuMicros(service.pid), pg: postgresCpu(), persisted: await persisted() };
   const started = Date.now();
   const load = runWrk({ cpu: LOAD_CPU, url: base, script: 'soak.lua', connections: CONNECTIONS, seconds: SECONDS, args: [accessFile, String(DELAY_MS)] });
   let running = true;
@@ -70,9 +81,17 @@ async function main(): Promise<void> {
   while (running) {
     await sleep(SAMPLE_S * 1000);
     if (!running) break;
-    const s = { t: Math.round((Date.now() - started) / 1000), rss: rssKiB(service.pid), redis: await usedMemory(client), keys: await client.dbsize() };
+    const now = { server: cpuMicros(service.pid), pg: postgresCpu(), persisted: await persisted() };
+    const redeemed = Math.max(1, now.persisted - last.persisted);
+    const s: SoakSample = {
+      t: Math.round((Date.now() - started) / 1000), rss: rssKiB(service.pid), redis: await usedMemory(client), keys: await client.dbsize(),
+      backlog: await usageLag(client as unknown as RedisClient, keys),
+      serverUs: (now.server - last.server) / redeemed, postgresUs: (now.pg - last.pg) / redeemed,
+    };
+    last = now;
     samples.push(s);
-    process.stderr.write(`  t=${s.t}s rss ${(s.rss / 1024).toFixed(1)} MiB redis ${(s.redis / 1048576).toFixed(1)} MiB keys ${s.keys}\n`);
+    process.stderr.write(`  t=${s.t}s rss ${(s.rss / 1024).toFixed(1)} MiB redis ${(s.redis / 1048576).toFixed(1)} MiB keys ${s.keys} ` +
+      `backlog ${s.backlog} server ${s.serverUs.toFixed(1)} µs Postgres ${s.postgresUs.toFixed(1)} µs per redemption\n`);
   }
   const result = await load;
   const after = samples.filter((s) => s.t >= WARMUP_S);
@@ -101,7 +120,13 @@ async function main(): Promise<void> {
       `${await client.dbsize()} keys, ${(memFreed / 1048576).toFixed(1)} MiB (${(mem0 / 1048576).toFixed(1)} MiB before any token)`);
   }
   process.stdout.write(lines.join('\n') + '\n');
-  process.stdout.write(samples.map((s) => `t=${s.t}s rss=${(s.rss / 1024).toFixed(1)}MiB redis=${(s.redis / 1048576).toFixed(1)}MiB keys=${s.keys}`).join('\n') + '\n');
+  process.stdout.write(samples.map((s) => `t=${s.t}s rss=${(s.rss / 1024).toFixed(1)}MiB redis=${(s.redis / 1048576).toFixed(1)}MiB keys=${s.keys} ` +
+    `backlog=${s.backlog} server=${s.serverUs.toFixed(1)}us postgres=${s.postgresUs.toFixed(1)}us (per redemption, sign-token included)`).join('\n') + '\n');
+  const [size] = await sql`select pg_total_relation_size('token_redemptions')::float8 as r, pg_total_relation_size('token_issues')::float8 as i,
+    (select count(*) from token_redemptions)::float8 as n`;
+  process.stdout.write(`Postgres at the end: ${size?.n} redemption rows; token_redemptions ${((size?.r as number) / 1048576).toFixed(0)} MiB, ` +
+    `token_issues ${((size?.i as number) / 1048576).toFixed(0)} MiB (tables and indexes)\n`);
+  await sql.end();
   await client.quit();
   rmSync(work, { recursive: true, force: true });
   stopAll([redis, service]);

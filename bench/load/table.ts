@@ -16,19 +16,20 @@ export interface Sample {
   requests: number;
 }
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
-type Row = Pick<Sample, 'name' | 'connections' | 'rps' | 'p50' | 'p99' | 'p999' | 'serverUs' | 'redisUs' | 'non200'> & {
+export type Row = Pick<Sample, 'name' | 'connections' | 'rps' | 'p50' | 'p99' | 'p999' | 'serverUs' | 'redisUs' | 'non200'> & {
   runs: number;
   spread: number;
   rss: string;
 };
 
-function rows(samples: Sample[]): Row[] {
+/** Medians per scenario and connection count, in the order the scenarios first ran. */
+export function summarise(samples: Sample[]): Row[] {
   const groups = new Map<string, Sample[]>();
   for (const s of samples) {
     const key = `${s.name}|${s.connections}`;
@@ -52,7 +53,7 @@ function rows(samples: Sample[]): Row[] {
 const ms = (us: number) => (us / 1000).toFixed(2);
 
 export function printTable(samples: Sample[], extra: { books: string[]; memory: string }): void {
-  const all = rows(samples);
+  const all = summarise(samples);
   const out: string[] = [];
   out.push('| scenario | conns | runs | req/s (median) | spread | p50 ms | p99 ms | p99.9 ms | server µs/req | Redis µs/req | non-200 | server RSS |');
   out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');

@@ -7,7 +7,7 @@
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
     issuedMark  "i" followed by the bucket's epoch (includes/epoch.lua)
     rate     rate-limit counter  {b}:rs:<firmaId>
-    stream   usage stream        {b}:ev
+    stream   usage stream        {b}:ev   event "i" (EventValues.issued in src/redis/scripts.ts)
     now      ms since epoch, as a string (it is the event's time)
     limit    rate limit per window, a number (0 = off; get-token limits per license key before hashing)
     markersExpireAt  when the marker hash expires, ms since epoch (after its last token, plus slack)
@@ -38,6 +38,7 @@ local function issueToken(license, markers, rate, stream, now, limit, windowMs, 
 
   redis.call('HSET', markers, tokenId, issuedMark)
   redis.call('PEXPIREAT', markers, markersExpireAt)
-  redis.call('XADD', stream, '*', 'k', 'i', 't', tokenId, 'f', firmaId, 'i', imzaTipi, 's', now, 'e', expMs)
+  -- the issued event: one field, its values tab-separated (EventValues.issued in src/redis/scripts.ts)
+  redis.call('XADD', stream, '*', 'i', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. expMs)
   return DONE, remaining, lic[5] or ''
 end

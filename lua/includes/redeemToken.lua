@@ -7,7 +7,7 @@
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
-    stream   usage stream        {b}:ev
+    stream   usage stream        {b}:ev   event "u" (EventValues.used in src/redis/scripts.ts)
     now      ms since epoch, as a string (it is the event's time)
     limit    rate limit per window, a number (0 = off)
     host     origin host name, normalised ("" = none)
@@ -66,10 +66,11 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
 
   redis.call('HSET', markers, tokenId, 'u')
   used = redis.call('HINCRBY', license, 'u', 1)
+  -- the used event: one field, its values tab-separated (EventValues.used in src/redis/scripts.ts)
   if origin then
-    redis.call('XADD', stream, '*', 'k', 'u', 't', tokenId, 'f', firmaId, 'i', imzaTipi, 's', now, 'c', iat, 'o', origin)
+    redis.call('XADD', stream, '*', 'u', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat .. '\t' .. origin)
   else
-    redis.call('XADD', stream, '*', 'k', 'u', 't', tokenId, 'f', firmaId, 'i', imzaTipi, 's', now, 'c', iat)
+    redis.call('XADD', stream, '*', 'u', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat)
   end
   return DONE, used, total - used
 end

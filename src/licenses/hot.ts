@@ -1,9 +1,10 @@
 import { ServiceUnavailable } from '../errors.js';
-import { CredentialsField as C, EventField, EventKind, LicenseField as L, Outcome, runScript, scripts, SyncOutcome } from '../redis/scripts.js';
+import { CredentialsField as C, LicenseField as L, Outcome, runScript, scripts, SyncOutcome } from '../redis/scripts.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
 import { encodeDomains } from './origin.js';
+import { redemptionOf } from '../usage/events.js';
 import type { LicenseRow, LicenseStore } from './store.js';
 
 /** The live state of a license as the request path sees it (Redis, ahead of Postgres). */
@@ -126,16 +127,9 @@ export class HotLicenses {
     let from = '-';
     for (;;) {
       const page = (await this.redis.xrange(stream, from, '+', 'COUNT', SCAN_PAGE)) as [string, string[]][];
-      for (const [, f] of page) {
-        let kind = '';
-        let firma = '';
-        let token = '';
-        for (let i = 0; i + 1 < f.length; i += 2) {
-          if (f[i] === EventField.kind) kind = f[i + 1] as string;
-          else if (f[i] === EventField.firmaId) firma = f[i + 1] as string;
-          else if (f[i] === EventField.tokenId) token = f[i + 1] as string;
-        }
-        if (kind === EventKind.used && firma === firmaId && token !== '') ids.add(token);
+      for (const [, fields] of page) {
+        const redemption = redemptionOf(fields);
+        if (redemption?.firmaId === firmaId) ids.add(redemption.tokenId);
       }
       if (page.length < SCAN_PAGE) return [...ids];
       from = `(${(page[page.length - 1] as [string, string[]])[0]}`;

@@ -15,6 +15,9 @@ export interface LicenseRow {
   version: number;
 }
 
+/** A UUID as Postgres reads one (token ids are UUIDs: src/tokens/tokenId.ts). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 const columns = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
   used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version`;
 
@@ -177,9 +180,10 @@ export class LicenseStore {
   async forHydration(firmaId: string, queuedTokenIds: string[] = []): Promise<{ row: LicenseRow; nowMs: number; counted: number } | null> {
     const rows = await this.sql.unsafe(
       `select ${columns}, extract(epoch from statement_timestamp()) * 1000 as now_ms,
-         (select count(*) from sign_tokens where token_id = any($2::text[]) and status = 'used')::int as counted
+         (select count(*) from token_redemptions where token_id = any($2::uuid[]))::int as counted
        from licenses where firma_id = $1 for share`,
-      [firmaId, queuedTokenIds as never],
+      // an id that is no UUID cannot have been written (src/usage/persist.ts): not asked about
+      [firmaId, queuedTokenIds.filter((id) => UUID.test(id)) as never],
     );
     const r = rows[0];
     return r ? { row: toRow(r), nowMs: Math.floor(Number(r.now_ms)), counted: r.counted as number } : null;
@@ -191,9 +195,9 @@ export class LicenseStore {
    */
   async redemptions(firmaId: string, limit: number, after: RedemptionCursor | null): Promise<Redemption[]> {
     const rows = await this.sql`
-      select token_id, imza_tipi, used_at, origin from sign_tokens
-      where firma_id = ${firmaId} and status = 'used'
-        ${after ? this.sql`and (used_at, token_id) < (${after.usedAt}::timestamptz, ${after.tokenId})` : this.sql``}
+      select token_id, imza_tipi, used_at, origin from token_redemptions
+      where firma_id = ${firmaId}
+        ${after ? this.sql`and (used_at, token_id) < (${after.usedAt}::timestamptz, ${after.tokenId}::uuid)` : this.sql``}
       order by used_at desc, token_id desc
       limit ${limit}`;
     return rows.map((r) => ({

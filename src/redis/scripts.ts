@@ -73,8 +73,31 @@ export const CredentialsField = {
   fenceDeadline: LicenseField.fenceDeadline,
 } as const;
 
-/** A usage event on a stream {b}:ev, as issue.lua and redeem.lua add it. */
-export const EventField = {
+/**
+ * A usage event on a stream {b}:ev, as issue.lua and redeem.lua add it: one field, named
+ * for its kind (EventKind), whose value is the event's values in the order of
+ * EventValues, separated by tabs. None of them can hold a tab or a line break: the ids are
+ * the service's own, the numbers are digits, and an origin with a control character is
+ * refused at the edge (src/usage/events.ts checks it all the same). One field instead of a
+ * field per value: the usage worker decodes two strings per event instead of fourteen.
+ */
+export const EventKind = { issued: 'i', used: 'u' } as const;
+
+export const EventValues = {
+  /** token id, firma id, imza tipi, issue time (ms since epoch), the token's expiry (ms) */
+  issued: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'expiresMs'],
+  /** token id, firma id, imza tipi, redemption time, the token's iat (ms); then the origin, only when the client sent one (it may be empty) */
+  used: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'issuedMs', 'origin'],
+} as const;
+
+/** The separator of an event's values. */
+export const EVENT_SEPARATOR = '\t';
+
+/**
+ * Events queued by versions before the one-field form: a field per value. Still read (a
+ * stream may hold them across an upgrade, a dead letter may be replayed), never written.
+ */
+export const LegacyEventField = {
   kind: 'k', // EventKind
   tokenId: 't',
   firmaId: 'f',
@@ -89,8 +112,6 @@ export const EventField = {
   origin: 'o',
 } as const;
 
-export const EventKind = { issued: 'i', used: 'u' } as const;
-
 /** A token's field in a marker hash {b}:t:<minute>: "i" + epoch while issued (lua/includes/epoch.lua), then "u". */
 export const Marker = { issuedPrefix: 'i', used: 'u' } as const;
 
@@ -98,12 +119,12 @@ export const Marker = { issuedPrefix: 'i', used: 'u' } as const;
 
 type Args = (string | number)[];
 type Reply = (string | number | null)[];
-export type ScriptName = 'credentials' | 'failures' | 'checkQuota' | 'sync' | 'fence' | 'usedFloor' | 'redeem' | 'issue';
+export type ScriptName = 'credentials' | 'failures' | 'checkQuota' | 'sync' | 'fence' | 'ack' | 'redeem' | 'issue';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
-const NAMES: ScriptName[] = ['credentials', 'failures', 'checkQuota', 'sync', 'fence', 'usedFloor', 'redeem', 'issue'];
+const NAMES: ScriptName[] = ['credentials', 'failures', 'checkQuota', 'sync', 'fence', 'ack', 'redeem', 'issue'];
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
@@ -204,9 +225,13 @@ export const scripts = {
     read: readSynced,
   }),
 
-  /** lua/usedFloor.lua: raises the used counts of licenses of one slot to Postgres's; resolves how many were raised */
-  usedFloor: (licenseHashes: string[], usedQuotas: number[]): ScriptCall<number> => ({
-    name: 'usedFloor', args: [licenseHashes.length, ...licenseHashes, ...usedQuotas], read: Number,
+  /**
+   * lua/ack.lua: acknowledges a written batch's entries of one stream (ascending) and trims
+   * the stream of what no consumer holds; raises the used counts of licenses of the
+   * stream's slot to Postgres's. Resolves how many counts were raised.
+   */
+  ack: (stream: string, group: string, ids: string[], licenseHashes: string[], usedQuotas: number[]): ScriptCall<number> => ({
+    name: 'ack', args: [1 + licenseHashes.length, stream, ...licenseHashes, group, ids.length, ...ids, ...usedQuotas], read: Number,
   }),
 };
 

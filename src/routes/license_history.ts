@@ -23,8 +23,8 @@ function encodeCursor(c: Cursor): string {
   return Buffer.from(`${c.usedAt}|${c.tokenId}`).toString('base64url');
 }
 
-/** What encodeCursor made: an instant as toISOString writes it, and a token id. */
-const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([A-Za-z0-9_-]{1,64})$/;
+/** What encodeCursor made: an instant as toISOString writes it, and a token id (a UUID). */
+const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /** The cursor, or null unless it decodes to exactly what this server hands out. */
 function decodeCursor(text: string): Cursor | null {

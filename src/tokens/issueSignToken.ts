@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { ServiceUnavailable } from '../errors.js';
 import type { HotLicenses } from '../licenses/hot.js';
 import type { KeySpace } from '../redis/keys.js';
 import { Outcome, type Issuance, type Issued } from '../redis/scripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
 import { retryRepaired } from './retryRepaired.js';
+import { newTokenId } from './tokenId.js';
 import { SIGN_TOKEN_SECONDS, type TokenService } from './jwt.js';
 
 export type IssueRefusal = Outcome.LICENSE_EXPIRED | Outcome.LICENSE_INACTIVE | Outcome.NO_QUOTA_LEFT | Outcome.NO_SUCH_LICENSE;
@@ -29,8 +29,9 @@ export class SignTokenIssuer {
   /** One sign token for a license; rateLimit per window (0: not counted here). */
   async issue(firmaId: string, imzaTipi: 0 | 1, rateLimit: number): Promise<IssueOutcome> {
     const k = this.keys.forLicense(firmaId);
-    const tokenId = randomUUID();
-    const iat = Math.floor(Date.now() / 1000);
+    const now = Date.now();
+    const tokenId = newTokenId(now);
+    const iat = Math.floor(now / 1000);
     const exp = iat + SIGN_TOKEN_SECONDS;
     const markers = k.markers(exp * 1000);
     const issuance: Issuance = {

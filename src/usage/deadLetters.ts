@@ -1,5 +1,6 @@
 import postgres from 'postgres';
 import type { RedisClient } from '../redis/client.js';
+import { fieldRecord, type QueuedEvent } from './events.js';
 
 // Usage events Postgres refuses for good (a value it cannot store, a constraint it will
 // not break) are moved here, one stream per deployment, instead of being retried forever:
@@ -7,21 +8,6 @@ import type { RedisClient } from '../redis/client.js';
 // Each entry keeps the event's fields as they were queued, so after a fix `npm run
 // dead-letters -- replay` puts them back on their usage stream, where the worker writes
 // them as usual (the write is idempotent, so a replayed event counts once).
-
-/** An event as read from a usage stream. */
-export interface QueuedEvent {
-  stream: string;
-  id: string;
-  /** field, value, field, value... as XADD wrote them */
-  fields: string[];
-}
-
-/** A stream entry's field list as a record (the last value of a repeated field wins). */
-export function fieldRecord(fields: readonly string[]): Record<string, string> {
-  const f: Record<string, string> = {};
-  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
-  return f;
-}
 
 /** An event Postgres (or the worker) refused, with why. */
 export interface Refused<E extends QueuedEvent = QueuedEvent> {

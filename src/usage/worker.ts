@@ -1,12 +1,14 @@
 import { hostname } from 'node:os';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Sql } from '../db/pg.js';
 import { isCluster, type RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
-import { DeadLetters, fieldRecord, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
+import { DeadLetters, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
+import { decodeEvent, type UsageEvent } from './events.js';
 import { usageLag } from './lag.js';
-import { persistEvents, type UsageEvent, type UsedCounts } from './persist.js';
-import { EventField as E, EventKind, scripts, type ScriptClient } from '../redis/scripts.js';
+import { persistEvents, type UsedCounts } from './persist.js';
+import { runScript, scripts } from '../redis/scripts.js';
 
 export const GROUP = 'usage';
 const STOP_DRAIN_MS = 5000;
@@ -17,26 +19,17 @@ type StreamReply = [key: string, entries: StreamEntry[]][] | null;
 type Refused = RefusedEvent<UsageEvent>;
 
 export interface WorkerOptions {
+  /** events read per stream at most (XREADGROUP COUNT) */
   batchSize: number;
   blockMs: number;
   claimIdleMs: number;
-}
-
-function parseEntry(stream: string, [id, fields]: StreamEntry): UsageEvent {
-  if (fields === null) return { stream, id, fields: [], kind: 'gone' }; // deleted while pending
-  const f = fieldRecord(fields);
-  const kind = f[E.kind];
-  const tokenId = f[E.tokenId];
-  const firmaId = f[E.firmaId];
-  if ((kind !== EventKind.issued && kind !== EventKind.used) || !tokenId || !firmaId) return { stream, id, fields, kind: 'bad' };
-  const expiresMs = f[E.expiresMs];
-  const issuedMs = f[E.issuedMs];
-  return {
-    stream, id, fields, kind: kind === EventKind.issued ? 'issued' : 'used',
-    tokenId, firmaId, imzaTipi: Number(f[E.imzaTipi] ?? 0), atMs: Number(f[E.atMs] ?? 0),
-    expiresMs: expiresMs === undefined ? null : Number(expiresMs), issuedMs: issuedMs === undefined ? null : Number(issuedMs),
-    origin: f[E.origin] ?? null,
-  };
+  /**
+   * How long events may gather before a batch that is not full is read: one Postgres
+   * commit and one acknowledgement per stream carry every event of the interval, so the
+   * batch grows with the rate (rate x linger) and the cost per event falls. It bounds the
+   * time an event waits for it; a full batch is followed by the next read at once.
+   */
+  lingerMs: number;
 }
 
 /**
@@ -51,6 +44,8 @@ export class UsageWorker {
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
   private lastClaim = 0;
+  /** the last read brought a stream's whole COUNT: more are waiting */
+  private full = false;
   readonly consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   readonly deadLetters: DeadLetters;
 
@@ -110,6 +105,7 @@ export class UsageWorker {
       if (Date.now() > this.stopBy) break;
       let events: UsageEvent[] = [];
       try {
+        const readAt = Date.now();
         events = await this.next();
         if (events.length === 0) {
           if (!this.running) break;
@@ -117,6 +113,8 @@ export class UsageWorker {
         }
         await this.flush(events);
         backoff = 100;
+        const linger = readAt + this.options.lingerMs - Date.now();
+        if (this.running && !this.full && linger > 0) await this.sleep(linger);
       } catch (err) {
         if (!this.running) break; // what is left stays in Redis for the next worker
         // a read that timed out may still have been served (a Redis paused, then resumed):
@@ -189,10 +187,10 @@ export class UsageWorker {
   }
 
   /**
-   * One transaction per stream: acknowledge and delete the batch's events (a worker killed
-   * between an XACK and its XDEL would leave events acknowledged, never reclaimed, but
-   * still counted as lag for good), and raise the licenses' used counts in Redis to what
-   * Postgres now holds (lua/usedFloor.lua: only ever needed after Redis lost data).
+   * One call per stream (lua/ack.lua): acknowledge the batch's entries and trim them off
+   * the stream (a worker killed in between leaves nothing acknowledged yet still counted as
+   * lag), and raise the licenses' used counts in Redis to what Postgres now holds (only
+   * ever needed after Redis lost data). A single connection's calls leave in one write.
    */
   private async ack(events: UsageEvent[], counts: UsedCounts): Promise<void> {
     const byStream = new Map<string, { ids: string[]; licenses: string[]; used: number[] }>();
@@ -208,17 +206,12 @@ export class UsageWorker {
       entry.licenses.push(k.license);
       entry.used.push(used);
     }
-    await Promise.all([...byStream].map(async ([stream, { ids, licenses, used }]) => {
-      const tx = this.redis.multi();
-      if (ids.length > 0) tx.xack(stream, GROUP, ...ids).xdel(stream, ...ids);
-      if (licenses.length > 0) {
-        const floor = scripts.usedFloor(licenses, used);
-        (tx as unknown as ScriptClient)[floor.name](...(floor.args as [number, ...(string | number)[]]));
-      }
-      const replies = await tx.exec();
-      const failed = replies?.find(([err]) => err !== null);
-      if (!replies || failed) throw failed?.[0] ?? new Error('acknowledgement transaction aborted');
-    }));
+    const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;
+    socket?.cork();
+    const acks = [...byStream].map(([stream, { ids, licenses, used }]) =>
+      runScript(this.redis, scripts.ack(stream, GROUP, ids, licenses, used)));
+    socket?.uncork();
+    await Promise.all(acks);
   }
 
   private async next(): Promise<UsageEvent[]> {
@@ -238,12 +231,10 @@ export class UsageWorker {
       const [, entries] = (await this.redis.xautoclaim(
         stream, GROUP, this.consumer, this.options.claimIdleMs, '0-0', 'COUNT', this.options.batchSize,
       )) as [string, StreamEntry[]];
-      for (const entry of entries) {
-        const event = parseEntry(stream, entry);
-        out.push(event);
-      }
+      for (const [id, fields] of entries) out.push(decodeEvent(stream, id, fields));
       if (out.length >= this.options.batchSize) break;
     }
+    this.full = out.length >= this.options.batchSize;
     return out;
   }
 
@@ -264,9 +255,11 @@ export class UsageWorker {
       )) as StreamReply];
     }
     const out: UsageEvent[] = [];
+    this.full = false;
     for (const reply of replies) {
       for (const [stream, entries] of reply ?? []) {
-        for (const entry of entries) out.push(parseEntry(stream, entry));
+        if (entries.length >= batchSize) this.full = true;
+        for (const [id, fields] of entries) out.push(decodeEvent(stream, id, fields));
       }
     }
     if (from === '0' && out.length === 0) this.ownPendingFirst = false;

@@ -50,6 +50,16 @@ t.test('sign-token success', async (t) => {
     }
     t.equal(ids.size, 6);
   });
+
+  t.test('token ids are UUIDs of version 7, their first 48 bits the time of issue (in order, for Postgres\'s indexes)', async (t) => {
+    const before = Date.now();
+    const res = await h.signToken(access, 0);
+    const after = Date.now();
+    const id = decodeJwt(res.body.signToken).payload.token_id as string;
+    t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, id);
+    const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+    t.ok(ms >= before && ms <= after, `the time in the id (${ms}) is when it was issued (${before}..${after})`);
+  });
 });
 
 t.test('sign tokens from sign-token redeem through validate, once each', async (t) => {

@@ -12,6 +12,7 @@ import { getTokenPair, mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { EventKind } from '../../src/redis/scripts.js';
 import { eventFields } from '../helpers/events.js';
+import { readEvent } from '../../src/usage/events.js';
 
 // Poison-proof persistence: a usage event Postgres refuses for good becomes a dead letter
 // (kept, counted in /healthz, replayable with `npm run dead-letters`), every other event of
@@ -257,7 +258,7 @@ t.test('a refused redemption waits as a dead letter, and lands once when replaye
   const h = await startHarness(t, 'deadletters-replay', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
   const stream = h.keys.forLicense(lic.firmaId).stream;
-  await h.sql`alter table sign_tokens add constraint t_no_poison check (origin is distinct from 'poison.example')`;
+  await h.sql`alter table token_redemptions add constraint t_no_poison check (origin is distinct from 'poison.example')`;
 
   const poisoned = await redeem(h, lic, 'poison.example');
   t.equal(poisoned.answer.status, 200, 'validate answers 200: Redis accepted the redemption');
@@ -276,7 +277,7 @@ t.test('a refused redemption waits as a dead letter, and lands once when replaye
 
   const [letter] = await deadLetters(h);
   t.equal(letter?.code, '23514', 'check_violation');
-  t.equal(record(letter?.event ?? []).t, poisoned.tokenId);
+  t.equal(readEvent(letter?.event ?? [])?.tokenId, poisoned.tokenId);
 
   const listed = (await cli(h, 'list')).trim().split('\n').filter((l) => l !== '');
   t.equal(listed.length, 1, 'list: one JSON line');
@@ -284,10 +285,10 @@ t.test('a refused redemption waits as a dead letter, and lands once when replaye
   t.equal(line.stream, stream, 'it names the stream');
   t.equal(line.id, letter?.id, 'the event id');
   t.equal(line.code, '23514', 'and the code');
-  t.equal(record(line.fields as string[]).o, 'poison.example', 'and carries the fields');
+  t.equal(readEvent(line.fields as string[])?.origin, 'poison.example', 'and carries the fields');
   t.equal((await cli(h, 'count')).trim(), '1', 'count: 1');
 
-  await h.sql`alter table sign_tokens drop constraint t_no_poison`; // the fix
+  await h.sql`alter table token_redemptions drop constraint t_no_poison`; // the fix
   const replayed = await cli(h, 'replay');
   t.match(replayed, /replayed 1 /, replayed.trim());
   await waitFor('the replayed redemption lands', async () => (await rowOf(h, poisoned.tokenId))?.status === 'used', 5_000);
@@ -306,7 +307,7 @@ t.test('a refused redemption waits as a dead letter, and lands once when replaye
   t.equal(await deadCount(h), 0);
 });
 
-/** Holds an exclusive lock on the harness's sign_tokens (over the test's own connection) until released. */
+/** Holds an exclusive lock on the harness's token tables (the sign_tokens view locks both) over the test's own connection until released. */
 async function lockSignTokens(h: Harness): Promise<() => Promise<void>> {
   let release: () => void = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
@@ -359,7 +360,7 @@ t.test('transient failures (Postgres unreachable, a lock not granted in time) ar
   for (const token of cutOff) t.equal((await rowOf(h, claimsOf(token).token_id))?.status, 'used');
   t.equal(await deadCount(h), 0, 'the dead-letter stream stays empty');
 
-  // 2. Postgres answers, but refuses for now: sign_tokens stays locked past the worker's lock_timeout
+  // 2. Postgres answers, but refuses for now: the token tables stay locked past the worker's lock_timeout
   const unlock = await lockSignTokens(h);
   try {
     const from = logs.length;
@@ -405,7 +406,7 @@ t.test('a connection lost in the middle of the worker\'s write is retried, never
   try {
     t.equal((await h.validate(first, 'midwrite.example')).status, 200);
     await waitFor('the worker is writing (waiting for the lock)', async () => {
-      const [row] = await sql`select count(*)::int as n from pg_locks where relation = 'sign_tokens'::regclass and not granted`;
+      const [row] = await sql`select count(*)::int as n from pg_locks where relation in ('token_issues'::regclass, 'token_redemptions'::regclass) and not granted`;
       return (row?.n ?? 0) > 0;
     }, 5_000);
     proxy.cut();

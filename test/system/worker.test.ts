@@ -5,8 +5,8 @@ import { spawnWorker } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { EventField, EventKind } from '../../src/redis/scripts.js';
-import { fieldRecord } from '../../src/usage/deadLetters.js';
+import { EventKind } from '../../src/redis/scripts.js';
+import { redemptionOf } from '../../src/usage/events.js';
 import { eventFields } from '../helpers/events.js';
 
 // The usage worker: events written by the Lua scripts reach Postgres once, whatever is
@@ -34,10 +34,7 @@ async function usedEventsOf(h: Harness, firmaId: string, tokenId: string): Promi
   const entries = await h.redis.xrange(h.keys.forLicense(firmaId).stream, '-', '+');
   return entries
     .map(([, fields]) => fields)
-    .filter((fields) => {
-      const f = fieldRecord(fields);
-      return f[EventField.kind] === EventKind.used && f[EventField.tokenId] === tokenId;
-    });
+    .filter((fields) => redemptionOf(fields)?.tokenId === tokenId);
 }
 
 t.test('issued and redeemed tokens reach Postgres; a replayed event changes nothing', async (t) => {

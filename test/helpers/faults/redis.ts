@@ -1,7 +1,7 @@
 import { sleep } from '../wait.js';
 import type { Stack } from './stack.js';
-import { EventField, EventKind, LicenseField } from '../../../src/redis/scripts.js';
-import { fieldRecord } from '../../../src/usage/deadLetters.js';
+import { LicenseField } from '../../../src/redis/scripts.js';
+import { redemptionOf } from '../../../src/usage/events.js';
 
 // Redis of a fault test read and broken: failed-login counters, the usage streams read at
 // the moment Redis is lost (killFrozen), and CountWatch, which catches Redis's 'u' of a
@@ -27,9 +27,8 @@ export async function queuedRedemptions(stack: Stack): Promise<Set<string>> {
   for (const stream of stack.keys.streams) {
     const entries = await stack.redisClient.xrange(stream, '-', '+');
     for (const [, fields] of entries) {
-      const f = fieldRecord(fields);
-      const tokenId = f[EventField.tokenId];
-      if (f[EventField.kind] === EventKind.used && tokenId) out.add(tokenId);
+      const redemption = redemptionOf(fields);
+      if (redemption) out.add(redemption.tokenId);
     }
   }
   return out;

@@ -1,0 +1,116 @@
+import type { ChartRow } from './chart.js';
+import { sustainedRate, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
+import { median, summarise, type Row, type Sample } from './table.js';
+
+// The tables of validate as deployed: beside ceiling (c) and the request path alone of the
+// same run, the sustained (open-loop) search, and issue 10's targets.
+
+const MODES: DeployedMode[] = ['worker inside', 'worker apart'];
+const ms = (us: number) => (us / 1000).toFixed(2);
+
+interface DeployedRow {
+  mode: DeployedMode;
+  runs: number;
+  rps: number;
+  p99: number;
+  serverUs: number;
+  workerUs: number | null;
+  redisUs: number;
+  postgresUs: number;
+  backlog: number;
+  drainMs: number;
+}
+
+function deployedRows(samples: DeployedSample[]): DeployedRow[] {
+  return MODES.flatMap((mode) => {
+    const g = samples.filter((s) => s.mode === mode);
+    if (g.length === 0) return [];
+    const m = (f: (s: DeployedSample) => number) => median(g.map(f));
+    return [{
+      mode, runs: g.length, rps: m((s) => s.rps), p99: m((s) => s.p99), serverUs: m((s) => s.serverUs),
+      workerUs: g[0]?.workerUs === null ? null : m((s) => s.workerUs ?? 0), redisUs: m((s) => s.redisUs),
+      postgresUs: m((s) => s.postgresUs), backlog: m((s) => s.backlog), drainMs: m((s) => s.drainMs),
+    }];
+  });
+}
+
+export interface DeployedFigures {
+  ceiling?: Row;
+  alone?: Row;
+  deployed: DeployedRow[];
+  probes: SustainedProbe[];
+}
+
+export function deployedFigures(samples: Sample[], deployed: DeployedSample[], probes: SustainedProbe[], connections: number): DeployedFigures {
+  const all = summarise(samples);
+  return {
+    ceiling: all.find((r) => r.name === 'ceiling (c) +evalsha' && r.connections === connections),
+    alone: all.find((r) => r.name === 'service validate' && r.connections === connections),
+    deployed: deployedRows(deployed), probes,
+  };
+}
+
+/** The worker's CPU per redemption: its own process apart; inside, what the server spends beyond the request path alone. */
+function workerUs(f: DeployedFigures, r: DeployedRow): number | null {
+  if (r.workerUs !== null) return r.workerUs;
+  return f.alone ? r.serverUs - f.alone.serverUs : null;
+}
+
+export function deployedReport(f: DeployedFigures, connections: number): string {
+  const c = f.ceiling;
+  const ratio = (v: number, base: number | undefined) => (base ? (v / base).toFixed(2) : '');
+  const out: string[] = [
+    `| validate, c=${connections} | runs | req/s (median) | ÷ ceiling (c) | p99 ms | p99 ÷ ceiling (c) | server µs | worker µs | Redis µs | Postgres µs | backlog at end | drain ms |`,
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  if (c) out.push(`| ceiling (c) +evalsha (persists nothing) | ${c.runs} | ${Math.round(c.rps)} | 1.00 | ${ms(c.p99)} | 1.00 | ${c.serverUs.toFixed(1)} | | ${c.redisUs.toFixed(1)} | | | |`);
+  if (f.alone) {
+    const a = f.alone;
+    out.push(`| service, request path alone (worker stopped) | ${a.runs} | ${Math.round(a.rps)} | ${ratio(a.rps, c?.rps)} | ${ms(a.p99)} | ${ratio(a.p99, c?.p99)} | ` +
+      `${a.serverUs.toFixed(1)} | | ${a.redisUs.toFixed(1)} | | | |`);
+  }
+  for (const r of f.deployed) {
+    const w = workerUs(f, r);
+    const worker = r.workerUs !== null ? r.workerUs.toFixed(1) : w === null ? '(in server)' : `(in server: ${w.toFixed(1)})`;
+    out.push(`| service as deployed, ${r.mode} | ${r.runs} | ${Math.round(r.rps)} | ${ratio(r.rps, c?.rps)} | ${ms(r.p99)} | ${ratio(r.p99, c?.p99)} | ` +
+      `${r.serverUs.toFixed(1)} | ${worker} | ${r.redisUs.toFixed(1)} | ${r.postgresUs.toFixed(1)} | ${Math.round(r.backlog)} | ` +
+      `${Number.isFinite(r.drainMs) ? Math.round(r.drainMs) : 'did not drain'} |`);
+  }
+  if (f.probes.length > 0) {
+    out.push('', '| sustained (open loop) | offered req/s | answered req/s | p99 ms | most events waiting | drain ms | held |', '|---|---|---|---|---|---|---|');
+    for (const p of f.probes) {
+      out.push(`| ${p.mode} | ${Math.round(p.rate)} | ${Math.round(p.rps)} | ${ms(p.p99)} | ${p.maxBacklog} | ` +
+        `${Number.isFinite(p.drainMs) ? Math.round(p.drainMs) : 'did not drain'} | ${p.held ? 'yes' : 'no'} |`);
+    }
+  }
+  out.push('', '| target (same run) | measured | verdict |', '|---|---|---|');
+  const target = (label: string, value: number | null | undefined, limit: number, atLeast: boolean) => {
+    if (value === null || value === undefined || Number.isNaN(value)) return;
+    const ok = atLeast ? value >= limit : value <= limit;
+    out.push(`| ${label} ${atLeast ? '≥' : '≤'} ${limit} | ${value.toFixed(2)} | ${ok ? 'met' : `missed by ${(Math.abs(value - limit) / limit * 100).toFixed(0)}%`} |`);
+  };
+  for (const r of f.deployed) {
+    if (c) target(`as deployed (${r.mode}) req/s ÷ ceiling (c)`, r.rps / c.rps, 0.75, true);
+    if (c) target(`as deployed (${r.mode}) p99 ÷ ceiling (c)'s`, r.p99 / c.p99, 2, false);
+    target(`Postgres CPU µs per redemption (${r.mode})`, r.postgresUs, 8, false);
+    target(`worker CPU µs per redemption (${r.mode}${r.workerUs === null ? ', beyond the request path alone' : ''})`, workerUs(f, r), 5, false);
+  }
+  if (c && f.alone) target('request path alone req/s ÷ ceiling (c)', f.alone.rps / c.rps, 1.0, true);
+  for (const mode of MODES) {
+    if (c && f.probes.some((p) => p.mode === mode)) target(`sustained (${mode}) ÷ ceiling (c)`, sustainedRate(f.probes, mode) / c.rps, 0.7, true);
+  }
+  return out.join('\n') + '\n';
+}
+
+/** The chart's rows: every scenario of the main table, then the deployed modes and the sustained rates. */
+export function chartRows(samples: Sample[], f: DeployedFigures): ChartRow[] {
+  const rows: ChartRow[] = summarise(samples).map((r) => ({
+    label: `${r.name}, c=${r.connections}`, rps: r.rps, p99: r.p99 / 1000, kind: r.name.startsWith('ceiling') ? 'ceiling' : 'service',
+  }));
+  for (const r of f.deployed) rows.push({ label: `validate as deployed, ${r.mode}, c=64`, rps: r.rps, p99: r.p99 / 1000, kind: 'deployed' });
+  for (const mode of MODES) {
+    const rate = sustainedRate(f.probes, mode);
+    if (rate > 0) rows.push({ label: `validate sustained, ${mode}`, rps: rate, p99: null, kind: 'sustained' });
+  }
+  return rows;
+}

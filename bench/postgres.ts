@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import postgres from 'postgres';
+import { newTokenId } from '../src/tokens/tokenId.js';
+import { postgresCpu } from './load/proc.js';
+
+// Postgres CPU (every postgres process of the machine) and WAL per redemption row, for ways
+// of laying out the redemptions table, each written as the usage worker writes a batch:
+// one statement, the events one a line, split by Postgres (src/usage/persist.ts), and the
+// licenses' used counts raised by the rows inserted. Rounds alternate the variants.
+// Run: node dist/bench/postgres.js (BENCH_DATABASE_URL, PG_BENCH_BATCH, PG_BENCH_BATCHES, PG_BENCH_ROUNDS).
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const BATCH = Number(process.env.PG_BENCH_BATCH ?? 500);
+const BATCHES = Number(process.env.PG_BENCH_BATCHES ?? 200);
+const ROUNDS = Number(process.env.PG_BENCH_ROUNDS ?? 3);
+const SCHEMA = 'benchpg';
+
+interface Variant {
+  name: string;
+  table: string;
+  /** the token id as the insert casts it */
+  cast: string;
+  id: () => string;
+  /** no unique token id: nothing to conflict on */
+  plain?: boolean;
+}
+
+const columns = (tokenType: string, key: string) => `token_id ${tokenType} ${key}, firma_id text not null, imza_tipi smallint not null,
+  used_at timestamptz not null, issued_at timestamptz, origin text`;
+const variants: Variant[] = [
+  { name: 'heap only (no index: the floor)', table: `(${columns('text', 'not null')})`, cast: '', id: randomUUID, plain: true },
+  { name: 'text id, primary key + history (firma, used_at, token)', cast: '',
+    table: `(${columns('text', 'primary key')}); create index on r (firma_id, used_at desc, token_id desc)`, id: randomUUID },
+  { name: 'uuid id (v4), primary key + history (firma, used_at, token)', cast: '::uuid',
+    table: `(${columns('uuid', 'primary key')}); create index on r (firma_id, used_at desc, token_id desc)`, id: randomUUID },
+  { name: 'uuid id (v4), primary key + history (firma, used_at)', cast: '::uuid',
+    table: `(${columns('uuid', 'primary key')}); create index on r (firma_id, used_at desc)`, id: randomUUID },
+  { name: 'uuid id (v7), primary key + history (firma, used_at): kept', cast: '::uuid',
+    table: `(${columns('uuid', 'primary key')}); create index on r (firma_id, used_at desc)`, id: () => newTokenId() },
+];
+
+const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {}, connection: { search_path: SCHEMA } });
+await sql.unsafe(`drop schema if exists ${SCHEMA} cascade; create schema ${SCHEMA}`);
+const firmas = Array.from({ length: 32 }, (_, i) => `firma-${i}-bench`);
+await sql.unsafe('create table licenses (firma_id text primary key, used_quota bigint not null default 0, updated_at timestamptz)');
+await sql.unsafe('insert into licenses (firma_id) select unnest($1::text[])', [firmas as never]);
+
+function statement(v: Variant): string {
+  return `with used as (
+      insert into r (token_id, firma_id, imza_tipi, used_at, issued_at, origin)
+      select v[1]${v.cast}, v[2], v[3]::int2, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond',
+             timestamptz 'epoch' + nullif(v[5], '')::int8 * interval '1 millisecond', v[6]
+      from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($1::text, E'\\n')) as e) as u
+      ${v.plain ? '' : 'on conflict (token_id) do nothing'}
+      returning firma_id)
+    update licenses l set used_quota = l.used_quota + n.count, updated_at = now()
+    from (select firma_id, count(*) as count from used group by firma_id) n where l.firma_id = n.firma_id`;
+}
+
+function batch(v: Variant): string {
+  const now = Date.now();
+  const lines: string[] = [];
+  for (let i = 0; i < BATCH; i++) lines.push([v.id(), firmas[i % firmas.length], 0, now, now - 1000, 'https://imza.ornek.com.tr'].join('\t'));
+  return lines.join('\n');
+}
+
+const walBytes = async () => Number((await sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as n`)[0]?.n);
+
+/** [µs, WAL bytes] per row of BATCHES batches into a fresh table */
+async function measure(v: Variant): Promise<[number, number]> {
+  await sql.unsafe(`drop table if exists r; create table r ${v.table}`);
+  const text = statement(v);
+  for (let i = 0; i < 20; i++) await sql.unsafe(text, [batch(v)], { prepare: true });
+  await sql.unsafe('checkpoint');
+  const cpu0 = postgresCpu();
+  const wal0 = await walBytes();
+  for (let i = 0; i < BATCHES; i++) await sql.unsafe(text, [batch(v)], { prepare: true });
+  const rows = BATCH * BATCHES;
+  return [(postgresCpu() - cpu0) / rows, ((await walBytes()) - wal0) / rows];
+}
+
+const results = variants.map(() => ({ us: [] as number[], wal: [] as number[] }));
+for (let round = 0; round < ROUNDS; round++) {
+  for (let i = 0; i < variants.length; i++) {
+    const [us, wal] = await measure(variants[i] as Variant);
+    results[i]?.us.push(us);
+    results[i]?.wal.push(wal);
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+process.stdout.write(`Postgres per redemption row, batches of ${BATCH}, ${BATCHES} batches per run, medians of ${ROUNDS} rounds\n\n`);
+process.stdout.write('| table layout | Postgres CPU µs/row | WAL bytes/row |\n|---|---|---|\n');
+variants.forEach((v, i) => {
+  const r = results[i] as { us: number[]; wal: number[] };
+  process.stdout.write(`| ${v.name} | ${median(r.us).toFixed(2)} | ${median(r.wal).toFixed(0)} |\n`);
+});
+await sql.unsafe(`drop schema ${SCHEMA} cascade`);
+await sql.end();

@@ -1,0 +1,72 @@
+--[[
+  Acknowledge a batch of one usage stream once Postgres has committed it, in one call:
+  XACK its entries, trim the stream of every entry that no consumer still holds, and raise
+  licenses' used counts to what Postgres now holds.
+
+  Trimming instead of deleting entry by entry: every entry below the oldest one still
+  pending (read by some worker, not yet acknowledged), or when none is pending every entry
+  up to the last the group has handed out, has been read and acknowledged, so XTRIM MINID
+  drops them, whole stream nodes at a time; entries other workers hold, and entries not
+  yet read, stay.
+
+  Raising the used counts: Redis counts every redemption before Postgres does, so its
+  count is never legitimately lower; it is lower only after Redis lost data that the worker
+  still wrote afterwards (a batch held in memory across the loss, or an AOF that lost its
+  last second). A license Redis does not hold is left alone (it is rebuilt from Postgres
+  when next used).
+
+    KEYS[1]        usage stream     {b}:ev
+    KEYS[2..n+1]   license hashes   {b}:l:<firmaId>   (the stream's slot)
+
+    ARGV[1]            consumer group
+    ARGV[2]            k, the number of entry ids
+    ARGV[3..k+2]       the batch's entry ids on this stream
+    ARGV[k+3..k+n+2]   used quota Postgres holds for license i
+
+  Returns the number of used counts raised.
+]]
+local stream, group = KEYS[1], ARGV[1]
+local k = tonumber(ARGV[2])
+
+-- XACK in slices: unpack is bounded by Lua's stack
+local SLICE = 4000
+for first = 3, k + 2, SLICE do
+  redis.call('XACK', stream, group, unpack(ARGV, first, math.min(first + SLICE - 1, k + 2)))
+end
+
+-- "ms-seq" -> ms, seq
+local function parse(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+
+-- Trim below the oldest entry still pending, or past the last entry the group has handed
+-- out when none is pending. (No group: Redis lost it, and the stream with it: nothing to trim.)
+local groups = redis.pcall('XINFO', 'GROUPS', stream)
+if not groups.err then
+  for _, g in ipairs(groups) do
+    local info = {}
+    for i = 1, #g, 2 do info[g[i]] = g[i + 1] end
+    if info['name'] == group then
+      local threshold
+      if tonumber(info['pending']) > 0 then
+        threshold = redis.call('XPENDING', stream, group)[2]
+      else
+        local ms, seq = parse(info['last-delivered-id'])
+        threshold = string.format('%d-%d', ms, seq + 1)
+      end
+      redis.call('XTRIM', stream, 'MINID', threshold)
+    end
+  end
+end
+
+local raised = 0
+for i = 2, #KEYS do
+  local used = redis.call('HGET', KEYS[i], 'u')
+  local floor = ARGV[k + i + 1]
+  if used and tonumber(used) < tonumber(floor) then
+    redis.call('HSET', KEYS[i], 'u', floor)
+    raised = raised + 1
+  end
+end
+return raised

@@ -1,0 +1,85 @@
+import { EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField as L } from '../redis/scripts.js';
+
+// Reading usage events off a stream: the one-field form the scripts write (src/redis/scripts.ts
+// EventValues), and the field-per-value form of earlier versions. Both become the same thing:
+// the event's kind and its values in the one-field form, which is what Postgres is sent
+// (src/usage/persist.ts splits them there), so the worker handles two strings per event.
+
+/** An event as read from a usage stream. */
+export interface QueuedEvent {
+  stream: string;
+  id: string;
+  /** field, value, field, value... as XADD wrote them */
+  fields: string[];
+}
+
+export type UsageEvent =
+  | (QueuedEvent & {
+      kind: 'issued' | 'used';
+      /** the values, tab-separated, in the order of EventValues */
+      values: string;
+    })
+  /** bad: fields the worker cannot read (a dead letter); gone: deleted while pending (nothing to write) */
+  | (QueuedEvent & { kind: 'bad' | 'gone' });
+
+// Token and firma ids present; as many values as the kind has (a used event's origin is
+// optional); no line break anywhere, since a batch's values travel to Postgres one a line.
+// What the values hold is Postgres's to judge: a value it refuses makes a dead letter.
+const ISSUED_VALUES = /^[^\t\n]+\t[^\t\n]+(?:\t[^\t\n]*){3}$/;
+const USED_VALUES = /^[^\t\n]+\t[^\t\n]+(?:\t[^\t\n]*){3,4}$/;
+
+/** A stream entry's field list as a record (the last value of a repeated field wins). */
+export function fieldRecord(fields: readonly string[]): Record<string, string> {
+  const f: Record<string, string> = {};
+  for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string;
+  return f;
+}
+
+const hasBreak = (value: string | undefined) => value !== undefined && (value.includes(EVENT_SEPARATOR) || value.includes('\n'));
+
+/** A field-per-value event in the one-field form, or null when it cannot be written as one. */
+function legacyValues(fields: readonly string[]): { kind: string; values: string } | null {
+  const f = fieldRecord(fields);
+  const kind = f[L.kind];
+  const tokenId = f[L.tokenId];
+  const firmaId = f[L.firmaId];
+  if ((kind !== EventKind.issued && kind !== EventKind.used) || !tokenId || !firmaId) return null;
+  const last = kind === EventKind.issued ? f[L.expiresMs] : f[L.issuedMs];
+  const parts = [tokenId, firmaId, f[L.imzaTipi] ?? '0', f[L.atMs] ?? '0', last ?? ''];
+  if (kind === EventKind.used && f[L.origin] !== undefined) parts.push(f[L.origin] as string);
+  if (parts.some(hasBreak)) return null;
+  return { kind, values: parts.join(EVENT_SEPARATOR) };
+}
+
+/** A stream entry as the worker reads it; fields null: deleted while it was pending. */
+export function decodeEvent(stream: string, id: string, fields: string[] | null): UsageEvent {
+  if (fields === null) return { stream, id, fields: [], kind: 'gone' };
+  let kind = fields[0];
+  let values = fields[1];
+  if (fields.length !== 2 || (kind !== EventKind.issued && kind !== EventKind.used)) {
+    const legacy = legacyValues(fields);
+    if (legacy === null) return { stream, id, fields, kind: 'bad' };
+    ({ kind, values } = legacy);
+  }
+  if (kind === EventKind.used) return USED_VALUES.test(values as string) ? { stream, id, fields, kind: 'used', values: values as string } : { stream, id, fields, kind: 'bad' };
+  return ISSUED_VALUES.test(values as string) ? { stream, id, fields, kind: 'issued', values: values as string } : { stream, id, fields, kind: 'bad' };
+}
+
+/** An event's values by name (src/redis/scripts.ts EventValues), read from its fields (either form); null: not a readable event. */
+export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' } & Partial<Record<(typeof EventValues)['used' | 'issued'][number], string>>) | null {
+  const event = decodeEvent('', '', fields);
+  if (event.kind !== 'issued' && event.kind !== 'used') return null;
+  const names = EventValues[event.kind];
+  const values = event.values.split(EVENT_SEPARATOR);
+  const out: Record<string, string> = {};
+  for (let i = 0; i < values.length && i < names.length; i++) out[names[i] as string] = values[i] as string;
+  return { kind: event.kind, ...out };
+}
+
+/** The token and firma ids of a redemption event (either form); null for any other entry. */
+export function redemptionOf(fields: string[]): { tokenId: string; firmaId: string } | null {
+  const event = decodeEvent('', '', fields);
+  if (event.kind !== 'used') return null;
+  const [tokenId, firmaId] = event.values.split(EVENT_SEPARATOR, 2) as [string, string];
+  return { tokenId, firmaId };
+}

@@ -1,0 +1,76 @@
+import fc from 'fast-check';
+import t from 'tap';
+import { EVENT_SEPARATOR, EventKind } from '../../src/redis/scripts.js';
+import { decodeEvent, readEvent } from '../../src/usage/events.js';
+import { eventFields, legacyEventFields, type EventValues } from '../helpers/events.js';
+import { FUZZ_SEED } from '../helpers/fuzz.js';
+
+// Reading usage events (src/usage/events.ts), property by property: whatever a stream holds,
+// the worker reads it without throwing, and what it sends Postgres is framed right (one
+// event a line, its values tab-separated) or the event is a dead letter.
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+const settings = { seed: FUZZ_SEED, numRuns: RUNS };
+
+/** Any string, control characters, tabs, line breaks and NUL included. */
+const anyText = fc.string({ unit: 'binary', maxLength: 40 });
+/** A value as the scripts can write it: no tab, no line break. */
+const clean = (min = 0) => fc.string({ minLength: min, maxLength: 40 }).filter((s) => !/[\t\n]/.test(s));
+
+const goodEvent = fc.record({
+  kind: fc.constantFrom(EventKind.issued, EventKind.used),
+  tokenId: clean(1),
+  firmaId: clean(1),
+  imzaTipi: fc.constantFrom(0, 1),
+  atMs: fc.nat(),
+  expiresMs: fc.nat(),
+  issuedMs: fc.nat(),
+  origin: fc.option(clean(), { nil: undefined }),
+}).map((v): EventValues => (v.kind === EventKind.issued ? { ...v, origin: undefined } : v));
+
+t.test('an event the scripts can write reads back value for value, in either form', async (t) => {
+  fc.assert(fc.property(goodEvent, (v) => {
+    for (const fields of [eventFields(v), legacyEventFields(v)]) {
+      const read = readEvent(fields);
+      if (read === null) return false;
+      const issued = v.kind === EventKind.issued;
+      if (read.kind !== (issued ? 'issued' : 'used') || read.tokenId !== v.tokenId || read.firmaId !== v.firmaId) return false;
+      if (read.imzaTipi !== String(v.imzaTipi) || read.atMs !== String(v.atMs)) return false;
+      if (issued ? read.expiresMs !== String(v.expiresMs) : read.issuedMs !== String(v.issuedMs)) return false;
+      if (!issued && read.origin !== v.origin) return false; // undefined when none was sent, '' when an empty one was
+    }
+    // both forms give Postgres the same line
+    const a = decodeEvent('s', '1-0', eventFields(v));
+    const b = decodeEvent('s', '1-0', legacyEventFields(v));
+    return a.kind === b.kind && 'values' in a && 'values' in b && a.values === b.values;
+  }), settings);
+  t.pass(`${RUNS} events of each kind, seed ${FUZZ_SEED}`);
+});
+
+t.test('any field list at all: read without throwing, and framed right or refused', async (t) => {
+  const fieldLists = fc.oneof(
+    fc.array(anyText, { maxLength: 16 }),
+    fc.tuple(fc.constantFrom('i', 'u', 'k', 'x', ''), anyText).map(([k, v]) => [k, v]),
+    goodEvent.chain((v) => fc.tuple(fc.constant(legacyEventFields(v)), fc.nat(15), anyText)
+      .map(([fields, i, junk]) => fields.map((f, j) => (j === i ? junk : f)))),
+  );
+  fc.assert(fc.property(fieldLists, (fields) => {
+    const e = decodeEvent('s', '1-0', fields);
+    if (e.kind === 'bad') return true;
+    if (e.kind !== 'issued' && e.kind !== 'used') return false;
+    if (e.values.includes('\n')) return false;
+    const parts = e.values.split(EVENT_SEPARATOR);
+    const [token, firma] = parts;
+    return token !== '' && firma !== '' && (parts.length === 5 || (e.kind === 'used' && parts.length === 6));
+  }), settings);
+  t.pass(`${RUNS} field lists, seed ${FUZZ_SEED}`);
+});
+
+t.test('a deleted entry is gone, not bad; an event lacking its ids is bad', async (t) => {
+  t.equal(decodeEvent('s', '1-0', null).kind, 'gone');
+  t.equal(decodeEvent('s', '1-0', ['u', `\tfirma\t0\t1\t2`]).kind, 'bad', 'no token id');
+  t.equal(decodeEvent('s', '1-0', ['i', `tok\tfirma\t0\t1`]).kind, 'bad', 'a value short');
+  t.equal(decodeEvent('s', '1-0', ['i', `tok\tfirma\t0\t1\t2\textra`]).kind, 'bad', 'an issued event has no origin');
+  t.equal(decodeEvent('s', '1-0', ['u', `tok\tfirma\t0\t1\t2\torigin\twith a tab`]).kind, 'bad', 'a tab in the origin');
+  t.equal(decodeEvent('s', '1-0', legacyEventFields({ kind: 'u', tokenId: 'tok', firmaId: 'f', origin: 'a\nb' })).kind, 'bad', 'a line break in an old-form value');
+});
