@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker soak profile load-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker soak profile profile-deployed load-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -82,6 +82,15 @@ profile: build load-tools
 	rm -f bench/profiles/*.cpuprofile
 	BENCH_PROFILE=bench/profiles BENCH_ONLY=validate BENCH_CONNECTIONS=64 BENCH_RUNS=1 BENCH_SECONDS=$${BENCH_SECONDS:-10} node dist/bench/load/run.js
 	node dist/bench/flame.js bench/profiles validate
+
+# Where the time goes as deployed (worker inside the server): a CPU profile of the server
+# (bench/profiles/deployed.{svg,folded}), core use, CPU per redemption and Redis's time per command.
+profile-deployed: build load-tools
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	rm -f bench/profiles/*.cpuprofile
+	PROFILE_DIR=bench/profiles node dist/bench/load/deployedProfile.js
+	node dist/bench/flame.js bench/profiles deployed
+	rm -f bench/profiles/*.cpuprofile
 
 lint: deps
 	npm run lint

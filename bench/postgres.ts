@@ -6,7 +6,8 @@ import { postgresCpu } from './load/proc.js';
 // Postgres CPU (every postgres process of the machine) and WAL per redemption row, for ways
 // of laying out the redemptions table, each written as the usage worker writes a batch:
 // one statement, the events one a line, split by Postgres (src/usage/persist.ts), and the
-// licenses' used counts raised by the rows inserted. Rounds alternate the variants.
+// licenses' used counts raised by the rows inserted; then a VACUUM of the table, the
+// clean-up each layout leaves for autovacuum. Rounds alternate the variants.
 // Run: node dist/bench/postgres.js (BENCH_DATABASE_URL, PG_BENCH_BATCH, PG_BENCH_BATCHES, PG_BENCH_ROUNDS).
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BATCH = Number(process.env.PG_BENCH_BATCH ?? 500);
@@ -22,11 +23,17 @@ interface Variant {
   id: () => string;
   /** no unique token id: nothing to conflict on */
   plain?: boolean;
+  /** the layout before: one row per token, issued first (not measured), the redemption updating it */
+  update?: boolean;
 }
 
 const columns = (tokenType: string, key: string) => `token_id ${tokenType} ${key}, firma_id text not null, imza_tipi smallint not null,
   used_at timestamptz not null, issued_at timestamptz, origin text`;
 const variants: Variant[] = [
+  { name: 'before: the issued row updated to used (sql/001: text id, primary key + partial history index)', cast: '', id: randomUUID, update: true,
+    table: `(token_id text primary key, firma_id text not null, imza_tipi smallint not null, status text not null check (status in ('issued', 'used')),
+      issued_at timestamptz, expires_at timestamptz, used_at timestamptz, origin text);
+      create index on r (firma_id, used_at desc, token_id desc) where status = 'used'` },
   { name: 'heap only (no index: the floor)', table: `(${columns('text', 'not null')})`, cast: '', id: randomUUID, plain: true },
   { name: 'text id, primary key + history (firma, used_at, token)', cast: '',
     table: `(${columns('text', 'primary key')}); create index on r (firma_id, used_at desc, token_id desc)`, id: randomUUID },
@@ -45,6 +52,18 @@ await sql.unsafe('create table licenses (firma_id text primary key, used_quota b
 await sql.unsafe('insert into licenses (firma_id) select unnest($1::text[])', [firmas as never]);
 
 function statement(v: Variant): string {
+  if (v.update) {
+    return `with used as (
+      insert into r as st (token_id, firma_id, imza_tipi, status, issued_at, used_at, origin)
+      select v[1], v[2], v[3]::int2, 'used', timestamptz 'epoch' + nullif(v[5], '')::int8 * interval '1 millisecond',
+             timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond', v[6]
+      from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($1::text, E'\\n')) as e) as u
+      on conflict (token_id) do update set status = 'used', used_at = excluded.used_at, origin = excluded.origin
+        where st.status <> 'used'
+      returning st.firma_id)
+    update licenses l set used_quota = l.used_quota + n.count, updated_at = now()
+    from (select firma_id, count(*) as count from used group by firma_id) n where l.firma_id = n.firma_id`;
+  }
   return `with used as (
       insert into r (token_id, firma_id, imza_tipi, used_at, issued_at, origin)
       select v[1]${v.cast}, v[2], v[3]::int2, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond',
@@ -56,11 +75,22 @@ function statement(v: Variant): string {
     from (select firma_id, count(*) as count from used group by firma_id) n where l.firma_id = n.firma_id`;
 }
 
-function batch(v: Variant): string {
+/** A batch of redemptions; for the update layout, of tokens issued beforehand (issued(v) gave out their ids). */
+function batch(v: Variant, ids?: string[]): string {
   const now = Date.now();
   const lines: string[] = [];
-  for (let i = 0; i < BATCH; i++) lines.push([v.id(), firmas[i % firmas.length], 0, now, now - 1000, 'https://imza.ornek.com.tr'].join('\t'));
+  for (let i = 0; i < BATCH; i++) lines.push([ids?.pop() ?? v.id(), firmas[i % firmas.length], 0, now, now - 1000, 'https://imza.ornek.com.tr'].join('\t'));
   return lines.join('\n');
+}
+
+/** For the update layout: n tokens issued (rows inserted as issued), their ids. */
+async function issued(v: Variant, n: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, () => v.id());
+  for (let i = 0; i < n; i += 10_000) {
+    await sql.unsafe(`insert into r (token_id, firma_id, imza_tipi, status, issued_at, expires_at)
+      select t, 'firma-0-bench', 0, 'issued', now(), now() + interval '5 minutes' from unnest($1::text[]) as t`, [ids.slice(i, i + 10_000) as never]);
+  }
+  return ids;
 }
 
 const walBytes = async () => Number((await sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as n`)[0]?.n);
@@ -69,11 +99,15 @@ const walBytes = async () => Number((await sql`select pg_wal_lsn_diff(pg_current
 async function measure(v: Variant): Promise<[number, number]> {
   await sql.unsafe(`drop table if exists r; create table r ${v.table}`);
   const text = statement(v);
-  for (let i = 0; i < 20; i++) await sql.unsafe(text, [batch(v)], { prepare: true });
+  const ids = v.update ? await issued(v, BATCH * (BATCHES + 20)) : undefined;
+  for (let i = 0; i < 20; i++) await sql.unsafe(text, [batch(v, ids)], { prepare: true });
+  await sql.unsafe('vacuum analyze r');
   await sql.unsafe('checkpoint');
   const cpu0 = postgresCpu();
   const wal0 = await walBytes();
-  for (let i = 0; i < BATCHES; i++) await sql.unsafe(text, [batch(v)], { prepare: true });
+  for (let i = 0; i < BATCHES; i++) await sql.unsafe(text, [batch(v, ids)], { prepare: true });
+  // and the vacuum that cleans up after them (dead rows of the update layout; visibility of the others)
+  await sql.unsafe('vacuum r');
   const rows = BATCH * BATCHES;
   return [(postgresCpu() - cpu0) / rows, ((await walBytes()) - wal0) / rows];
 }

@@ -29,7 +29,7 @@ export interface Config {
   bodyLimitBytes: number;
   adminBodyLimitBytes: number;
   shutdownTimeoutMs: number;
-  worker: { batchSize: number; blockMs: number; claimIdleMs: number; lingerMs: number };
+  worker: { batchSize: number; blockMs: number; claimIdleMs: number; lingerMs: number; lingerEvents: number };
 }
 
 /** The RATE_*_PER_MIN limits count requests per fixed window of this length. */
@@ -130,6 +130,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
       blockMs: intVar(env, 'WORKER_BLOCK_MS', 50, 1, 10000),
       claimIdleMs: intVar(env, 'WORKER_CLAIM_IDLE_MS', 30000, 100, 3600000),
       lingerMs: intVar(env, 'WORKER_LINGER_MS', 50, 0, 10000),
+      lingerEvents: intVar(env, 'WORKER_LINGER_EVENTS', 1000, 1, 1000000),
     },
   };
 }

@@ -8,18 +8,8 @@ import { median, summarise, type Row, type Sample } from './table.js';
 const MODES: DeployedMode[] = ['worker inside', 'worker apart'];
 const ms = (us: number) => (us / 1000).toFixed(2);
 
-interface DeployedRow {
-  mode: DeployedMode;
-  runs: number;
-  rps: number;
-  p99: number;
-  serverUs: number;
-  workerUs: number | null;
-  redisUs: number;
-  postgresUs: number;
-  backlog: number;
-  drainMs: number;
-}
+/** A mode's medians over its runs. */
+type DeployedRow = Omit<DeployedSample, 'connections'> & { runs: number };
 
 function deployedRows(samples: DeployedSample[]): DeployedRow[] {
   return MODES.flatMap((mode) => {

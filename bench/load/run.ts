@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   const sql = await connectPostgres(DATABASE_URL, 'bench', 2);
   const drain = async () => {
     const worker = new UsageWorker(createRedis(config, 'bench-drain', { commandTimeoutMs: 60_000 }), sql, new KeySpace('bench'),
-      { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000, lingerMs: 0 }, pino({ level: 'silent' }));
+      { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000, lingerMs: 0, lingerEvents: 1 }, pino({ level: 'silent' }));
     await worker.start();
     while ((await worker.lag()) > 0) await new Promise((r) => setTimeout(r, 50));
     await worker.stop();
@@ -235,10 +235,14 @@ async function main(): Promise<void> {
   }
   const figures = deployedFigures(samples, deployed, probes, 64);
   const deployedReportText = deployed.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '';
-  writeFileSync(CHART, chartSvg(`make bench, ${new Date().toISOString().slice(0, 10)}: ${SECONDS} s runs, medians of ${RUNS}`, chartRows(samples, figures)));
-  process.stderr.write(`bench: chart written to ${CHART}\n`);
+  /** The chart of every scenario measured, written when the tables are printed. */
+  const writeChart = () => {
+    writeFileSync(CHART, chartSvg(`make bench, ${new Date().toISOString().slice(0, 10)}: ${SECONDS} s runs, medians of ${RUNS}`, chartRows(samples, figures)));
+    process.stderr.write(`bench: chart written to ${CHART}\n`);
+  };
 
   if (ONLY_VALIDATE) {
+    writeChart();
     printTable(samples, { books, memory: '' });
     process.stdout.write(deployedReportText);
     await stopGracefully(service);
@@ -282,6 +286,7 @@ async function main(): Promise<void> {
   const memAfter = Number(/used_memory:(\d+)/.exec(await redisClient.info('memory'))?.[1]);
   const markerHashes = (await redisClient.keys('bench:*:t:*')).length;
 
+  writeChart();
   printTable(samples, {
     books,
     memory: `Redis memory per outstanding token: ${((memAfter - memBefore) / outstanding).toFixed(0)} bytes ` +

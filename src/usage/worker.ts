@@ -25,11 +25,18 @@ export interface WorkerOptions {
   claimIdleMs: number;
   /**
    * How long events may gather before a batch that is not full is read: one Postgres
-   * commit and one acknowledgement per stream carry every event of the interval, so the
-   * batch grows with the rate (rate x linger) and the cost per event falls. It bounds the
-   * time an event waits for it; a full batch is followed by the next read at once.
+   * statement and one acknowledgement per stream carry every event of the interval, so the
+   * cost per event falls as the batch grows. It bounds the time an event waits for it; a
+   * full batch is followed by the next read at once.
    */
   lingerMs: number;
+  /**
+   * Events a batch needs for its fixed costs to be small beside theirs: at a rate that
+   * gathers them sooner than lingerMs, the worker lingers only that long, so batches stay
+   * about this size and Postgres works in shorter bursts (a shorter stall for requests on
+   * the same machine, and fewer events waiting at any time).
+   */
+  lingerEvents: number;
 }
 
 /**
@@ -101,6 +108,7 @@ export class UsageWorker {
    */
   private async run(): Promise<void> {
     let backoff = 100;
+    let lastReadAt = 0;
     for (;;) {
       if (Date.now() > this.stopBy) break;
       let events: UsageEvent[] = [];
@@ -113,7 +121,10 @@ export class UsageWorker {
         }
         await this.flush(events);
         backoff = 100;
-        const linger = readAt + this.options.lingerMs - Date.now();
+        // the events read gathered since the read before: at that rate, lingerEvents take this long
+        const gathering = (this.options.lingerEvents * Math.max(1, readAt - lastReadAt)) / events.length;
+        lastReadAt = readAt;
+        const linger = readAt + Math.min(this.options.lingerMs, gathering) - Date.now();
         if (this.running && !this.full && linger > 0) await this.sleep(linger);
       } catch (err) {
         if (!this.running) break; // what is left stays in Redis for the next worker

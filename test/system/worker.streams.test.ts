@@ -68,6 +68,25 @@ t.test('the redemptions of one linger interval are written by one statement', as
   t.equal(row?.statements, 1, 'the ten rows were inserted by one statement');
 });
 
+t.test('at a rate that gathers WORKER_LINGER_EVENTS sooner, the worker lingers only that long', async (t) => {
+  const h = await startHarness(t, 'worker-linger-events', { ...LIVE_COUNTS, WORKER_LINGER_MS: '1500', WORKER_LINGER_EVENTS: '5' });
+  const lic = await h.createLicense({ totalQuota: 40 });
+  const { tokens } = await mintTokens(h, lic, 22, 0);
+  await h.drainWorker();
+  t.equal((await h.validate(tokens[0] as string)).status, 200);
+  await waitFor('the first redemption lands', async () => (await usedQuota(h, lic.firmaId)) === 1, 3_000);
+  // twenty arrive while the worker lingers its longest (1.5 s): a rate of about 13 a second
+  const answers = await Promise.all(tokens.slice(1, 21).map((token) => h.validate(token)));
+  t.same(answers.map((a) => a.status), Array(20).fill(200));
+  await waitFor('the twenty land', async () => (await usedQuota(h, lic.firmaId)) === 21, 5_000);
+  // at that rate five events gather in about 375 ms: the next one waits no longer than that
+  const sent = Date.now();
+  t.equal((await h.validate(tokens[21] as string)).status, 200);
+  await waitFor('the next redemption lands', async () => (await usedQuota(h, lic.firmaId)) === 22, 3_000, 10);
+  const waited = Date.now() - sent;
+  t.ok(waited < 1000, `it landed ${waited} ms after its answer (the longest linger is 1500 ms)`);
+});
+
 t.test('acknowledging trims the stream, but never an entry another worker holds', async (t) => {
   const h = await startHarness(t, 'worker-trim', { ...LIVE_COUNTS, WORKER_CLAIM_IDLE_MS: '60000' });
   const lic = await h.createLicense({ totalQuota: 20 });
