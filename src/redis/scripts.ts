@@ -226,7 +226,7 @@ export const scripts = {
   }),
 
   /**
-   * lua/ack.lua: acknowledges a written batch's entries of one stream (ascending) and trims
+   * lua/ack.lua: acknowledges a written batch's entries of one stream and trims
    * the stream of what no consumer holds; raises the used counts of licenses of the
    * stream's slot to Postgres's. Resolves how many counts were raised.
    */
