@@ -7,8 +7,9 @@ import { KeySpace } from '../../src/redis/keys.js';
 import { usageLag } from '../../src/usage/lag.js';
 import type { RedisClient } from '../../src/redis/client.js';
 import { cpuMicros, postgresCpu } from './proc.js';
-import { ADMIN_TOKEN, serviceEnv, startRedis, startService, stopAll, stopGracefully } from './services.js';
+import { serviceEnv, startRedis, startService, stopAll, stopGracefully } from './services.js';
 import { runWrk } from './wrk.js';
+import { createLicenses } from './licenses.js';
 
 // make profile-deployed: where the time goes as deployed. Validate at 64 connections against
 // the service as `npm start` runs it (RUN_WORKER=0 for the request path alone), profiled
@@ -33,9 +34,6 @@ function cores(): { busy: number; all: number }[] {
   });
 }
 
-const api = async (method: string, url: string, body?: unknown, token?: string): Promise<any> => // eslint-disable-line @typescript-eslint/no-explicit-any
-  (await fetch(url, { method, body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) } })).json();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const work = mkdtempSync(path.join(tmpdir(), 'profile-deployed-'));
@@ -48,12 +46,7 @@ const minter = await startService(LOAD_CPU, { ...env, PORT: String(MINTER) }, MI
 const service = await startService(SERVER_CPU, { ...env, RUN_WORKER }, PORT, PROFILE_DIR);
 process.on('exit', () => stopAll([redis, minter, service]));
 const base = `http://127.0.0.1:${MINTER}`;
-const access: string[] = [];
-for (let i = 0; i < 32; i++) {
-  const password = `bench-password-${i}`;
-  const created = await api('POST', `${base}/admin/v1/licenses`, { organizationName: `Bench ${i}`, password, totalQuota: 1e12, expiryDate: '2099-01-01T00:00:00Z' }, ADMIN_TOKEN);
-  access.push((await api('POST', `${base}/api/v1/auth/get-token`, { licenseKey: created.data.licenseKey, password, imzaTipi: 0 })).accessToken);
-}
+const access = (await createLicenses(base, 32)).map((l) => l.access);
 writeFileSync(path.join(work, 'access.txt'), access.join('\n') + '\n');
 const mint = async (file: string) => {
   writeFileSync(file, '');

@@ -2,8 +2,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { connectPostgres } from '../../src/db/pg.js';
-import { ADMIN_TOKEN, serviceEnv, startRedis, startService, stopAll, stopGracefully } from './services.js';
+import { serviceEnv, startRedis, startService, stopAll, stopGracefully } from './services.js';
 import { runWrk } from './wrk.js';
+import { createLicenses } from './licenses.js';
 
 // make bench-lag: the usage worker's lag at peak validate load, as deployed (`npm start`:
 // the worker inside the server process). The lag is what a Redis lost without persistence
@@ -19,15 +20,8 @@ const REDIS_PORT = 6392;
 const PORT = 9110;
 const LICENSES = 32;
 
-async function api(method: string, url: string, body?: unknown, token?: string): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const res = await fetch(url, {
-    method, body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-  });
-  return res.json();
-}
-
-const lagOf = async (base: string): Promise<number> => Number((await api('GET', `${base}/healthz`)).usageLag ?? NaN);
+// /healthz answers 503 while Postgres is unreachable, with the lag all the same
+const lagOf = async (base: string): Promise<number> => Number(((await (await fetch(`${base}/healthz`)).json()) as { usageLag?: number }).usageLag ?? NaN);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function main(): Promise<void> {
@@ -41,14 +35,7 @@ async function main(): Promise<void> {
   process.on('exit', () => stopAll(all));
   const base = `http://127.0.0.1:${PORT}`;
 
-  const access: string[] = [];
-  for (let i = 0; i < LICENSES; i++) {
-    const password = `bench-password-${i}`;
-    const created = await api('POST', `${base}/admin/v1/licenses`, {
-      organizationName: `Bench ${i}`, password, totalQuota: 1e12, expiryDate: '2099-01-01T00:00:00Z',
-    }, ADMIN_TOKEN);
-    access.push((await api('POST', `${base}/api/v1/auth/get-token`, { licenseKey: created.data.licenseKey, password, imzaTipi: 0 })).accessToken);
-  }
+  const access = (await createLicenses(base, LICENSES)).map((l) => l.access);
   const accessFile = path.join(work, 'access.txt');
   writeFileSync(accessFile, access.join('\n') + '\n');
   const tokens = path.join(work, 'tokens.txt');

@@ -12,6 +12,7 @@ import { cpuMicros, rssKiB } from './proc.js';
 import { luaDir, runWrk, type WrkResult } from './wrk.js';
 import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
 import { printTable, type Sample } from './table.js';
+import { api, createLicenses } from './licenses.js';
 import { findSustained, measureDeployed, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
 import { chartRows, deployedFigures, deployedReport } from './deployedReport.js';
 import { chartSvg } from './chart.js';
@@ -46,16 +47,6 @@ const BASELINE = process.env.BENCH_BASELINE;
 
 const work = mkdtempSync(path.join(tmpdir(), 'bench-'));
 const samples: Sample[] = [];
-
-async function api(method: string, url: string, body?: unknown, token?: string): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const res = await fetch(url, {
-    method, body: body === undefined ? undefined : JSON.stringify(body),
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-  });
-  const json = await res.json();
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
 
 async function measure(name: string, connections: number, target: Pinned, redis: Pinned, script: string,
   args: string[], path_: string): Promise<WrkResult & Sample> {
@@ -110,15 +101,7 @@ async function main(): Promise<void> {
   const base = `http://127.0.0.1:${minter.port}`;
   process.stderr.write(`bench: ${LICENSES} licenses, ${SECONDS}s runs x${RUNS}, connections ${CONNECTIONS.join('/')}, ` +
     `servers on cpu ${SERVER_CPU}, wrk + Redis on cpu ${LOAD_CPU}\n`);
-  const licenses: { key: string; password: string; access: string }[] = [];
-  for (let i = 0; i < LICENSES; i++) {
-    const password = `bench-password-${i}`;
-    const created = await api('POST', `${base}/admin/v1/licenses`, {
-      organizationName: `Bench ${i}`, password, totalQuota: 1e12, expiryDate: '2099-01-01T00:00:00Z',
-    }, ADMIN_TOKEN);
-    const got = await api('POST', `${base}/api/v1/auth/get-token`, { licenseKey: created.data.licenseKey, password, imzaTipi: 0 });
-    licenses.push({ key: created.data.licenseKey, password, access: got.accessToken });
-  }
+  const licenses = await createLicenses(base, LICENSES);
   const accessFile = path.join(work, 'access.txt');
   writeFileSync(accessFile, licenses.map((l) => l.access).join('\n') + '\n');
   /** Fresh access tokens: they last 15 minutes, less than a run with a baseline takes. */
