@@ -10,18 +10,21 @@
     ARGV[1] limit per window (0 = off)
     ARGV[2] window, ms
 
-  Returns {DONE, version} when allowed (version "" when there is no copy or it is fenced:
-  the caller reloads), {OVER_RATE_LIMIT, ms until the window resets} when over the limit.
-  (Outcome names: src/redis/scripts.ts.)
+  Returns {outcome, left, reset, version}: left and reset are what the rate-limit step
+  counted (requests the window still allows, ms until it resets; 0, 0 when the limit is
+  off); version is "" when there is no copy or it is fenced (the caller reloads), and when
+  the outcome is OVER_RATE_LIMIT (names: src/redis/scripts.ts).
 ]]
 -- @include outcomes
 -- @include rateLimit
 
 local limit = tonumber(ARGV[1])
+local left, reset = 0, 0
 if limit > 0 then
-  local wait = overRateLimit(KEYS[1], limit, ARGV[2])
-  if wait then return {OVER_RATE_LIMIT, wait} end
+  local over
+  over, left, reset = rateStep(KEYS[1], limit, ARGV[2])
+  if over then return {OVER_RATE_LIMIT, 0, reset, ''} end
 end
 local copy = redis.call('HMGET', KEYS[2], 'v', 'z')
-if not copy[1] or copy[2] then return {DONE, ''} end
-return {DONE, copy[1]}
+if not copy[1] or copy[2] then return {DONE, left, reset, ''} end
+return {DONE, left, reset, copy[1]}

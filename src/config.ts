@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { parseCorsOrigins } from './http/cors.js';
 
 // Configuration comes from the environment only, validated once at start so that a
 // misconfigured deployment refuses to start with one clear line instead of failing later.
@@ -13,7 +14,12 @@ export interface Config {
   redisCommandTimeoutMs: number;
   databaseUrl: string;
   pgSchema: string;
-  jwtSecret: string;
+  /** the HMAC keys of the tokens: the first signs, every one verifies (JWT_SECRETS, or JWT_SECRET alone) */
+  jwtKeys: JwtKey[];
+  /** iss of every token, checked on verify */
+  jwtIssuer: string;
+  /** CORS_ORIGINS; null: no CORS */
+  corsOrigins: Exclude<ReturnType<typeof parseCorsOrigins>, string> | null;
   adminToken: string | null;
   tls: { certFile: string; keyFile: string } | null;
   rate: { getToken: number; getTokenFailures: number; signToken: number; validate: number; checkQuota: number };
@@ -30,6 +36,39 @@ export interface Config {
   adminBodyLimitBytes: number;
   shutdownTimeoutMs: number;
   worker: { batchSize: number; blockMs: number; claimIdleMs: number; lingerMs: number; lingerEvents: number };
+}
+
+export interface JwtKey {
+  /** the kid of the tokens it signs */
+  kid: string;
+  secret: string;
+}
+
+/** The kid of JWT_SECRET when it is the only key (JWT_SECRETS=default:<secret> is the same). */
+export const DEFAULT_KID = 'default';
+const KID = /^[A-Za-z0-9._-]{1,64}$/;
+const SECRET_HINT = 'at least 32 bytes (e.g. `openssl rand -hex 32`)';
+
+/** JWT_SECRETS (kid:secret,...) or JWT_SECRET, validated. */
+function jwtKeys(env: Env): JwtKey[] {
+  const single = env.JWT_SECRET ?? '';
+  const list = env.JWT_SECRETS ?? '';
+  if (single !== '' && list !== '') throw new ConfigError('set JWT_SECRETS or JWT_SECRET, not both (JWT_SECRET=s is JWT_SECRETS=default:s)');
+  if (list === '') {
+    if (Buffer.byteLength(single) < 32) throw new ConfigError(`JWT_SECRET (or JWT_SECRETS) is required and must be ${SECRET_HINT}`);
+    return [{ kid: DEFAULT_KID, secret: single }];
+  }
+  const keys: JwtKey[] = [];
+  for (const entry of list.split(',')) {
+    const colon = entry.indexOf(':');
+    const kid = colon < 0 ? '' : entry.slice(0, colon).trim();
+    const secret = colon < 0 ? '' : entry.slice(colon + 1);
+    if (!KID.test(kid)) throw new ConfigError('JWT_SECRETS must be kid:secret,... with kids of letters, digits, ".", "_" and "-" (at most 64)');
+    if (Buffer.byteLength(secret) < 32) throw new ConfigError(`JWT_SECRETS: the secret of "${kid}" must be ${SECRET_HINT}`);
+    if (keys.some((k) => k.kid === kid)) throw new ConfigError(`JWT_SECRETS names the kid "${kid}" twice`);
+    keys.push({ kid, secret });
+  }
+  return keys;
 }
 
 /** The RATE_*_PER_MIN limits count requests per fixed window of this length. */
@@ -59,14 +98,15 @@ function parseClusterNodes(raw: string | undefined): { host: string; port: numbe
 
 /**
  * role "worker": the standalone usage worker signs nothing and serves nothing, so it needs
- * neither JWT_SECRET nor TLS settings.
+ * neither JWT_SECRET(S) nor TLS settings.
  */
 export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = 'server'): Config {
   const serving = role === 'server';
-  const jwtSecret = env.JWT_SECRET ?? '';
-  if (serving && Buffer.byteLength(jwtSecret) < 32) {
-    throw new ConfigError('JWT_SECRET is required and must be at least 32 bytes (e.g. `openssl rand -hex 32`)');
-  }
+  const keys = serving ? jwtKeys(env) : [];
+  const issuer = env.JWT_ISSUER || 'license-service';
+  if (!/^[\x21-\x7e]{1,256}$/.test(issuer)) throw new ConfigError('JWT_ISSUER must be 1-256 printable ASCII characters without spaces');
+  const cors = parseCorsOrigins(env.CORS_ORIGINS ?? '');
+  if (typeof cors === 'string') throw new ConfigError(`CORS_ORIGINS: ${cors}`);
   const certFile = env.TLS_CERT_FILE ?? '';
   const keyFile = env.TLS_KEY_FILE ?? '';
   if ((certFile === '') !== (keyFile === '')) {
@@ -106,7 +146,9 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     redisCommandTimeoutMs: intVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60000),
     databaseUrl,
     pgSchema: schema,
-    jwtSecret,
+    jwtKeys: keys,
+    jwtIssuer: issuer,
+    corsOrigins: cors.any || cors.rules.length > 0 ? cors : null,
     adminToken,
     tls,
     rate: {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { RATE_WINDOW_MS, type Config } from './config.js';
 import { connectPostgres, type Sql } from './db/pg.js';
+import { CorsPolicy } from './http/cors.js';
 import { createHttpServer, type Route } from './http/server.js';
 import { LicenseAdmin } from './licenses/changes.js';
 import { FailedLogins } from './licenses/failedLogins.js';
@@ -51,7 +52,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const store = new LicenseStore(sql);
   const knownKeys = new KnownKeys(sql);
   await knownKeys.start();
-  const tokens = new TokenService(config.jwtSecret);
+  const tokens = new TokenService(config.jwtKeys, config.jwtIssuer);
   const hot = new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000);
   const passwords = new Passwords(config.passwordQueue);
   const ctx: RouteContext = {
@@ -82,6 +83,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   if (config.adminToken) routes.push(...adminRoutes(ctx, config.adminToken));
   const http = createHttpServer({
     routes, fallbackErrors: codedErrors, tls: config.tls, bodyLimit: config.bodyLimitBytes, trustProxy: config.trustProxy, log,
+    cors: config.corsOrigins === null ? null : new CorsPolicy(config.corsOrigins),
   });
   const port = await http.listen(config.host, config.port);
   log.info({ host: config.host, port, tls: config.tls !== null, worker: worker !== null }, 'listening');

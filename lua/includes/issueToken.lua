@@ -1,9 +1,9 @@
 --[[
-  The issuance of one sign token, of issue.lua. Needs overRateLimit (rateLimit.lua).
+  The issuance of one sign token, of issue.lua. Needs rateStep (rateLimit.lua).
 
   issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi,
-             expMs, markersExpireAt, issuedMark) -> code, a, b
-    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, n name, z fence
+             expMs, markersExpireAt, issuedMark, generation) -> code, a, b, left, reset
+    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, n name, z fence, g generation
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
     issuedMark  "i" followed by the bucket's epoch (includes/epoch.lua)
     rate     rate-limit counter  {b}:rs:<firmaId>
@@ -11,34 +11,43 @@
     now      ms since epoch, as a string (it is the event's time)
     limit    rate limit per window, a number (0 = off; get-token limits per license key before hashing)
     markersExpireAt  when the marker hash expires, ms since epoch (after its last token, plus slack)
+    generation  the license's token generation the caller's credentials are of (sign-token:
+             the access token's; get-token: the one read with the password hash); "" = not checked.
+             A password change or a deactivation raises the license's (src/licenses/store.ts update)
 
-  Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none):
+  Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none); left and reset
+  are what the rate-limit step counted (requests the window still allows, ms until it
+  resets; 0, 0 when the limit is off):
     DONE              a = remaining quota, b = organization name
     OVER_RATE_LIMIT   a = ms until the window resets
     COPY_MISSING      no copy, or a fenced one (fence.lua): the caller hydrates from
                       Postgres and retries
+    TOKEN_REVOKED     the credentials are of an older generation
     LICENSE_EXPIRED
     LICENSE_INACTIVE
     NO_QUOTA_LEFT
   The marker makes the token redeemable; the stream event puts it in the Postgres audit
   trail with status "issued". A refusal changes nothing but the rate-limit count.
 ]]
-local function issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt, issuedMark)
+local function issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt, issuedMark, generation)
+  local left, reset = 0, 0
   if limit > 0 then
-    local wait = overRateLimit(rate, limit, windowMs)
-    if wait then return OVER_RATE_LIMIT, wait, 0 end
+    local over
+    over, left, reset = rateStep(rate, limit, windowMs)
+    if over then return OVER_RATE_LIMIT, reset, 0, 0, reset end
   end
 
-  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n', 'z')
-  if not lic[1] or lic[6] then return COPY_MISSING, 0, 0 end
-  if tonumber(lic[4]) <= tonumber(now) then return LICENSE_EXPIRED, 0, 0 end
-  if lic[3] ~= '1' then return LICENSE_INACTIVE, 0, 0 end
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n', 'z', 'g')
+  if not lic[1] or lic[6] then return COPY_MISSING, 0, 0, left, reset end
+  if generation ~= '' and (lic[7] or '0') ~= generation then return TOKEN_REVOKED, 0, 0, left, reset end
+  if tonumber(lic[4]) <= tonumber(now) then return LICENSE_EXPIRED, 0, 0, left, reset end
+  if lic[3] ~= '1' then return LICENSE_INACTIVE, 0, 0, left, reset end
   local remaining = tonumber(lic[1]) - tonumber(lic[2])
-  if remaining <= 0 then return NO_QUOTA_LEFT, 0, 0 end
+  if remaining <= 0 then return NO_QUOTA_LEFT, 0, 0, left, reset end
 
   redis.call('HSET', markers, tokenId, issuedMark)
   redis.call('PEXPIREAT', markers, markersExpireAt)
   -- the issued event: one field, its values tab-separated (EventValues.issued in src/redis/scripts.ts)
   redis.call('XADD', stream, '*', 'i', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. expMs)
-  return DONE, remaining, lic[5] or ''
+  return DONE, remaining, lic[5] or '', left, reset
 end

@@ -1,17 +1,25 @@
 --[[
   Fixed-window rate limit step, shared by the scripts that include it.
-  overRateLimit(key, limit, windowMs): counts one request; returns the ms until the window
-  resets when the count is over the limit, nil while it is within.
+  rateStep(key, limit, windowMs) -> over, remaining, resetMs: counts one request. over is
+  true when the count is past the limit; remaining is how many more the window allows,
+  resetMs the ms until it resets (what the RateLimit fields of the answer say:
+  src/routes/rateLimitFields.ts).
 ]]
-local function overRateLimit(key, limit, windowMs)
+local function rateStep(key, limit, windowMs)
   local count = redis.call('INCR', key)
-  if count == 1 then redis.call('PEXPIRE', key, windowMs) end
-  if count <= limit then return nil end
-  local ttl = redis.call('PTTL', key)
-  if ttl < 0 then
-    -- a counter without expiry would block forever: give it one
+  local ttl
+  if count == 1 then
     redis.call('PEXPIRE', key, windowMs)
     ttl = tonumber(windowMs)
+  else
+    ttl = redis.call('PTTL', key)
+    if ttl < 0 then
+      -- a counter without expiry would block forever: give it one
+      redis.call('PEXPIRE', key, windowMs)
+      ttl = tonumber(windowMs)
+    end
   end
-  return ttl
+  local remaining = limit - count
+  if remaining < 0 then remaining = 0 end
+  return count > limit, remaining, ttl
 end

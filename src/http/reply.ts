@@ -36,7 +36,7 @@ export function retryHeaders(seconds: number): Reply['headers'] {
 }
 
 /** Failures the HTTP layer answers by itself, before a handler runs or when one fails. */
-export type TransportFailure = 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'SERVICE_UNAVAILABLE';
+export type TransportFailure = 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'SERVICE_UNAVAILABLE' | 'ORIGIN_NOT_ALLOWED';
 
 /**
  * How an endpoint words those failures, in its published error shape (the routes' reply

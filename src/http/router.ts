@@ -5,8 +5,12 @@ import type { TransportErrors } from './reply.js';
 export interface PathEntry {
   routes: Route[];
   errors: TransportErrors;
-  /** the Allow header of a 405 */
+  /** the methods the path serves ("POST"), the Access-Control-Allow-Methods of a preflight */
+  methods: string;
+  /** the Allow header of a 405 and of an OPTIONS answer: the methods, and OPTIONS on CORS paths */
   allow: string;
+  /** a public path, open to the origins of CORS_ORIGINS (Route.cors) */
+  cors: boolean;
 }
 
 export interface Match {
@@ -40,13 +44,15 @@ export class Router {
       const key = route.path.toLowerCase();
       let entry = byPath.get(key);
       if (!entry) {
-        entry = { routes: [], errors: route.errors, allow: '' };
+        entry = { routes: [], errors: route.errors, methods: '', allow: '', cors: false };
         byPath.set(key, entry);
         if (key.includes('/:')) this.patterns.push({ pattern: new RegExp(`^${key.replace(/:[a-z]+/gi, '([^/]+)')}/?$`, 'i'), entry });
         else this.exact.set(key, { entry, params: NO_PARAMS });
       }
       entry.routes.push(route);
-      entry.allow = entry.routes.map((r) => r.method.toUpperCase()).join(', ');
+      entry.cors ||= route.cors === true;
+      entry.methods = entry.routes.map((r) => r.method.toUpperCase()).join(', ');
+      entry.allow = entry.cors ? `${entry.methods}, OPTIONS` : entry.methods;
     }
   }
 

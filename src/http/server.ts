@@ -2,9 +2,10 @@ import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ServiceUnavailable } from '../errors.js';
 import { clientAddress } from './clientAddress.js';
+import { CorsPolicy, type Headers } from './cors.js';
 import { LogThrottle } from './logThrottle.js';
 import { retryHeaders, type Reply, type TransportErrors } from './reply.js';
-import { Router } from './router.js';
+import { Router, type PathEntry } from './router.js';
 
 /** What a handler is given: read synchronously from uWS before the request object dies. */
 export interface Request {
@@ -38,6 +39,10 @@ export interface Route {
   needsQuery?: boolean;
   needsClientAddress?: boolean;
   needsIdempotencyKey?: boolean;
+  /** a public endpoint: browsers of the CORS_ORIGINS origins may call it */
+  cors?: boolean;
+  /** its answers carry tokens or private data: Cache-Control: no-store on every one */
+  noStore?: boolean;
 }
 
 interface RequestState {
@@ -51,6 +56,10 @@ interface RequestState {
   lingerTimer: NodeJS.Timeout | null;
   discarded: number;
   req: Request | null;
+  /** the headers every answer of the route carries (routeHeaders) */
+  fixed: Headers;
+  /** the CORS headers for an allowed Origin, else null */
+  cors: Headers | null;
 }
 
 export interface HttpServerOptions {
@@ -61,6 +70,8 @@ export interface HttpServerOptions {
   bodyLimit: number;
   /** TRUST_PROXY: how many X-Forwarded-For hops to trust for the client address */
   trustProxy: number;
+  /** CORS_ORIGINS; null: no CORS header is ever sent and every preflight is refused */
+  cors: CorsPolicy | null;
   log: Logger;
 }
 
@@ -74,6 +85,20 @@ export interface HttpServer {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const HSTS = 'max-age=63072000; includeSubDomains';
+const NOSNIFF = ['X-Content-Type-Options', 'nosniff'] as const;
+const NO_STORE = ['Cache-Control', 'no-store'] as const;
+const VARY_ORIGIN = ['Vary', 'Origin'] as const;
+/** what an answer no route made carries (404, 405) */
+const PLAIN: Headers = [NOSNIFF];
+
+// uWS writes a "uWebSockets: 20" header on every answer unless told to be silent; the
+// call is undocumented, the one uWebSockets.js itself offers for this (uWS::Loop setSilent)
+(uWS as unknown as { _cfg(key: string): void })._cfg('999999990007');
+
+/** The headers every answer of a route carries, built once per route. */
+function routeHeaders(route: Route, cors: boolean): Headers {
+  return [NOSNIFF, ...(route.noStore ? [NO_STORE] : []), ...(cors && route.cors ? [VARY_ORIGIN] : [])];
+}
 
 /**
  * Lingering close, as nginx does it: a 413 is sent at once with "Connection: close", then
@@ -93,19 +118,49 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile })
     : uWS.App();
   const hsts = options.tls !== null;
+  const { cors } = options;
+  const fixedHeaders = new Map(options.routes.map((r) => [r, routeHeaders(r, cors !== null)]));
   let inFlight = 0;
   let listenSocket: uWS.us_listen_socket | null = null;
   let idle: (() => void) | null = null;
+
+  /** The status line and every header of an answer but its own (Reply.headers). */
+  function writeHead(res: uWS.HttpResponse, state: RequestState, status: string): void {
+    res.writeStatus(status);
+    for (const [name, value] of state.fixed) res.writeHeader(name, value);
+    if (state.cors) for (const [name, value] of state.cors) res.writeHeader(name, value);
+    if (hsts) res.writeHeader('Strict-Transport-Security', HSTS);
+  }
 
   function send(res: uWS.HttpResponse, state: RequestState, out: Reply): void {
     if (state.done) return;
     state.done = true;
     res.cork(() => {
-      res.writeStatus(out.status).writeHeader('Content-Type', JSON_TYPE);
-      if (hsts) res.writeHeader('Strict-Transport-Security', HSTS);
+      writeHead(res, state, out.status);
+      res.writeHeader('Content-Type', JSON_TYPE);
       if (out.headers) for (const [name, value] of out.headers) res.writeHeader(name, value);
       if (state.head) res.end(); // no body (this build's endWithoutBody never completes the response)
       else res.end(out.body);
+    });
+    finish();
+  }
+
+  /**
+   * OPTIONS on a public path: a preflight from an allowed origin gets 204 with the CORS
+   * headers, one from any other origin 403 in the path's error shape; without an Origin
+   * it is a plain OPTIONS: 204 with Allow.
+   */
+  function answerOptions(res: uWS.HttpResponse, state: RequestState, entry: PathEntry, origin: string): void {
+    if (origin !== '' && (cors === null || !cors.allows(origin))) {
+      send(res, state, entry.errors('ORIGIN_NOT_ALLOWED'));
+      return;
+    }
+    state.done = true;
+    res.cork(() => {
+      writeHead(res, state, '204 No Content');
+      if (origin === '') res.writeHeader('Allow', entry.allow);
+      else for (const [name, value] of CorsPolicy.preflightHeaders(origin, entry.methods)) res.writeHeader(name, value);
+      res.endWithoutBody(); // no Content-Length: a 204 has none
     });
     finish();
   }
@@ -154,8 +209,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     state.done = true;
     state.lingering = true;
     res.cork(() => {
-      res.writeStatus(out.status).writeHeader('Content-Type', JSON_TYPE).writeHeader('Connection', 'close');
-      if (hsts) res.writeHeader('Strict-Transport-Security', HSTS);
+      writeHead(res, state, out.status);
+      res.writeHeader('Content-Type', JSON_TYPE).writeHeader('Connection', 'close');
       res.write(out.body);
     });
     state.lingerTimer = setTimeout(() => endLinger(res, state, false), LINGER_MS);
@@ -178,7 +233,9 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
   app.any('/*', (res, uReq) => {
     inFlight++;
-    const state: RequestState = { done: false, head: false, gone: false, lingering: false, lingerTimer: null, discarded: 0, req: null };
+    const state: RequestState = {
+      done: false, head: false, gone: false, lingering: false, lingerTimer: null, discarded: 0, req: null, fixed: PLAIN, cors: null,
+    };
     res.onAborted(() => {
       state.gone = true;
       if (state.req) state.req.aborted = true;
@@ -200,8 +257,18 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const { entry, params } = match;
     const route = entry.routes.find((r) => r.method === method);
     if (!route) {
-      send(res, state, { ...entry.errors('METHOD_NOT_ALLOWED'), headers: [['Allow', entry.allow]] });
+      if (method === 'options' && entry.cors) {
+        if (cors !== null) state.fixed = [NOSNIFF, VARY_ORIGIN];
+        answerOptions(res, state, entry, uReq.getHeader('origin'));
+      } else {
+        send(res, state, { ...entry.errors('METHOD_NOT_ALLOWED'), headers: [['Allow', entry.allow]] });
+      }
       return;
+    }
+    state.fixed = fixedHeaders.get(route) as Headers;
+    if (cors !== null && route.cors) {
+      const origin = uReq.getHeader('origin');
+      if (origin !== '' && cors.allows(origin)) state.cors = CorsPolicy.answerHeaders(origin);
     }
     const req: Request = {
       method,

@@ -1,5 +1,5 @@
 import { ServiceUnavailable } from '../errors.js';
-import { CredentialsField as C, LicenseField as L, Outcome, runScript, scripts, SyncOutcome } from '../redis/scripts.js';
+import { CredentialsField as C, LicenseField as L, Outcome, runScript, scripts, SyncOutcome, type RateCount } from '../redis/scripts.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
@@ -22,6 +22,15 @@ export interface LiveLicense {
 export interface Credentials {
   firmaId: string;
   passwordHash: string;
+  /** the license's token generation, read with the hash (lua/credentials.lua) */
+  generation: string;
+}
+
+/** A look-up of credentials: null when there is no such license; waitMs > 0 when over the rate limit; what the limit counted. */
+export interface CredentialsLookup {
+  credentials: Credentials | null;
+  waitMs: number;
+  rate: RateCount;
 }
 
 /** Redemptions read per XRANGE call when counting a stream's queued events. */
@@ -49,7 +58,8 @@ const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5
 /** A row's fields in the license hash (sync.lua adds the used count when it creates one). */
 function licenseFields(row: LicenseRow): (string | number)[] {
   return [L.totalQuota, row.totalQuota, L.isActive, row.isActive ? '1' : '0', L.expiryMs, row.expiryDate.getTime(),
-    L.domains, encodeDomains(row.domains), L.organizationName, row.organizationName, L.licenseKey, row.licenseKey];
+    L.domains, encodeDomains(row.domains), L.organizationName, row.organizationName, L.licenseKey, row.licenseKey,
+    L.generation, row.tokenGeneration];
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -95,7 +105,7 @@ export class HotLicenses {
       this.redis.del(this.keys.unknownKey(row.licenseKey)),
       runScript(this.redis, scripts.sync(k.license, row.version, 'unknown', completes, settledMs, licenseFields(row))),
       runScript(this.redis, scripts.sync(this.keys.credentials(row.licenseKey), row.version, 'none', completes, settledMs,
-        [C.firmaId, row.firmaId, C.passwordHash, row.passwordHash])),
+        [C.firmaId, row.firmaId, C.passwordHash, row.passwordHash, C.generation, row.tokenGeneration])),
     ]);
     this.firmaIds.set(row.licenseKey, row.firmaId);
     this.known.add(row.licenseKey);
@@ -172,23 +182,25 @@ export class HotLicenses {
 
   /**
    * A license key's credentials, counting the attempt against `limit` per window first
-   * (0: not counted): from Redis, else from Postgres. null: no such license; a key that
-   * is not among the known keys, or that Redis remembers Postgres did not have, costs no
-   * Postgres look-up. A number: rate limited for that many ms.
+   * (0: not counted): from Redis, else from Postgres. No credentials: no such license; a
+   * key that is not among the known keys, or that Redis remembers Postgres did not have,
+   * costs no Postgres look-up.
    */
-  async credentials(licenseKey: string, limit = 0, windowMs = 60_000): Promise<Credentials | number | null> {
+  async credentials(licenseKey: string, limit = 0, windowMs = 60_000): Promise<CredentialsLookup> {
     const found = await runScript(this.redis, scripts.credentials(this.keys, licenseKey, limit, windowMs));
-    if (found[0] === Outcome.DONE) return { firmaId: found[1], passwordHash: found[2] };
-    if (found[0] === Outcome.OVER_RATE_LIMIT) return found[1];
-    if (found[0] === Outcome.NO_SUCH_LICENSE || !this.known.has(licenseKey)) return null;
-    return this.hydrateKey(licenseKey);
+    const { rate } = found;
+    if (found.outcome === Outcome.DONE) return { credentials: found, waitMs: 0, rate };
+    if (found.outcome === Outcome.OVER_RATE_LIMIT) return { credentials: null, waitMs: Math.max(1, rate.resetMs), rate };
+    if (found.outcome === Outcome.NO_SUCH_LICENSE || !this.known.has(licenseKey)) return { credentials: null, waitMs: 0, rate };
+    const row = await this.hydrateKey(licenseKey);
+    const credentials = row && { firmaId: row.firmaId, passwordHash: row.passwordHash, generation: String(row.tokenGeneration) };
+    return { credentials, waitMs: 0, rate };
   }
 
   async firmaIdOf(licenseKey: string): Promise<string | null> {
     const known = this.firmaIds.get(licenseKey);
     if (known !== undefined) return known;
-    const found = await this.credentials(licenseKey);
-    const firmaId = found === null || typeof found === 'number' ? null : found.firmaId;
+    const firmaId = (await this.credentials(licenseKey)).credentials?.firmaId ?? null;
     if (firmaId !== null) this.firmaIds.set(licenseKey, firmaId);
     return firmaId;
   }

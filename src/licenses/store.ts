@@ -13,13 +13,16 @@ export interface LicenseRow {
   isActive: boolean;
   domains: string[];
   version: number;
+  /** raised by a password change or a deactivation: access tokens of an older generation are refused */
+  tokenGeneration: number;
 }
 
 /** A UUID as Postgres reads one (token ids are UUIDs: src/tokens/tokenId.ts). */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const columns = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
-  used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version`;
+  used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version,
+  token_generation::float8 as token_generation`;
 
 function toRow(r: Record<string, unknown>): LicenseRow {
   return {
@@ -33,6 +36,7 @@ function toRow(r: Record<string, unknown>): LicenseRow {
     isActive: r.is_active as boolean,
     domains: r.domains as string[],
     version: r.version as number,
+    tokenGeneration: r.token_generation as number,
   };
 }
 
@@ -112,8 +116,9 @@ export class LicenseStore {
 
   /**
    * Changes a license unless its deadline (ms, Postgres's clock) has passed: after it, the
-   * fence it set may be lifted by a hydration, which must not miss the change. null: no
-   * such license, or too late (Change.late).
+   * fence it set may be lifted by a hydration, which must not miss the change. A new
+   * password or a deactivation raises the token generation (the access tokens issued
+   * before are revoked). null: no such license, or too late (Change.late).
    */
   async update(licenseKey: string, change: LicenseChange, deadlineMs: number): Promise<LicenseRow | null> {
     const rows = await this.sql.unsafe(
@@ -123,6 +128,7 @@ export class LicenseStore {
          expiry_date = coalesce($4, expiry_date),
          is_active = coalesce($5, is_active),
          domains = coalesce($6::text[], domains),
+         token_generation = token_generation + case when $3::text is not null or $5::boolean = false then 1 else 0 end,
          version = version + 1, updated_at = now()
        where license_key = $1 and clock_timestamp() < to_timestamp($7::float8 / 1000)
        returning ${columns}`,
@@ -187,6 +193,12 @@ export class LicenseStore {
     );
     const r = rows[0];
     return r ? { row: toRow(r), nowMs: Math.floor(Number(r.now_ms)), counted: r.counted as number } : null;
+  }
+
+  /** The license's token generation (access tokens of an older one are revoked); null: no such license. */
+  async tokenGeneration(firmaId: string): Promise<number | null> {
+    const rows = await this.sql`select token_generation::float8 as g from licenses where firma_id = ${firmaId}`;
+    return rows[0] ? (rows[0].g as number) : null;
   }
 
   /**

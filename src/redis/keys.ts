@@ -43,6 +43,8 @@ export interface LicenseKeys {
   epoch: string;
   /** the marker hash of tokens expiring at expMs, and when the hash itself expires */
   markers(expMs: number): { key: string; expiresAt: number };
+  /** the record of a validate sent with this Idempotency-Key (lua/includes/redeemToken.lua): keys are the license's own */
+  idempotency(key: string): string;
 }
 
 export class KeySpace {
@@ -81,6 +83,7 @@ export class KeySpace {
         const window = Math.floor(expMs / MARKER_WINDOW_MS);
         return { key: `${tag}:t:${window}`, expiresAt: (window + 1) * MARKER_WINDOW_MS + MARKER_SLACK_MS };
       },
+      idempotency: (key) => `${tag}:ik:${firmaId}:${key}`,
     };
   }
 

@@ -34,6 +34,16 @@ export enum Outcome {
   PAST_DEADLINE = 10,
   /** the token expired before it could be redeemed (found by the caller, never by a script) */
   TOKEN_EXPIRED = 11,
+  /** the credentials (an access token, a password hash read) are of an older token generation: a password change or deactivation since */
+  TOKEN_REVOKED = 12,
+  /** validate: the Idempotency-Key was used with another token */
+  IDEMPOTENCY_KEY_REUSED = 13,
+}
+
+/** What a rate-limit step counted (lua/includes/rateLimit.lua): requests the window still allows, ms until it resets; both 0 when the limit is off. */
+export interface RateCount {
+  remaining: number;
+  resetMs: number;
 }
 
 /** "local DONE = 0" and so on, for the scripts. */
@@ -44,76 +54,8 @@ function luaOutcomes(): string {
 /** Outcomes of sync.lua, which writes a Postgres row into Redis (NOT_CREATED: no copy, and no used count to make one). */
 export const enum SyncOutcome { UNCHANGED = 0, CREATED = 1, UPDATED = 2, NOT_CREATED = 3 }
 
-// ---- Redis hash fields and stream event fields ----------------------------------------
-
-/** License hash {b}:l:<firmaId>, the request path's copy of a licenses row. */
-export const LicenseField = {
-  totalQuota: 'q',
-  /** redemptions counted in Redis: ahead of Postgres by what the usage worker has not written */
-  usedQuota: 'u',
-  isActive: 'a', // "1" or "0"
-  expiryMs: 'x',
-  /** allowed origins, as encodeDomains writes them (src/licenses/origin.ts) */
-  domains: 'd',
-  organizationName: 'n',
-  licenseKey: 'k',
-  /** licenses.version of the row copied: older rows never overwrite newer ones (lua/sync.lua) */
-  version: 'v',
-  /** admin changes in flight and the latest of their deadlines (lua/fence.lua) */
-  fences: 'z',
-  fenceDeadline: 'zd',
-} as const;
-
-/** Credentials hash {k:<licenseKey>}:c: what get-token needs, found by license key. */
-export const CredentialsField = {
-  firmaId: 'f',
-  passwordHash: 'h',
-  version: LicenseField.version,
-  fences: LicenseField.fences,
-  fenceDeadline: LicenseField.fenceDeadline,
-} as const;
-
-/**
- * A usage event on a stream {b}:ev, as issue.lua and redeem.lua add it: one field, named
- * for its kind (EventKind), whose value is the event's values in the order of
- * EventValues, separated by tabs. None of them can hold a tab or a line break: the ids are
- * the service's own, the numbers are digits, and an origin with a control character is
- * refused at the edge (src/usage/events.ts checks it all the same). One field instead of a
- * field per value: the usage worker decodes two strings per event instead of fourteen.
- */
-export const EventKind = { issued: 'i', used: 'u' } as const;
-
-export const EventValues = {
-  /** token id, firma id, imza tipi, issue time (ms since epoch), the token's expiry (ms) */
-  issued: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'expiresMs'],
-  /** token id, firma id, imza tipi, redemption time, the token's iat (ms); then the origin, only when the client sent one (it may be empty) */
-  used: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'issuedMs', 'origin'],
-} as const;
-
-/** The separator of an event's values. */
-export const EVENT_SEPARATOR = '\t';
-
-/**
- * Events queued by versions before the one-field form: a field per value. Still read (a
- * stream may hold them across an upgrade, a dead letter may be replayed), never written.
- */
-export const LegacyEventField = {
-  kind: 'k', // EventKind
-  tokenId: 't',
-  firmaId: 'f',
-  imzaTipi: 'i',
-  /** when it happened, ms since epoch */
-  atMs: 's',
-  /** issued: the token's expiry, ms */
-  expiresMs: 'e',
-  /** used: when the token was issued (its iat), ms */
-  issuedMs: 'c',
-  /** used: the origin the client sent, when it sent one */
-  origin: 'o',
-} as const;
-
-/** A token's field in a marker hash {b}:t:<minute>: "i" + epoch while issued (lua/includes/epoch.lua), then "u". */
-export const Marker = { issuedPrefix: 'i', used: 'u' } as const;
+// ---- Redis hash fields and stream event fields: src/redis/fields.ts ------------------
+export { CredentialsField, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField, LicenseField, Marker } from './fields.js';
 
 // ---- loading -----------------------------------------------------------------------------
 
@@ -156,22 +98,31 @@ export function runScript<R>(client: ScriptClient, call: ScriptCall<R>): Promise
 
 // ---- one builder per script ------------------------------------------------------------
 
-export type CredentialsFound =
-  | [Outcome.DONE, firmaId: string, passwordHash: string]
-  | [Outcome.OVER_RATE_LIMIT, waitMs: number]
-  | [Outcome.COPY_MISSING | Outcome.NO_SUCH_LICENSE];
+/** credentials.lua's answer: DONE with the credentials (generation "0" when the copy has none); OVER_RATE_LIMIT: wait rate.resetMs */
+export interface CredentialsFound {
+  outcome: Outcome.DONE | Outcome.OVER_RATE_LIMIT | Outcome.COPY_MISSING | Outcome.NO_SUCH_LICENSE;
+  rate: RateCount;
+  firmaId: string;
+  passwordHash: string;
+  generation: string;
+}
 
-/** [outcome, ms until the window resets when OVER_RATE_LIMIT, else the copy's version ("" = reload)] */
-export type QuotaChecked = [Outcome.DONE, version: string] | [Outcome.OVER_RATE_LIMIT, waitMs: number];
+/** checkQuota.lua's answer: the copy's version ("" = reload); OVER_RATE_LIMIT: wait rate.resetMs */
+export interface QuotaChecked {
+  outcome: Outcome.DONE | Outcome.OVER_RATE_LIMIT;
+  rate: RateCount;
+  version: string;
+}
 
 const outcomeOf = (value: unknown): Outcome => Number(value) as Outcome;
+const rateOf = (r: Reply, at: number): RateCount => ({ remaining: Number(r[at]), resetMs: Number(r[at + 1]) });
 
 function readCredentials(reply: unknown): CredentialsFound {
   const r = reply as Reply;
-  const outcome = outcomeOf(r[0]);
-  if (outcome === Outcome.DONE) return [outcome, String(r[1]), String(r[2])];
-  if (outcome === Outcome.OVER_RATE_LIMIT) return [outcome, Number(r[1])];
-  return [outcome as Outcome.COPY_MISSING | Outcome.NO_SUCH_LICENSE];
+  return {
+    outcome: outcomeOf(r[0]) as CredentialsFound['outcome'], rate: rateOf(r, 1),
+    firmaId: String(r[3] ?? ''), passwordHash: String(r[4] ?? ''), generation: String(r[5] ?? '0'),
+  };
 }
 
 /** ms to wait (0: allowed) */
@@ -180,7 +131,7 @@ const readWait = (reply: unknown): number =>
 
 function readQuotaChecked(reply: unknown): QuotaChecked {
   const r = reply as Reply;
-  return outcomeOf(r[0]) === Outcome.OVER_RATE_LIMIT ? [Outcome.OVER_RATE_LIMIT, Number(r[1])] : [Outcome.DONE, String(r[1])];
+  return { outcome: outcomeOf(r[0]) as QuotaChecked['outcome'], rate: rateOf(r, 1), version: String(r[3] ?? '') };
 }
 
 const readSynced = (reply: unknown): [SyncOutcome, boolean] => [Number((reply as Reply)[0]) as SyncOutcome, Number((reply as Reply)[1]) === 1];
@@ -255,6 +206,10 @@ export interface Redemption extends SlotItem {
   iatMs: number;
   /** the origin as sent, or null */
   origin: string | null;
+  /** the Redis key of its Idempotency-Key's record (KeySpace idempotency), or null: sent without one */
+  idempotencyKey: string | null;
+  /** when that record expires, ms since epoch: with the token's marker */
+  idempotencyExpiresAt: number;
 }
 
 /** One issuance (lua/includes/issueToken.lua). */
@@ -266,21 +221,28 @@ export interface Issuance extends SlotItem {
   firmaId: string;
   imzaTipi: number;
   expMs: number;
+  /** the token generation of the caller's credentials, checked against the license's; "" = not checked */
+  generation: string;
 }
 
-/** DONE: used, remaining; OVER_RATE_LIMIT: ms to wait */
-export type Redeemed = [outcome: Outcome, a: number, b: number];
-/** DONE: remaining quota, organization name; OVER_RATE_LIMIT: ms to wait */
-export type Issued = [outcome: Outcome, a: number, b: string];
+/** DONE: used, remaining; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted */
+export type Redeemed = [outcome: Outcome, a: number, b: number, rateRemaining: number, rateResetMs: number];
+/** DONE: remaining quota, organization name; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted */
+export type Issued = [outcome: Outcome, a: number, b: string, rateRemaining: number, rateResetMs: number];
+
+/** Values per item in a batch script's reply (lua/includes/batch.lua). */
+const WIDTH = 5;
 
 /**
  * A batch script's layout (lua/includes/batch.lua): KEYS = the slot's stream and epoch,
- * then three per item; ARGV = now, rate window, deadline, then the item's arguments; three
- * values back per item, in order.
+ * then three per item, then the extra keys some items name; ARGV = now, rate window,
+ * deadline, then the item's arguments; five values back per item, in order.
  */
 export interface BatchLayout<T extends SlotItem, R> {
   name: 'redeem' | 'issue';
   pushKeys(into: Args, item: T): void;
+  /** keys beyond the three, pushed after every item's three */
+  pushExtraKeys?(into: Args, item: T): void;
   pushArgs(into: Args, item: T): void;
   /** item i's result, read from the reply */
   result(reply: Reply, i: number): R;
@@ -289,15 +251,21 @@ export interface BatchLayout<T extends SlotItem, R> {
 export const redeemLayout: BatchLayout<Redemption, Redeemed> = {
   name: 'redeem',
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
-  pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`),
-  result: (out, i) => [outcomeOf(out[3 * i]), Number(out[3 * i + 1]), Number(out[3 * i + 2])],
+  pushExtraKeys: (into, r) => {
+    if (r.idempotencyKey !== null) into.push(r.idempotencyKey);
+  },
+  pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`,
+    r.idempotencyKey === null ? '' : r.idempotencyExpiresAt),
+  result: (out, i) => [outcomeOf(out[WIDTH * i]), Number(out[WIDTH * i + 1]), Number(out[WIDTH * i + 2]),
+    Number(out[WIDTH * i + 3]), Number(out[WIDTH * i + 4])],
 };
 
 export const issueLayout: BatchLayout<Issuance, Issued> = {
   name: 'issue',
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
-  pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt),
-  result: (out, i) => [outcomeOf(out[3 * i]), Number(out[3 * i + 1]), String(out[3 * i + 2] ?? '')],
+  pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt, r.generation),
+  result: (out, i) => [outcomeOf(out[WIDTH * i]), Number(out[WIDTH * i + 1]), String(out[WIDTH * i + 2] ?? ''),
+    Number(out[WIDTH * i + 3]), Number(out[WIDTH * i + 4])],
 };
 
 /** The arguments of a batch script's call (key count first) for `count` items of one slot, item(i) giving each. */
@@ -305,19 +273,21 @@ export function batchArgs<T extends SlotItem>(
   layout: BatchLayout<T, unknown>, count: number, item: (i: number) => T, nowMs: number, windowMs: number, deadlineMs: number,
 ): Args {
   const first = item(0).keys;
-  const args: Args = [2 + 3 * count, first.stream, first.epoch];
+  const args: Args = [0, first.stream, first.epoch];
   for (let i = 0; i < count; i++) layout.pushKeys(args, item(i));
+  if (layout.pushExtraKeys) for (let i = 0; i < count; i++) layout.pushExtraKeys(args, item(i));
+  args[0] = args.length - 1;
   args.push(nowMs, windowMs, deadlineMs);
   for (let i = 0; i < count; i++) layout.pushArgs(args, item(i));
   return args;
 }
 
-const PAST_DEADLINE_REPLY: Reply = [Outcome.PAST_DEADLINE, 0, 0];
+const PAST_DEADLINE_REPLY: Reply = [Outcome.PAST_DEADLINE, 0, 0, 0, 0];
 
-/** Item i's result in a batch script's reply of `count` items; a reply shorter than three per item came too late. */
+/** Item i's result in a batch script's reply of `count` items; a reply shorter than five per item came too late. */
 export function batchResult<R>(layout: Pick<BatchLayout<never, R>, 'result'>, reply: unknown, i: number, count: number): R {
   const out = reply as Reply;
-  return out.length < count * 3 ? layout.result(PAST_DEADLINE_REPLY, 0) : layout.result(out, i);
+  return out.length < count * WIDTH ? layout.result(PAST_DEADLINE_REPLY, 0) : layout.result(out, i);
 }
 
 /** A batch script's call for items of one slot (bench/ and test/ use it; SlotBatcher uses the two parts above). */

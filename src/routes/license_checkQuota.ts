@@ -5,6 +5,7 @@ import type { LiveLicense } from '../licenses/hot.js';
 import { Outcome, runScript, scripts } from '../redis/scripts.js';
 import type { RouteContext } from './context.js';
 import type { CachedAnswer } from './quotaCache.js';
+import { RateLimitFields } from './rateLimitFields.js';
 import { INVALID_LICENSE_KEY, quotaPercentage, RATE_MESSAGE, timestampedErrors } from './replies.js';
 import { licenseKeyParam } from './schemas.js';
 
@@ -53,44 +54,47 @@ function answerFor(licenseKey: string, live: LiveLicense | null, now: number): A
   return { status: '200 OK', head: `${JSON.stringify(body).slice(0, -1)},"timestamp":"` };
 }
 
-function send(answer: Answer): Reply {
-  return { status: answer.status, body: `${answer.head}${new Date().toISOString()}"}`, headers: answer.headers };
+function send(answer: Answer, headers?: Reply['headers']): Reply {
+  return { status: answer.status, body: `${answer.head}${new Date().toISOString()}"}`, headers: headers ?? answer.headers };
 }
 
 /** GET /api/License/check-quota/{licenseKey}: public quota lookup, cached per license. */
 export function checkQuotaRoute(ctx: RouteContext): Route {
   const limit = ctx.config.rate.checkQuota;
+  const fields = new RateLimitFields('check-quota', limit);
   const invalidKey = failure('INVALID_LICENSE_KEY');
 
   /** The answer: cached if built from the license's current version, else loaded. */
-  function current(licenseKey: string, version: string): Reply | Promise<Reply> {
+  function current(licenseKey: string, version: string, headers: Reply['headers']): Reply | Promise<Reply> {
     const now = Date.now();
     const cached = version === '' ? undefined : ctx.quotaCache.get(licenseKey, version, now);
-    return cached ? send(cached) : load(licenseKey, version, now);
+    return cached ? send(cached, headers) : load(licenseKey, version, now, headers);
   }
 
   /** version: read before the license itself, so an entry is never newer than its stamp */
-  async function load(licenseKey: string, version: string, now: number): Promise<Reply> {
+  async function load(licenseKey: string, version: string, now: number, headers: Reply['headers']): Promise<Reply> {
     const live = await ctx.hot.read(licenseKey);
     const answer = answerFor(licenseKey, live, now);
     // unknown keys are not cached here (Redis remembers them): a spray of random keys
     // must not push real licenses out of the cache
     if (live !== null && version !== '') ctx.quotaCache.set(licenseKey, { ...answer, version }, now);
-    return send(answer);
+    return send(answer, headers);
   }
 
   /** One script call counts the request and reads the license's version (lua/checkQuota.lua). */
   async function answer(licenseKey: string): Promise<Reply> {
     const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, limit, RATE_WINDOW_MS));
-    if (checked[0] === Outcome.DONE) return current(licenseKey, checked[1]);
-    const seconds = retrySeconds(checked[1]);
-    return send({ ...failure('RATE_LIMITED', { retryAfter: seconds }), headers: retryHeaders(seconds) });
+    const counted = limit === 0 ? undefined : fields.headers(checked.rate);
+    if (checked.outcome === Outcome.DONE) return current(licenseKey, checked.version, counted);
+    const seconds = retrySeconds(checked.rate.resetMs);
+    return send(failure('RATE_LIMITED', { retryAfter: seconds }), [...retryHeaders(seconds) ?? [], ...counted ?? []]);
   }
 
   return {
     method: 'get',
     path: '/api/license/check-quota/:licenseKey',
     errors: timestampedErrors,
+    cors: true,
     handler(req) {
       const licenseKey = licenseKeyParam(req.params[0]);
       if (licenseKey === null) return send(invalidKey);

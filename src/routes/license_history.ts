@@ -45,6 +45,8 @@ export function historyRoute(ctx: RouteContext): Route {
     errors: codedErrors,
     needsAuthorization: true,
     needsQuery: true,
+    cors: true,
+    noStore: true,
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);
@@ -58,7 +60,11 @@ export function historyRoute(ctx: RouteContext): Route {
       const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
       if (query.value.cursor !== undefined && cursor === null) return invalidRequest('cursor');
       if ((await ctx.hot.firmaIdOf(licenseKey)) !== claims.firma_id) return forbidden;
-      const rows = await ctx.store.redemptions(claims.firma_id, limit + 1, cursor);
+      const [generation, rows] = await Promise.all([
+        ctx.store.tokenGeneration(claims.firma_id), ctx.store.redemptions(claims.firma_id, limit + 1, cursor),
+      ]);
+      // Postgres holds every admin change before any instance applies it: a token of an older generation is revoked
+      if (generation !== claims.gen) return authReplies.INVALID_TOKEN;
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       const items = page.map((r) => ({ tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }));

@@ -4,8 +4,9 @@ import type { Route } from '../http/server.js';
 import { Outcome } from '../redis/scripts.js';
 import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
 import type { RouteContext } from './context.js';
+import { RateLimitFields } from './rateLimitFields.js';
 import { messageErrors, rateLimited } from './replies.js';
-import { bodyParser, Text } from './schemas.js';
+import { bodyParser, idempotencyKeyHeader, Text } from './schemas.js';
 
 // token emptiness is its own published error, so the schema lets null and blank strings
 // (whitespace, tabs and line breaks included) through to be answered as such
@@ -24,6 +25,8 @@ const replies = {
   ORIGIN_DENIED: reply(401, { success: false, message: 'Bu domain için yetki yok' }), //    origin not authorised
   QUOTA_EXHAUSTED: reply(400, { success: false, message: 'İmza kotası doldu', remainingQuota: 0 }), // quota used up
   // 429 RATE_LIMITED: rateLimited(ms)
+  // not published (CONTRACT.md): the Idempotency-Key of another token's redemption
+  KEY_REUSED: reply(422, { success: false, message: 'Bu işlem anahtarı başka bir token için kullanıldı.' }),
 } as const;
 
 /** redeem.lua's refusals, as validate answers them. */
@@ -35,18 +38,17 @@ const refusals: Record<RedeemRefusal, Reply> = {
   [Outcome.ORIGIN_NOT_ALLOWED]: replies.ORIGIN_DENIED,
   [Outcome.NO_QUOTA_LEFT]: replies.QUOTA_EXHAUSTED,
   [Outcome.NO_SUCH_LICENSE]: replies.TOKEN_INVALID,
+  [Outcome.IDEMPOTENCY_KEY_REUSED]: replies.KEY_REUSED,
 };
 
 function badRequest(field: string): Reply {
   return reply(400, { success: false, message: `Geçersiz istek: ${field === 'body' ? 'gövde bir JSON nesnesi olmalı' : field}` });
 }
 
-function replyTo(out: RedeemOutcome): Reply {
-  if (out.outcome === Outcome.DONE) return redeemed(out.usedQuota, out.remainingQuota);
-  if (out.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(out.waitMs);
-  return refusals[out.outcome];
-}
-
+/**
+ * The answer of a redemption. A retry with the Idempotency-Key of an earlier one gets that
+ * one's figures from the script, so its body is the first answer's, byte for byte.
+ */
 function redeemed(used: number, remaining: number): Reply {
   return {
     status: '200 OK',
@@ -58,19 +60,30 @@ function redeemed(used: number, remaining: number): Reply {
 export function validateRoute(ctx: RouteContext): Route {
   const parse = bodyParser(ValidateBody);
   const limit = ctx.config.rate.validate;
+  const fields = new RateLimitFields('validate', limit);
+
+  function replyTo(out: RedeemOutcome): Reply {
+    if (out.outcome === Outcome.DONE) return fields.on(redeemed(out.usedQuota, out.remainingQuota), out.rate);
+    if (out.outcome === Outcome.OVER_RATE_LIMIT) return fields.on(rateLimited(out.waitMs), out.rate);
+    return fields.on(refusals[out.outcome], out.rate);
+  }
 
   return {
     method: 'post',
     path: '/api/license/validate',
     errors: messageErrors,
+    cors: true,
+    needsIdempotencyKey: true,
     handler(req) {
+      const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
+      if (idempotencyKey === false) return badRequest('Idempotency-Key');
       const parsed = parse(req.body);
       if (!parsed.ok) return badRequest(parsed.field);
       const { token, origin } = parsed.value;
       if (token === undefined || token === null || token.trim() === '') return replies.TOKEN_EMPTY;
       const verified = ctx.tokens.verifySignToken(token.trim());
       if (verified.claims === undefined) return verified.expired ? replies.TOKEN_EXPIRED : replies.TOKEN_INVALID;
-      return ctx.redeemer.redeem(verified.claims, origin ?? null, limit).then(replyTo);
+      return ctx.redeemer.redeem(verified.claims, origin ?? null, limit, idempotencyKey).then(replyTo);
     },
   };
 }

@@ -44,6 +44,7 @@ const transport: Record<TransportFailure, readonly [number, string]> = {
   METHOD_NOT_ALLOWED: [405, 'Bu yöntem desteklenmiyor'],
   PAYLOAD_TOO_LARGE: [413, 'İstek gövdesi çok büyük'],
   SERVICE_UNAVAILABLE: [503, 'Hizmet geçici olarak kullanılamıyor'],
+  ORIGIN_NOT_ALLOWED: [403, 'Bu kaynağa bu kökenden (Origin) erişim izni yok'], // a CORS preflight from an origin not in CORS_ORIGINS
 };
 
 function rendered(render: (status: number, code: string, message: string) => Reply): TransportErrors {

@@ -109,15 +109,16 @@ export function licenseKeyParam(raw: string | undefined): string | null {
   return raw !== undefined && isLicenseKeyParam(raw) ? raw.toLowerCase() : null;
 }
 
-/** A bearer token: visible ASCII (a JWT, an admin token), bounded. */
+/** 1-255 printable ASCII, neither starting nor ending with a space. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
 
-/** An Idempotency-Key header (1-255 printable ASCII): null when absent, false when malformed. */
+/** An Idempotency-Key header (admin purchases, validate): null when absent, false when malformed. */
 export function idempotencyKeyHeader(header: string): string | null | false {
   if (header === '') return null;
   return IDEMPOTENCY_KEY.test(header) ? header : false;
 }
 
+/** A bearer token: visible ASCII (a JWT, an admin token), bounded. */
 const BEARER = /^Bearer[ \t]+([\x21-\x7e]{1,4096})[ \t]*$/i;
 
 /** The token of an "Authorization: Bearer <token>" header, or null. */

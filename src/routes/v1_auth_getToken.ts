@@ -2,11 +2,13 @@ import { Type } from '@sinclair/typebox';
 import { RATE_WINDOW_MS } from '../config.js';
 import { addressBucket } from '../http/clientAddress.js';
 import { reply, type Reply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Request, Route } from '../http/server.js';
+import type { Credentials } from '../licenses/hot.js';
 import { Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { ACCESS_TOKEN_SECONDS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import type { RouteContext } from './context.js';
+import { RateLimitFields } from './rateLimitFields.js';
 import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
 import { bodyParser, canonicalKey, ImzaTipi, Password, Text, UUID } from './schemas.js';
 
@@ -24,6 +26,7 @@ const refusals: Record<IssueRefusal, Reply> = {
   [Outcome.LICENSE_INACTIVE]: authReplies.LICENSE_INACTIVE,
   [Outcome.NO_QUOTA_LEFT]: authReplies.INSUFFICIENT_QUOTA,
   [Outcome.NO_SUCH_LICENSE]: authReplies.INVALID_CREDENTIALS, // deleted since its credentials were read
+  [Outcome.TOKEN_REVOKED]: authReplies.INVALID_CREDENTIALS, // the password changed while it was being checked
 };
 
 /** POST /api/v1/auth/get-token: license key and password for an access token and a sign token. */
@@ -31,15 +34,18 @@ export function getTokenRoute(ctx: RouteContext): Route {
   const parse = bodyParser(GetTokenBody);
   const limit = ctx.config.rate.getToken;
   const failed = ctx.failedLogins;
+  // two limits: per license key (counted by lua/credentials.lua), and failed attempts per client address
+  const fields = new RateLimitFields('get-token', limit);
+  const addressFields = new RateLimitFields('failed-logins', ctx.config.rate.getTokenFailures);
 
   /** After the password checked out: the attempt's slot goes back to its client. */
-  async function credentialsAccepted(client: string, firmaId: string, imzaTipi: 0 | 1): Promise<Reply> {
-    const [issued] = await Promise.all([ctx.issuer.issue(firmaId, imzaTipi, 0), failed.giveBack(client)]);
+  async function credentialsAccepted(client: string, cred: Credentials, imzaTipi: 0 | 1): Promise<Reply> {
+    const [issued] = await Promise.all([ctx.issuer.issue(cred.firmaId, imzaTipi, 0, cred.generation), failed.giveBack(client)]);
     if (issued.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(issued.waitMs);
     if (issued.outcome !== Outcome.DONE) return refusals[issued.outcome];
     return reply(200, {
       success: true,
-      accessToken: ctx.tokens.signAccessToken(firmaId, issued.iat),
+      accessToken: ctx.tokens.signAccessToken(cred.firmaId, issued.iat, Number(cred.generation)),
       signToken: issued.signToken,
       accessExpiresIn: ACCESS_TOKEN_SECONDS,
       signExpiresIn: SIGN_TOKEN_SECONDS,
@@ -47,30 +53,38 @@ export function getTokenRoute(ctx: RouteContext): Route {
     });
   }
 
+  /** Past the address limit: the key is looked up and counted no further. */
+  async function answer(client: string, licenseKey: string, password: string, imzaTipi: 0 | 1, req: Request): Promise<Reply> {
+    // keys are UUIDs (the admin API makes no other kind): another one cannot exist
+    const found = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, limit, RATE_WINDOW_MS) : null;
+    const rate = found?.rate ?? null; // a key that is no UUID is not counted
+    if (found !== null && found.waitMs > 0) return fields.on(rateLimited(found.waitMs), rate);
+    const cred = found?.credentials ?? null;
+    if (cred === null) {
+      // as slow as a wrong password, without spending a hash
+      await ctx.passwords.burn(password);
+      return fields.on(authReplies.INVALID_CREDENTIALS, rate);
+    }
+    if (!(await ctx.passwords.verify(cred.passwordHash, password, req))) return fields.on(authReplies.INVALID_CREDENTIALS, rate);
+    return fields.on(await credentialsAccepted(client, cred, imzaTipi), rate);
+  }
+
   return {
     method: 'post',
     path: '/api/v1/auth/get-token',
     errors: codedErrors,
     needsClientAddress: true,
+    cors: true,
+    noStore: true,
     async handler(req) {
       const parsed = parse(req.body);
       if (!parsed.ok) return invalidRequest(parsed.field);
       const { password, imzaTipi } = parsed.value;
       const client = addressBucket(req.clientAddress);
       const blockedMs = await failed.take(client);
-      if (blockedMs > 0) return rateLimited(blockedMs);
+      if (blockedMs > 0) return addressFields.on(rateLimited(blockedMs), { remaining: 0, resetMs: blockedMs });
       try {
-        // keys are UUIDs (the admin API makes no other kind): another one cannot exist
-        const licenseKey = canonicalKey(parsed.value.licenseKey);
-        const cred = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, limit, RATE_WINDOW_MS) : null;
-        if (typeof cred === 'number') return rateLimited(cred);
-        if (cred === null) {
-          // as slow as a wrong password, without spending a hash
-          await ctx.passwords.burn(password);
-          return authReplies.INVALID_CREDENTIALS;
-        }
-        if (!(await ctx.passwords.verify(cred.passwordHash, password, req))) return authReplies.INVALID_CREDENTIALS;
-        return await credentialsAccepted(client, cred.firmaId, imzaTipi);
+        return await answer(client, canonicalKey(parsed.value.licenseKey), password, imzaTipi, req);
       } catch (err) {
         // the service failed, not the client: the attempt is not a failure
         void failed.giveBack(client).catch(() => {});

@@ -5,6 +5,7 @@ import { Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import type { RouteContext } from './context.js';
+import { RateLimitFields } from './rateLimitFields.js';
 import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
 import { bearer, bodyParser, ImzaTipi } from './schemas.js';
 
@@ -16,31 +17,37 @@ const refusals: Record<IssueRefusal, Reply> = {
   [Outcome.LICENSE_INACTIVE]: authReplies.LICENSE_INACTIVE,
   [Outcome.NO_QUOTA_LEFT]: authReplies.INSUFFICIENT_QUOTA,
   [Outcome.NO_SUCH_LICENSE]: authReplies.INVALID_TOKEN, // the access token's license is gone
+  [Outcome.TOKEN_REVOKED]: authReplies.INVALID_TOKEN, // issued before a password change or a deactivation
 };
 
 /** POST /api/v1/auth/sign-token: one more sign token for the access token's license, no password. */
 export function signTokenRoute(ctx: RouteContext): Route {
   const parse = bodyParser(SignTokenBody);
+  const limit = ctx.config.rate.signToken;
+  const fields = new RateLimitFields('sign-token', limit);
   return {
     method: 'post',
     path: '/api/v1/auth/sign-token',
     errors: codedErrors,
     needsAuthorization: true,
+    cors: true,
+    noStore: true,
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);
       if (claims === null) return authReplies.INVALID_TOKEN;
       const parsed = parse(req.body);
       if (!parsed.ok) return invalidRequest(parsed.field);
-      const issued = await ctx.issuer.issue(claims.firma_id, parsed.value.imzaTipi, ctx.config.rate.signToken);
-      if (issued.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(issued.waitMs);
-      if (issued.outcome !== Outcome.DONE) return refusals[issued.outcome];
-      return reply(200, {
+      // the access token's generation: a password change or a deactivation since revokes it
+      const issued = await ctx.issuer.issue(claims.firma_id, parsed.value.imzaTipi, limit, String(claims.gen));
+      if (issued.outcome === Outcome.OVER_RATE_LIMIT) return fields.on(rateLimited(issued.waitMs), issued.rate);
+      if (issued.outcome !== Outcome.DONE) return fields.on(refusals[issued.outcome], issued.rate);
+      return fields.on(reply(200, {
         success: true,
         signToken: issued.signToken,
         signExpiresIn: SIGN_TOKEN_SECONDS,
         remainingQuota: issued.remainingQuota,
-      });
+      }), issued.rate);
     },
   };
 }

@@ -1,18 +1,21 @@
 import { ServiceUnavailable } from '../errors.js';
 import type { HotLicenses } from '../licenses/hot.js';
 import type { KeySpace } from '../redis/keys.js';
-import { Outcome, type Issuance, type Issued } from '../redis/scripts.js';
+import { Outcome, type Issuance, type Issued, type RateCount } from '../redis/scripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
 import { retryRepaired } from './retryRepaired.js';
 import { newTokenId } from './tokenId.js';
 import { SIGN_TOKEN_SECONDS, type TokenService } from './jwt.js';
 
-export type IssueRefusal = Outcome.LICENSE_EXPIRED | Outcome.LICENSE_INACTIVE | Outcome.NO_QUOTA_LEFT | Outcome.NO_SUCH_LICENSE;
+export type IssueRefusal =
+  | Outcome.LICENSE_EXPIRED | Outcome.LICENSE_INACTIVE | Outcome.NO_QUOTA_LEFT | Outcome.NO_SUCH_LICENSE | Outcome.TOKEN_REVOKED;
 
-export type IssueOutcome =
+/** What happened, and what the rate-limit step counted (the RateLimit fields of the answer). */
+export type IssueOutcome = { rate: RateCount } & (
   | { outcome: Outcome.DONE; signToken: string; remainingQuota: number; iat: number }
   | { outcome: Outcome.OVER_RATE_LIMIT; waitMs: number }
-  | { outcome: IssueRefusal };
+  | { outcome: IssueRefusal }
+);
 
 /**
  * Issues sign tokens (get-token, sign-token) through issue.lua, each with the other
@@ -26,8 +29,12 @@ export class SignTokenIssuer {
     private readonly hot: HotLicenses,
   ) {}
 
-  /** One sign token for a license; rateLimit per window (0: not counted here). */
-  async issue(firmaId: string, imzaTipi: 0 | 1, rateLimit: number): Promise<IssueOutcome> {
+  /**
+   * One sign token for a license; rateLimit per window (0: not counted here); generation:
+   * the token generation of the caller's credentials ("": not checked; an older one than
+   * the license's is TOKEN_REVOKED).
+   */
+  async issue(firmaId: string, imzaTipi: 0 | 1, rateLimit: number, generation: string): Promise<IssueOutcome> {
     const k = this.keys.forLicense(firmaId);
     const now = Date.now();
     const tokenId = newTokenId(now);
@@ -36,25 +43,29 @@ export class SignTokenIssuer {
     const markers = k.markers(exp * 1000);
     const issuance: Issuance = {
       keys: k, markers: markers.key, markersExpireAt: markers.expiresAt, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
+      generation,
     };
     let result = await this.batcher.call(issuance);
+    // the first call counted the request: a retry after a repair is not counted again
+    const rate: RateCount = { remaining: result[3], resetMs: result[4] };
     if (result[0] === Outcome.COPY_MISSING) {
       const repaired = await retryRepaired(this.hot, this.batcher, issuance);
-      if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE };
+      if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE, rate };
       result = repaired;
     }
     const [outcome, a, b] = result;
     switch (outcome) {
       case Outcome.DONE: {
         const signToken = this.tokens.signSignToken({ firma_id: firmaId, firma_adi: b, token_id: tokenId, imza_tipi: imzaTipi, iat, exp });
-        return { outcome, signToken, remainingQuota: a, iat };
+        return { outcome, signToken, remainingQuota: a, iat, rate };
       }
       case Outcome.OVER_RATE_LIMIT:
-        return { outcome, waitMs: a };
+        return { outcome, waitMs: a, rate };
       case Outcome.LICENSE_EXPIRED:
       case Outcome.LICENSE_INACTIVE:
       case Outcome.NO_QUOTA_LEFT:
-        return { outcome };
+      case Outcome.TOKEN_REVOKED:
+        return { outcome, rate };
       default:
         // PAST_DEADLINE: the call changed nothing and its client has been answered already
         throw new ServiceUnavailable(`issue.lua: outcome ${Outcome[outcome]}`);

@@ -1,4 +1,5 @@
 import { createSigner, createVerifier, TokenError } from 'fast-jwt';
+import type { JwtKey } from '../config.js';
 
 export const SIGN_TOKEN_SECONDS = 300;
 export const ACCESS_TOKEN_SECONDS = 900;
@@ -19,6 +20,8 @@ export interface AccessClaims {
   iat: number;
   exp: number;
   typ: 'access';
+  /** the license's token generation when issued: a password change or a deactivation raises it, revoking the token */
+  gen: number;
 }
 
 export type Verified<T> = { claims: T; expired?: undefined } | { claims?: undefined; expired: boolean };
@@ -47,28 +50,48 @@ function isSignClaims(p: Record<string, unknown>): p is SignClaims & Record<stri
 function isAccessClaims(p: Record<string, unknown>): p is AccessClaims & Record<string, unknown> {
   return (
     p.typ === 'access' && typeof p.firma_id === 'string' && ID.test(p.firma_id) &&
-    isTime(p.iat) && isTime(p.exp)
+    isTime(p.iat) && isTime(p.exp) && Number.isSafeInteger(p.gen) && (p.gen as number) >= 0
   );
 }
 
-/** HS256 signers and verifiers, built once at start. */
+/** The first part of every token signed with a key: its header, {"alg":"HS256","typ":"JWT","kid":...}. */
+export function headerSegment(kid: string): string {
+  return Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid })).toString('base64url');
+}
+
+type Verify = (token: string) => Record<string, unknown>;
+
+/**
+ * HS256 signers and verifiers, built once at start. The first key signs, with its kid in
+ * the header; every key verifies the tokens whose header names it (key rotation: README).
+ * A token's header is matched whole against the headers this service writes, so a token
+ * naming another algorithm, an unknown or retired kid, or written by anyone else's
+ * encoder is refused before any HMAC is computed.
+ */
 export class TokenService {
   private readonly sign: (payload: object) => string;
-  private readonly verify: (token: string) => Record<string, unknown>;
+  private readonly verifiers = new Map<string, Verify>();
 
-  constructor(secret: string) {
-    const key = Buffer.from(secret);
-    this.sign = createSigner({ key, algorithm: 'HS256' });
-    // exp is checked here, so an expired token never reaches Redis; exp and iat must be numbers
-    this.verify = createVerifier({ key, algorithms: ['HS256'], requiredClaims: ['exp', 'iat'], clockTolerance: 0 });
+  constructor(keys: readonly JwtKey[], issuer: string) {
+    const [first] = keys;
+    if (first === undefined) throw new Error('TokenService: no key');
+    this.sign = createSigner({ key: Buffer.from(first.secret), algorithm: 'HS256', kid: first.kid, iss: issuer });
+    for (const { kid, secret } of keys) {
+      // exp is checked here, so an expired token never reaches Redis; exp and iat must be numbers
+      this.verifiers.set(headerSegment(kid), createVerifier({
+        key: Buffer.from(secret), algorithms: ['HS256'], requiredClaims: ['exp', 'iat', 'iss'], allowedIss: issuer, clockTolerance: 0,
+      }));
+    }
+    if (!this.sign({ iat: 0 }).startsWith(`${headerSegment(first.kid)}.`)) throw new Error('TokenService: unexpected token header');
   }
 
   signSignToken(claims: Omit<SignClaims, 'typ'>): string {
     return this.sign({ ...claims, typ: 'sign' });
   }
 
-  signAccessToken(firmaId: string, iat: number): string {
-    return this.sign({ firma_id: firmaId, iat, exp: iat + ACCESS_TOKEN_SECONDS, typ: 'access' });
+  /** generation: the license's token generation now (lua/includes/issueToken.lua) */
+  signAccessToken(firmaId: string, iat: number, generation: number): string {
+    return this.sign({ firma_id: firmaId, iat, exp: iat + ACCESS_TOKEN_SECONDS, typ: 'access', gen: generation });
   }
 
   verifySignToken(token: string): Verified<SignClaims> {
@@ -85,8 +108,10 @@ export class TokenService {
   }
 
   private decode(token: string): Record<string, unknown> | typeof EXPIRED | null {
+    const verify = this.verifiers.get(token.slice(0, token.indexOf('.')));
+    if (verify === undefined) return null;
     try {
-      const payload = this.verify(token);
+      const payload = verify(token);
       return typeof payload === 'object' && payload !== null ? payload : null;
     } catch (err) {
       if (err instanceof TokenError && err.code === TokenError.codes.expired) return EXPIRED;

@@ -168,6 +168,12 @@ export interface CheckOptions {
 export function violations(sent: Sent, got: Got, opts: CheckOptions = {}): string[] {
   const out: string[] = [];
   const { status } = got;
+  if (sent.method === 'OPTIONS' && status === 204) {
+    // a public path's OPTIONS: a plain one gets Allow, an allowed origin's preflight the CORS headers; no body either way
+    if (got.text !== '') out.push('a 204 with a body');
+    if (!got.headers.allow && !got.headers['access-control-allow-origin']) out.push('a 204 to OPTIONS with neither Allow nor Access-Control-Allow-Origin');
+    return out;
+  }
   if (status >= 500) out.push(`status ${status} (>= 500)`);
   else if (status !== 200 && status !== 201 && (status < 400 || status >= 500)) out.push(`status ${status} (neither 200/201 nor 4xx)`);
   const type = String(got.headers['content-type'] ?? '');

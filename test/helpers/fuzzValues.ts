@@ -1,5 +1,6 @@
 import fc, { type Arbitrary } from 'fast-check';
 import { type Body, Cat, Crafted, type FV, Pairs, Raw, Real, type RealKind, Rel, type Tpl } from './fuzzRequests.js';
+import { HS256_HEADER, ISSUER } from './jwt.js';
 
 // Fuzzing (test/system/fuzz.test.ts), part 2: generators of hostile values, bodies, headers and
 // path segments.
@@ -218,11 +219,12 @@ const rel = (min: number, max: number): Arbitrary<FV> => fc.integer({ min, max }
 /** A JWT crafted by hand: plausible claims (some signed with the real secret) or anything. */
 export function craftedJwt(firmaIds: Arbitrary<FV>): Arbitrary<Crafted> {
   const header = fc.oneof(
-    { weight: 6, arbitrary: fc.constant<FV>({ alg: 'HS256', typ: 'JWT' }) },
+    { weight: 6, arbitrary: fc.constant<FV>(HS256_HEADER) },
     {
       weight: 2,
       arbitrary: fc.constantFrom<FV>({ alg: 'none', typ: 'JWT' }, { alg: 'HS512', typ: 'JWT' }, { alg: 'RS256' }, { alg: 'hs256' },
-        { alg: 'HS256', kid: '../../../dev/null' }, { alg: 'HS256', crit: ['exp'] }, { alg: 'HS256', typ: 'JWT', jku: 'http://x' }, {}),
+        { alg: 'HS256', kid: '../../../dev/null' }, { alg: 'HS256', crit: ['exp'] }, { alg: 'HS256', typ: 'JWT', jku: 'http://x' }, {},
+        { alg: 'HS256', typ: 'JWT' }, { typ: 'JWT', alg: 'HS256', kid: 'default' }, { alg: 'HS256', typ: 'JWT', kid: 'retired' }),
     },
     { weight: 1, arbitrary: fuzzValue },
   );
@@ -234,6 +236,8 @@ export function craftedJwt(firmaIds: Arbitrary<FV>): Arbitrary<Crafted> {
     imza_tipi: mostly(fc.constantFrom(0, 1)),
     iat: mostly(rel(-30, 0), rel(-2000, 2000), nastyNumber),
     exp: mostly(rel(1, 300), rel(-1000, 2000), nastyNumber),
+    iss: mostly(fc.constant(ISSUER), nastyString),
+    gen: mostly(fc.constant(0), nastyNumber),
   };
   const claims = fc.oneof({ weight: 5, arbitrary: objectOf(claimsModel) }, { weight: 1, arbitrary: fuzzValue });
   return fc
@@ -299,6 +303,8 @@ export function commonHeaders(): Arbitrary<Record<string, Tpl | undefined>> {
       'x-forwarded-for': fc.oneof(ipish, headerText),
       'x-real-ip': headerText,
       origin: fc.oneof(fc.webUrl(), headerText),
+      'idempotency-key': fc.oneof(fc.stringMatching(/^[\x21-\x7e]{1,40}$/), headerText),
+      'access-control-request-method': fc.constantFrom('POST', 'GET', 'DELETE', ''),
       'accept-encoding': fc.constantFrom('gzip', 'br, gzip, deflate', '*', 'identity;q=0'),
     },
     { requiredKeys: [] },

@@ -4,7 +4,11 @@ import { createHmac } from 'node:crypto';
 // base64url(header) "." base64url(payload), as the spec defines it), so the tests never trust
 // the service's own token code.
 
-export const HS256_HEADER = { alg: 'HS256', typ: 'JWT' };
+/** The header of the tokens a service with JWT_SECRET alone signs (its key's kid is "default"). */
+export const HS256_HEADER = { alg: 'HS256', typ: 'JWT', kid: 'default' };
+
+/** JWT_ISSUER's default: the iss of every token, checked on verify. */
+export const ISSUER = 'license-service';
 
 export type JwtHash = 'sha256' | 'sha512';
 
@@ -78,10 +82,10 @@ export function withPayload(token: string, payload: Record<string, unknown>): st
   return `${header}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${signature}`;
 }
 
-/** An access token for firmaId as the service issues it (15 minutes), signed with `secret`; overrides win. */
+/** An access token for firmaId as the service issues it (15 minutes, generation 0), signed with `secret`; overrides win. */
 export function craftAccessToken(firmaId: string, secret: string, overrides: Record<string, unknown> = {}): string {
   const iat = nowSeconds();
-  return craftJwt(HS256_HEADER, { firma_id: firmaId, iat, exp: iat + 900, typ: 'access', ...overrides }, secret);
+  return craftJwt(HS256_HEADER, { firma_id: firmaId, iat, exp: iat + 900, typ: 'access', gen: 0, iss: ISSUER, ...overrides }, secret);
 }
 
 /** The Authorization header of a Bearer token. */

@@ -1,6 +1,6 @@
 import type { Test } from 'tap';
 import type { Answer } from './http.js';
-import { decodeJwt, signatureValid } from './jwt.js';
+import { decodeJwt, HS256_HEADER, ISSUER, signatureValid } from './jwt.js';
 
 // The published answer shapes (CONTRACT.md), asserted the same way by every suite:
 // get-token, sign-token, history and admin errors are {success:false, error:{code, message}};
@@ -130,9 +130,10 @@ export function expectSignToken(
   want: { firmaId: string; firmaAdi: string; imzaTipi: number; issuedFrom: number; issuedTo: number },
 ): void {
   const jwt = decodeJwt(token);
-  t.same(jwt.header, { alg: 'HS256', typ: 'JWT' });
+  t.same(jwt.header, HS256_HEADER, 'HS256, with the kid of the signing key');
   t.ok(signatureValid(token, secret), 'HMAC-SHA256 with the service secret');
   const p = jwt.payload;
+  t.equal(p.iss, ISSUER, 'iss: JWT_ISSUER');
   t.equal(p.firma_id, want.firmaId);
   t.equal(p.firma_adi, want.firmaAdi);
   t.type(p.token_id, 'string');

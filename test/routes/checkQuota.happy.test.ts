@@ -120,7 +120,7 @@ t.test('two instances sharing Redis and Postgres: an admin change on A shows on 
     ...NO_RATE_LIMITS,
     REDIS_PREFIX: a.config.redisPrefix,
     PG_SCHEMA: a.config.pgSchema,
-    JWT_SECRET: a.config.jwtSecret,
+    JWT_SECRET: a.config.jwtKeys[0]!.secret,
     RUN_WORKER: '0',
   });
   const lic = await a.createLicense({ totalQuota: 5 });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startHarness } from '../helpers/harness.js';
-import { decodeJwt, nowSeconds, signatureValid } from '../helpers/jwt.js';
+import { decodeJwt, HS256_HEADER, ISSUER, nowSeconds, signatureValid } from '../helpers/jwt.js';
 import { expectSignToken } from '../helpers/shapes.js';
 
 // POST /api/v1/auth/get-token, the success path: the published token pair, the claims of both
@@ -31,16 +31,18 @@ t.test('get-token success', async (t) => {
     const res = await h.getToken(lic.licenseKey, lic.password, 1);
     const after = nowSeconds();
     t.equal(res.status, 200);
-    expectSignToken(t, res.body.signToken, h.config.jwtSecret, { firmaId: lic.firmaId, firmaAdi: org, imzaTipi: 1, issuedFrom: before, issuedTo: after });
+    expectSignToken(t, res.body.signToken, h.config.jwtKeys[0]!.secret, { firmaId: lic.firmaId, firmaAdi: org, imzaTipi: 1, issuedFrom: before, issuedTo: after });
   });
 
   t.test('access token: HS256, firma_id of the license, exp = iat + 900', async (t) => {
     const res = await h.getToken(lic.licenseKey, lic.password, 0);
     t.equal(res.status, 200);
     const jwt = decodeJwt(res.body.accessToken);
-    t.same(jwt.header, { alg: 'HS256', typ: 'JWT' });
-    t.ok(signatureValid(res.body.accessToken, h.config.jwtSecret));
+    t.same(jwt.header, HS256_HEADER, 'HS256, with the kid of the signing key');
+    t.ok(signatureValid(res.body.accessToken, h.config.jwtKeys[0]!.secret));
     t.equal(jwt.payload.firma_id, lic.firmaId);
+    t.equal(jwt.payload.iss, ISSUER, 'iss: JWT_ISSUER');
+    t.equal(jwt.payload.gen, 0, 'the token generation of a license never revoked');
     t.ok(Number.isInteger(jwt.payload.iat));
     t.equal(jwt.payload.exp, (jwt.payload.iat as number) + 900);
     t.not(jwt.payload.typ, decodeJwt(res.body.signToken).payload.typ, 'the two kinds are told apart');

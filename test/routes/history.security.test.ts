@@ -20,7 +20,7 @@ t.test('history security', async (t) => {
     expectCodedError(t, await h.request('GET', path, undefined, bearer('garbage')), 401, 'INVALID_TOKEN');
     expectCodedError(t, await h.request('GET', path, undefined, { authorization: `Basic ${got.body.accessToken}` }), 401, 'INVALID_TOKEN');
     const now = nowSeconds();
-    const expired = craftAccessToken(lic.firmaId, h.config.jwtSecret, { iat: now - 1000, exp: now - 100 });
+    const expired = craftAccessToken(lic.firmaId, h.config.jwtKeys[0]!.secret, { iat: now - 1000, exp: now - 100 });
     expectCodedError(t, await h.history(lic.licenseKey, expired), 401, 'INVALID_TOKEN');
     const foreign = craftAccessToken(lic.firmaId, randomBytes(32).toString('hex'));
     expectCodedError(t, await h.history(lic.licenseKey, foreign), 401, 'INVALID_TOKEN');

@@ -17,7 +17,7 @@ t.test('sign-token errors', async (t) => {
   const got = await h.getToken(lic.licenseKey, lic.password, 0);
   t.equal(got.status, 200);
   const access = got.body.accessToken as string;
-  const secret = h.config.jwtSecret;
+  const secret = h.config.jwtKeys[0]!.secret;
 
   t.test('401 INVALID_TOKEN for a missing or malformed Authorization header', async (t) => {
     const cases: [string, Record<string, string>][] = [
@@ -105,13 +105,16 @@ t.test('sign-token errors', async (t) => {
 t.test('sign-token answers the license state as get-token does', async (t) => {
   const h = await startHarness(t, 'signtokenstate', { RATE_SIGN_TOKEN_PER_MIN: '0' });
 
-  t.test('401 LICENSE_INACTIVE after deactivation, 200 after reactivation', async (t) => {
+  t.test('deactivation: 401 INVALID_TOKEN (the access token is revoked); reactivated, a new get-token works', async (t) => {
     const lic = await h.createLicense();
     const access = (await h.getToken(lic.licenseKey, lic.password, 0)).body.accessToken as string;
     t.equal((await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false })).status, 200);
-    expectCodedError(t, await h.signToken(access, 0), 401, 'LICENSE_INACTIVE');
+    expectCodedError(t, await h.signToken(access, 0), 401, 'INVALID_TOKEN');
+    expectCodedError(t, await h.getToken(lic.licenseKey, lic.password, 0), 401, 'LICENSE_INACTIVE');
     t.equal((await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: true })).status, 200);
-    t.equal((await h.signToken(access, 0)).status, 200);
+    expectCodedError(t, await h.signToken(access, 0), 401, 'INVALID_TOKEN', 'reactivation does not bring the revoked token back');
+    const fresh = (await h.getToken(lic.licenseKey, lic.password, 0)).body.accessToken as string;
+    t.equal((await h.signToken(fresh, 0)).status, 200, 'a new access token works');
   });
 
   t.test('401 LICENSE_EXPIRED after the expiry date passes', async (t) => {
@@ -137,7 +140,7 @@ t.test('sign-token answers the license state as get-token does', async (t) => {
     const lic = await h.createLicense({ totalQuota: 2 });
     const got = await h.getToken(lic.licenseKey, lic.password, 0);
     t.equal((await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false })).status, 200);
-    for (let i = 0; i < 3; i++) expectCodedError(t, await h.signToken(got.body.accessToken, 0), 401, 'LICENSE_INACTIVE');
+    for (let i = 0; i < 3; i++) expectCodedError(t, await h.signToken(got.body.accessToken, 0), 401, 'INVALID_TOKEN');
     await h.drainWorker();
     const rows = await h.sql`select count(*)::int as n from sign_tokens where firma_id = ${lic.firmaId}`;
     t.equal(rows[0]?.n, 1, 'only the get-token sign token');

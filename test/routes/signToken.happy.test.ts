@@ -31,7 +31,7 @@ t.test('sign-token success', async (t) => {
       const res = await h.signToken(access, imzaTipi);
       const after = nowSeconds();
       t.equal(res.status, 200);
-      expectSignToken(t, res.body.signToken, h.config.jwtSecret, { firmaId: lic.firmaId, firmaAdi: org, imzaTipi, issuedFrom: before, issuedTo: after });
+      expectSignToken(t, res.body.signToken, h.config.jwtKeys[0]!.secret, { firmaId: lic.firmaId, firmaAdi: org, imzaTipi, issuedFrom: before, issuedTo: after });
     }
   });
 

@@ -13,7 +13,7 @@ import { TokenSource } from '../helpers/tokens.js';
 // is gone.
 
 const h = await startHarness(t, 'validate-error', NO_RATE_LIMITS);
-const secret = Buffer.from(h.config.jwtSecret);
+const secret = Buffer.from(h.config.jwtKeys[0]!.secret);
 
 /** A refusal: the status, exactly {success:false, message}, as JSON. */
 function refused(t: Asserts, res: Answer, status: number, message: string, what: string): void {

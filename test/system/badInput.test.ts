@@ -172,12 +172,13 @@ t.test('bad input', async (t) => {
   t.test('wrong method: 405 JSON with an Allow header', async (t) => {
     const key = randomUUID();
     const cases: [string, string, RegExp, 'code' | 'message'][] = [
-      ['GET', '/api/v1/auth/get-token', /^POST$/, 'code'],
-      ['PUT', '/api/v1/auth/get-token', /^POST$/, 'code'],
-      ['GET', '/api/v1/auth/sign-token', /^POST$/, 'code'],
-      ['GET', '/api/license/validate', /^POST$/, 'message'],
-      ['DELETE', '/api/License/validate', /^POST$/, 'message'],
-      ['POST', `/api/License/check-quota/${key}`, /^GET$/, 'code'],
+      // public paths answer OPTIONS too (CORS preflights)
+      ['GET', '/api/v1/auth/get-token', /^POST, OPTIONS$/, 'code'],
+      ['PUT', '/api/v1/auth/get-token', /^POST, OPTIONS$/, 'code'],
+      ['GET', '/api/v1/auth/sign-token', /^POST, OPTIONS$/, 'code'],
+      ['GET', '/api/license/validate', /^POST, OPTIONS$/, 'message'],
+      ['DELETE', '/api/License/validate', /^POST, OPTIONS$/, 'message'],
+      ['POST', `/api/License/check-quota/${key}`, /^GET, OPTIONS$/, 'code'],
       ['DELETE', `/admin/v1/licenses/${key}`, /^(GET, PATCH|PATCH, GET)$/, 'code'],
       ['GET', '/admin/v1/licenses', /^POST$/, 'code'],
     ];

@@ -105,7 +105,7 @@ t.test('loadConfig: defaults', async (t) => {
   t.same(config.redisClusterNodes, []);
   t.equal(config.databaseUrl, 'postgres://127.0.0.1:5432/licensing');
   t.equal(config.pgSchema, 'public');
-  t.equal(config.jwtSecret, SECRET);
+  t.equal(config.jwtKeys[0]!.secret, SECRET);
   t.equal(config.adminToken, null, 'no admin API without ADMIN_TOKEN');
   t.equal(config.tls, null);
   t.equal(config.rate.getToken, 10);
@@ -138,9 +138,9 @@ t.test('loadConfig: overrides', async (t) => {
 });
 
 t.test('loadConfig: JWT_SECRET is measured in bytes', async (t) => {
-  t.equal(loadConfig({ JWT_SECRET: 'ş'.repeat(16), ALLOW_HTTP: '1' }).jwtSecret, 'ş'.repeat(16), '16 two-byte characters = 32 bytes');
+  t.equal(loadConfig({ JWT_SECRET: 'ş'.repeat(16), ALLOW_HTTP: '1' }).jwtKeys[0]!.secret, 'ş'.repeat(16), '16 two-byte characters = 32 bytes');
   t.throws(() => loadConfig({ JWT_SECRET: `${'ş'.repeat(15)}a`, ALLOW_HTTP: '1' }), /JWT_SECRET/, '31 bytes refused');
-  t.equal(loadConfig({ JWT_SECRET: 'k'.repeat(32), ALLOW_HTTP: '1' }).jwtSecret.length, 32, '32 ASCII bytes accepted');
+  t.equal(loadConfig({ JWT_SECRET: 'k'.repeat(32), ALLOW_HTTP: '1' }).jwtKeys[0]!.secret.length, 32, '32 ASCII bytes accepted');
 });
 
 t.test('loadConfig: refusals name the variable', async (t) => {

@@ -47,7 +47,7 @@ class World implements Resolver {
   readonly jwtSecret: string;
 
   constructor(private readonly h: Harness, private readonly f: Fixtures) {
-    this.jwtSecret = h.config.jwtSecret;
+    this.jwtSecret = h.config.jwtKeys[0]!.secret;
   }
 
   async real(kind: RealKind): Promise<string> {

@@ -3,7 +3,7 @@ import postgres from 'postgres';
 import t from 'tap';
 import { DATABASE_URL, uniqueName } from '../helpers/harness.js';
 import { call as httpCall, clientOf, type Answer } from '../helpers/http.js';
-import { bearer, claimsOf, craftJwt, HS256_HEADER } from '../helpers/jwt.js';
+import { bearer, claimsOf, craftJwt, HS256_HEADER, ISSUER } from '../helpers/jwt.js';
 import { spawnServer, startPrivateRedis, type LogLine, type ServerProcess } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { TokenSource } from '../helpers/tokens.js';
@@ -29,7 +29,7 @@ interface Secret {
 const hex = (n: number) => randomBytes(n).toString('hex');
 
 /** An HS256 JWT signed with `secret` (the service's own, for expired tokens the service must refuse). */
-const forge = (secret: string, claims: Record<string, unknown>): string => craftJwt(HS256_HEADER, claims, secret);
+const forge = (secret: string, claims: Record<string, unknown>): string => craftJwt(HS256_HEADER, { iss: ISSUER, gen: 0, ...claims }, secret);
 
 function levelOf(line: LogLine): number {
   try {

@@ -1,0 +1,75 @@
+// The letters of the Redis hashes and stream events the Lua scripts (lua/*.lua) read and
+// write, each with its meaning. Part of the scripts module: src/redis/scripts.ts re-exports
+// them, and callers import them from there.
+
+/** License hash {b}:l:<firmaId>, the request path's copy of a licenses row. */
+export const LicenseField = {
+  totalQuota: 'q',
+  /** redemptions counted in Redis: ahead of Postgres by what the usage worker has not written */
+  usedQuota: 'u',
+  isActive: 'a', // "1" or "0"
+  expiryMs: 'x',
+  /** allowed origins, as encodeDomains writes them (src/licenses/origin.ts) */
+  domains: 'd',
+  organizationName: 'n',
+  licenseKey: 'k',
+  /** licenses.version of the row copied: older rows never overwrite newer ones (lua/sync.lua) */
+  version: 'v',
+  /** licenses.token_generation: access tokens of an older one are revoked (lua/includes/issueToken.lua) */
+  generation: 'g',
+  /** admin changes in flight and the latest of their deadlines (lua/fence.lua) */
+  fences: 'z',
+  fenceDeadline: 'zd',
+} as const;
+
+/** Credentials hash {k:<licenseKey>}:c: what get-token needs, found by license key. */
+export const CredentialsField = {
+  firmaId: 'f',
+  passwordHash: 'h',
+  version: LicenseField.version,
+  generation: LicenseField.generation,
+  fences: LicenseField.fences,
+  fenceDeadline: LicenseField.fenceDeadline,
+} as const;
+
+/**
+ * A usage event on a stream {b}:ev, as issue.lua and redeem.lua add it: one field, named
+ * for its kind (EventKind), whose value is the event's values in the order of
+ * EventValues, separated by tabs. None of them can hold a tab or a line break: the ids are
+ * the service's own, the numbers are digits, and an origin with a control character is
+ * refused at the edge (src/usage/events.ts checks it all the same). One field instead of a
+ * field per value: the usage worker decodes two strings per event instead of fourteen.
+ */
+export const EventKind = { issued: 'i', used: 'u' } as const;
+
+export const EventValues = {
+  /** token id, firma id, imza tipi, issue time (ms since epoch), the token's expiry (ms) */
+  issued: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'expiresMs'],
+  /** token id, firma id, imza tipi, redemption time, the token's iat (ms); then the origin, only when the client sent one (it may be empty) */
+  used: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'issuedMs', 'origin'],
+} as const;
+
+/** The separator of an event's values. */
+export const EVENT_SEPARATOR = '\t';
+
+/**
+ * Events queued by versions before the one-field form: a field per value. Still read (a
+ * stream may hold them across an upgrade, a dead letter may be replayed), never written.
+ */
+export const LegacyEventField = {
+  kind: 'k', // EventKind
+  tokenId: 't',
+  firmaId: 'f',
+  imzaTipi: 'i',
+  /** when it happened, ms since epoch */
+  atMs: 's',
+  /** issued: the token's expiry, ms */
+  expiresMs: 'e',
+  /** used: when the token was issued (its iat), ms */
+  issuedMs: 'c',
+  /** used: the origin the client sent, when it sent one */
+  origin: 'o',
+} as const;
+
+/** A token's field in a marker hash {b}:t:<minute>: "i" + epoch while issued (lua/includes/epoch.lua), then "u". */
+export const Marker = { issuedPrefix: 'i', used: 'u' } as const;
