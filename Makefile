@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker soak profile profile-deployed load-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker soak profile profile-deployed load-tools browser-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -31,7 +31,7 @@ run: build
 	  echo ""; \
 	  exec node dist/src/cli/server.js
 
-test: build
+test: browser-tools build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
@@ -46,6 +46,18 @@ test-faults: build
 fuzz: build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	FUZZ_RUNS=$${FUZZ_RUNS:-2000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx tap run --timeout=3600 dist/test/system/fuzz.test.js
+
+# The browser test (test/system/cors.browser.test.ts) drives Debian's chromium through
+# playwright-core, which never downloads a browser: installed when missing, as root or
+# through passwordless sudo; otherwise the one command to run is printed.
+browser-tools:
+	@[ -x /usr/bin/chromium ] || { \
+	  if [ "$$(id -u)" -eq 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as="sudo -n"; \
+	  else echo "chromium is missing (the browser test needs /usr/bin/chromium): sudo apt-get install -y chromium"; exit 1; fi; \
+	  echo "installing chromium (Debian package)"; \
+	  $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1 || \
+	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null; }; \
+	  [ -x /usr/bin/chromium ] || { echo "chromium did not install: apt-get install -y chromium"; exit 1; }; }
 
 # Performance (bench/README.md): wrk from Debian's packages, installed when missing.
 load-tools:
