@@ -23,7 +23,11 @@ async function drained(lag: () => Promise<number>): Promise<boolean> {
   return true;
 }
 
-export type DeployedMode = 'worker inside' | 'worker apart';
+/**
+ * How the service runs, and (the last) the load: "worker inside, Idempotency-Key" is the
+ * first deployment with every validate carrying an Idempotency-Key of its own.
+ */
+export type DeployedMode = 'worker inside' | 'worker apart' | 'worker inside, Idempotency-Key';
 
 export interface DeployedSample {
   mode: DeployedMode;
@@ -61,7 +65,7 @@ type DeploymentOptions = Pick<DeployedRun, 'mode' | 'serverCpu' | 'loadCpu' | 'e
 
 /** The service started as `mode` deploys it, warmed up on tokens of its own, drained. */
 async function startDeployment(run: DeploymentOptions): Promise<{ server: Pinned; worker: Pinned | null; stop(): Promise<void> }> {
-  const inside = run.mode === 'worker inside';
+  const inside = run.mode !== 'worker apart';
   const env = { ...run.env, PORT: String(run.port), RUN_WORKER: inside ? '1' : '0' };
   const server = await startService(run.serverCpu, env, run.port);
   const worker = inside ? null : await startPinned('worker', run.loadCpu, ['node', path.join(buildRoot, 'src/cli/worker.js')],
@@ -79,10 +83,12 @@ async function startDeployment(run: DeploymentOptions): Promise<{ server: Pinned
   return { server, worker, stop };
 }
 
-function validate(run: Pick<DeployedRun, 'loadCpu' | 'port' | 'connections'>, tokens: string, seconds: number, rate?: number) {
+function validate(run: Pick<DeployedRun, 'loadCpu' | 'port' | 'connections' | 'mode'>, tokens: string, seconds: number, rate?: number) {
+  const keyed = run.mode === 'worker inside, Idempotency-Key';
   return runWrk({
     cpu: run.loadCpu, url: `http://127.0.0.1:${run.port}/api/license/validate`, script: rate === undefined ? 'redeem.lua' : 'paced.lua',
-    connections: run.connections, seconds, args: rate === undefined ? [tokens, '1'] : [tokens, '1', String(Math.round(rate))],
+    connections: run.connections, seconds,
+    args: rate === undefined ? [tokens, '1', ...(keyed ? ['keyed'] : [])] : [tokens, '1', String(Math.round(rate))],
   });
 }
 

@@ -5,7 +5,8 @@ import { median, summarise, type Row, type Sample } from './table.js';
 // The tables of validate as deployed: beside ceiling (c) and the request path alone of the
 // same run, the sustained (open-loop) search, and issue 10's targets.
 
-const MODES: DeployedMode[] = ['worker inside', 'worker apart'];
+const MODES: DeployedMode[] = ['worker inside', 'worker apart', 'worker inside, Idempotency-Key'];
+const KEYED: DeployedMode = 'worker inside, Idempotency-Key';
 const ms = (us: number) => (us / 1000).toFixed(2);
 
 /** A mode's medians over its runs. */
@@ -79,7 +80,12 @@ export function deployedReport(f: DeployedFigures, connections: number): string 
     const ok = atLeast ? value >= limit : value <= limit;
     out.push(`| ${label} ${atLeast ? '≥' : '≤'} ${limit} | ${value.toFixed(2)} | ${ok ? 'met' : `missed by ${(Math.abs(value - limit) / limit * 100).toFixed(0)}%`} |`);
   };
+  // issue 11: validate with an Idempotency-Key within 5 % of validate without, both as deployed
+  const keyed = f.deployed.find((r) => r.mode === KEYED);
+  const plain = f.deployed.find((r) => r.mode === 'worker inside');
+  if (keyed && plain) target('with an Idempotency-Key req/s ÷ without (worker inside)', keyed.rps / plain.rps, 0.95, true);
   for (const r of f.deployed) {
+    if (r.mode === KEYED) continue;
     if (c) target(`as deployed (${r.mode}) req/s ÷ ceiling (c)`, r.rps / c.rps, 0.75, true);
     if (c) target(`as deployed (${r.mode}) p99 ÷ ceiling (c)'s`, r.p99 / c.p99, 2, false);
     target(`Postgres CPU µs per redemption (${r.mode})`, r.postgresUs, 8, false);

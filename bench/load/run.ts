@@ -27,8 +27,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '16,64,256').split(',').map(Number);
 const LICENSES = 32;
-// BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change)
+// BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change);
+// BENCH_ONLY=idempotency: validate as deployed with and without an Idempotency-Key, nothing else
 const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
+const ONLY_KEYED = process.env.BENCH_ONLY === 'idempotency';
 // BENCH_PROFILE=<dir>: the measured service writes a CPU profile there; a second, unprofiled
 // instance on the same Redis and Postgres does the setup and mints the tokens
 const PROFILE_DIR = process.env.BENCH_PROFILE;
@@ -160,7 +162,7 @@ async function main(): Promise<void> {
 
   // validate: ceilings and service interleaved, each round with fresh tokens for the
   // redeemers, minted up front; ceiling (c) and the service take turns going first
-  for (const connections of CONNECTIONS) {
+  for (const connections of ONLY_KEYED ? [] : CONNECTIONS) {
     if (connections !== CONNECTIONS[0]) await refreshAccess();
     for (let run = 0; run < RUNS; run++) {
       const forCeiling = await mint();
@@ -187,7 +189,9 @@ async function main(): Promise<void> {
     const lag = () => usageLag(redisClient as unknown as RedisClient, benchKeys);
     const common = { connections: 64, serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, env, port: PORTS.deployed, lag };
     for (let run = 0; run < RUNS; run++) {
-      const modes: DeployedMode[] = run % 2 === 0 ? ['worker inside', 'worker apart'] : ['worker apart', 'worker inside'];
+      // with and without an Idempotency-Key one after the other, the order turning each run
+      const modes: DeployedMode[] = ONLY_KEYED ? ['worker inside', 'worker inside, Idempotency-Key'] : ['worker inside', 'worker inside, Idempotency-Key', 'worker apart'];
+      for (let i = 0; i < run % modes.length; i++) modes.push(modes.shift() as DeployedMode);
       for (const mode of modes) {
         const [tokens, warmupTokens] = [await mint(), await mint()];
         await drain();
@@ -199,7 +203,7 @@ async function main(): Promise<void> {
     }
     const ceiling64 = samples.filter((s) => s.name === 'ceiling (c) +evalsha' && s.connections === 64).map((s) => s.rps).sort((a, b) => a - b);
     const baseRps = ceiling64[Math.floor(ceiling64.length / 2)];
-    if (SUSTAINED && baseRps !== undefined) {
+    if (SUSTAINED && !ONLY_KEYED && baseRps !== undefined) {
       const probeSeconds = 2 * SECONDS;
       for (const mode of ['worker inside', 'worker apart'] as DeployedMode[]) {
         await refreshAccess();
@@ -224,7 +228,7 @@ async function main(): Promise<void> {
     process.stderr.write(`bench: chart written to ${CHART}\n`);
   };
 
-  if (ONLY_VALIDATE) {
+  if (ONLY_VALIDATE || ONLY_KEYED) {
     writeChart();
     printTable(samples, { books, memory: '' });
     process.stdout.write(deployedReportText);
