@@ -39,6 +39,8 @@ export interface DeployedSample {
   workerUs: number | null;
   redisUs: number;
   postgresUs: number;
+  /** wrk's own CPU per request: it shares the load core with Redis */
+  wrkUs: number;
   /** events in the streams when the load stopped, and how long the worker then took to write them */
   backlog: number;
   drainMs: number;
@@ -109,6 +111,7 @@ export async function measureDeployed(run: DeployedRun): Promise<DeployedSample>
       workerUs: worker ? per(cpuMicros(worker.pid), before.worker) : null,
       redisUs: per(cpuMicros(run.redis.pid), before.redis),
       postgresUs: per(postgresCpu(), before.pg),
+      wrkUs: r.wrkUs,
       backlog, drainMs,
     };
   } finally {

@@ -197,7 +197,8 @@ async function main(): Promise<void> {
         await drain();
         const sample = await measureDeployed({ ...common, mode, seconds: SECONDS, redis, tokens, warmupTokens });
         deployed.push(sample);
-        process.stderr.write(`  as deployed, ${mode} c=64 ${Math.round(sample.rps)} req/s backlog ${sample.backlog} drained in ${sample.drainMs} ms\n`);
+        process.stderr.write(`  as deployed, ${mode} c=64 ${Math.round(sample.rps)} req/s server ${sample.serverUs.toFixed(1)} us redis ` +
+          `${sample.redisUs.toFixed(1)} us wrk ${sample.wrkUs.toFixed(1)} us backlog ${sample.backlog} drained in ${sample.drainMs} ms\n`);
         await drain();
       }
     }

@@ -15,6 +15,8 @@ export interface WrkResult {
   p99: number;
   p999: number;
   rps: number;
+  /** wrk's own CPU per request, µs (scripts that measure it; else NaN) */
+  wrkUs: number;
 }
 
 export function runWrk(opts: {
@@ -40,6 +42,7 @@ export function runWrk(opts: {
         requests: r.requests as number, durationUs: r.duration_us as number, statusErrors: r.status_errors as number,
         socketErrors: r.socket_errors as number, p50: r.p50 as number, p99: r.p99 as number, p999: r.p999 as number,
         rps: (r.requests as number) / ((r.duration_us as number) / 1e6),
+        wrkUs: (r.cpu_us ?? -1) < 0 ? NaN : (r.cpu_us as number) / (r.requests as number),
       });
     });
   });

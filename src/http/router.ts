@@ -1,4 +1,4 @@
-import type { Route } from './server.js';
+import type { Route } from './route.js';
 import type { TransportErrors } from './reply.js';
 
 /** The routes of one path, and how that path words the failures the HTTP layer answers. */

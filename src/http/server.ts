@@ -5,45 +5,8 @@ import { clientAddress } from './clientAddress.js';
 import { CorsPolicy, type Headers } from './cors.js';
 import { LogThrottle } from './logThrottle.js';
 import { retryHeaders, type Reply, type TransportErrors } from './reply.js';
+import type { Request, Route } from './route.js';
 import { Router, type PathEntry } from './router.js';
-
-/** What a handler is given: read synchronously from uWS before the request object dies. */
-export interface Request {
-  method: string;
-  path: string;
-  params: string[];
-  query: string;
-  authorization: string;
-  /** the client's address (TRUST_PROXY applied), for routes that ask for it; else "" */
-  clientAddress: string;
-  /** the Idempotency-Key header, for routes that ask for it; "" when absent */
-  idempotencyKey: string;
-  /** the raw body, for routes that take one */
-  body: Buffer | null;
-  /** set when the client has gone: queued work for it can be dropped */
-  aborted: boolean;
-}
-
-export type Handler = (req: Request) => Reply | Promise<Reply>;
-
-export interface Route {
-  method: 'get' | 'post' | 'patch';
-  /** a path, matched case-insensitively; ":param" segments capture one segment */
-  path: string;
-  handler: Handler;
-  /** how this endpoint words the failures the HTTP layer answers (all routes of one path share it) */
-  errors: TransportErrors;
-  bodyLimit?: number;
-  /** read the Authorization header and the query string (each read crosses into uWS) */
-  needsAuthorization?: boolean;
-  needsQuery?: boolean;
-  needsClientAddress?: boolean;
-  needsIdempotencyKey?: boolean;
-  /** a public endpoint: browsers of the CORS_ORIGINS origins may call it */
-  cors?: boolean;
-  /** its answers carry tokens or private data: Cache-Control: no-store on every one */
-  noStore?: boolean;
-}
 
 interface RequestState {
   /** answered (or gone): nothing more is sent */

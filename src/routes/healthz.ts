@@ -1,5 +1,5 @@
 import { reply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 import { usageLag, usageLagMs } from '../usage/lag.js';
 import type { RouteContext } from './context.js';
 import { codedErrors } from './replies.js';

@@ -1,6 +1,6 @@
 import { RATE_WINDOW_MS } from '../config.js';
 import { retryHeaders, retrySeconds, STATUS, type Reply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 import type { LiveLicense } from '../licenses/hot.js';
 import { Outcome, runScript, scripts } from '../redis/scripts.js';
 import type { RouteContext } from './context.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { reply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 import type { RedemptionCursor as Cursor } from '../licenses/store.js';
 import type { RouteContext } from './context.js';
 import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest } from './replies.js';

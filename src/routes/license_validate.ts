@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 import { Outcome } from '../redis/scripts.js';
 import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
 import type { RouteContext } from './context.js';

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { RATE_WINDOW_MS } from '../config.js';
 import { addressBucket } from '../http/clientAddress.js';
 import { reply, type Reply } from '../http/reply.js';
-import type { Request, Route } from '../http/server.js';
+import type { Request, Route } from '../http/route.js';
 import type { Credentials } from '../licenses/hot.js';
 import { Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../http/reply.js';
-import type { Route } from '../http/server.js';
+import type { Route } from '../http/route.js';
 import { Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';

@@ -134,6 +134,19 @@ t.test('the key with another token of the license: 422, nothing spent, that toke
   t.same([plain.status, plain.body?.usedQuota], [200, 2], 'B redeems without the key');
 });
 
+t.test('a key that serves another token wins over the other refusals: 422 for a spent token or a refused origin', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 10, domains: ['imza.ornek.com.tr'] });
+  const [a, b, c] = await new TokenSource(h, lic).many(3) as [string, string, string];
+  const origin = (token: string, key: string, from: string) => h.request('POST', '/api/license/validate', { token, origin: from }, { 'idempotency-key': key });
+  t.equal((await origin(a, 'taken', 'https://imza.ornek.com.tr')).status, 200, 'A redeems with the key');
+  t.equal((await origin(b, 'other', 'https://imza.ornek.com.tr')).status, 200, 'B redeems with another key');
+  t.strictSame((await origin(b, 'taken', 'https://imza.ornek.com.tr')).body, KEY_REUSED, 'spent B with A\'s key: 422, not "used"');
+  t.strictSame((await origin(c, 'taken', 'https://evil.example')).body, KEY_REUSED, 'C from a refused origin with A\'s key: 422');
+  const refused = await origin(c, 'fresh', 'https://evil.example');
+  t.same([refused.status, refused.body?.message], [401, 'Bu domain için yetki yok'], 'C with a free key: the origin refusal');
+  t.equal(await usedOf(lic), 2, 'nothing spent by the refusals');
+});
+
 t.test('keys are per license: two licenses use one key freely', async (t) => {
   const one = await h.createLicense({ totalQuota: 5 });
   const two = await h.createLicense({ totalQuota: 5 });

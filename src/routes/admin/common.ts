@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { reply, type Reply } from '../../http/reply.js';
-import type { Handler } from '../../http/server.js';
+import type { Handler } from '../../http/route.js';
 import type { LicenseView } from '../../licenses/changes.js';
 import { normaliseDomain } from '../../licenses/origin.js';
 import { coded, quotaPercentage } from '../replies.js';

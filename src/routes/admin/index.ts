@@ -1,4 +1,4 @@
-import type { Route } from '../../http/server.js';
+import type { Route } from '../../http/route.js';
 import type { RouteContext } from '../context.js';
 import { adminGuard } from './common.js';
 import { addQuotaRoute } from './v1_licenses_addQuota.js';

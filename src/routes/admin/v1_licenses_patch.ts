@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { Handler, Route } from '../../http/server.js';
+import type { Handler, Route } from '../../http/route.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password } from '../schemas.js';

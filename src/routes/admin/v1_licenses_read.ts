@@ -1,4 +1,4 @@
-import type { Handler, Route } from '../../http/server.js';
+import type { Handler, Route } from '../../http/route.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { licenseKeyParam } from '../schemas.js';

@@ -1,0 +1,42 @@
+import type { Reply, TransportErrors } from './reply.js';
+
+// What a route is to the HTTP layer (src/http/server.ts): the contract between the
+// transport and the endpoints of src/routes/.
+
+/** What a handler is given: read synchronously from uWS before the request object dies. */
+export interface Request {
+  method: string;
+  path: string;
+  params: string[];
+  query: string;
+  authorization: string;
+  /** the client's address (TRUST_PROXY applied), for routes that ask for it; else "" */
+  clientAddress: string;
+  /** the Idempotency-Key header, for routes that ask for it; "" when absent */
+  idempotencyKey: string;
+  /** the raw body, for routes that take one */
+  body: Buffer | null;
+  /** set when the client has gone: queued work for it can be dropped */
+  aborted: boolean;
+}
+
+export type Handler = (req: Request) => Reply | Promise<Reply>;
+
+export interface Route {
+  method: 'get' | 'post' | 'patch';
+  /** a path, matched case-insensitively; ":param" segments capture one segment */
+  path: string;
+  handler: Handler;
+  /** how this endpoint words the failures the HTTP layer answers (all routes of one path share it) */
+  errors: TransportErrors;
+  bodyLimit?: number;
+  /** read the Authorization header and the query string (each read crosses into uWS) */
+  needsAuthorization?: boolean;
+  needsQuery?: boolean;
+  needsClientAddress?: boolean;
+  needsIdempotencyKey?: boolean;
+  /** a public endpoint: browsers of the CORS_ORIGINS origins may call it */
+  cors?: boolean;
+  /** its answers carry tokens or private data: Cache-Control: no-store on every one */
+  noStore?: boolean;
+}
