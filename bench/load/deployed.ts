@@ -94,29 +94,64 @@ function validate(run: Pick<DeployedRun, 'loadCpu' | 'port' | 'connections' | 'm
   });
 }
 
+type Deployment = Awaited<ReturnType<typeof startDeployment>>;
+
+/** One run of validate (as `run.mode` loads it) against a deployment started for it. */
+async function measureOn(deployment: Deployment, run: DeployedRun): Promise<DeployedSample> {
+  const { server, worker } = deployment;
+  const before = { server: cpuMicros(server.pid), worker: worker ? cpuMicros(worker.pid) : 0, redis: cpuMicros(run.redis.pid), pg: postgresCpu() };
+  const r = await validate(run, run.tokens, run.seconds);
+  const backlog = await run.lag();
+  const stopped = Date.now();
+  const drainMs = (await drained(run.lag)) ? Date.now() - stopped : Infinity;
+  // CPU up to the end of the drain: every redemption of the run is written by then
+  const per = (now: number, then: number) => (now - then) / r.requests;
+  return {
+    mode: run.mode, connections: run.connections, rps: r.rps, p99: r.p99,
+    serverUs: per(cpuMicros(server.pid), before.server),
+    workerUs: worker ? per(cpuMicros(worker.pid), before.worker) : null,
+    redisUs: per(cpuMicros(run.redis.pid), before.redis),
+    postgresUs: per(postgresCpu(), before.pg),
+    wrkUs: r.wrkUs,
+    backlog, drainMs,
+  };
+}
+
 /** One run of validate against the service as deployed in `mode`. */
 export async function measureDeployed(run: DeployedRun): Promise<DeployedSample> {
-  const { server, worker, stop } = await startDeployment(run);
+  const deployment = await startDeployment(run);
   try {
-    const before = { server: cpuMicros(server.pid), worker: worker ? cpuMicros(worker.pid) : 0, redis: cpuMicros(run.redis.pid), pg: postgresCpu() };
-    const r = await validate(run, run.tokens, run.seconds);
-    const backlog = await run.lag();
-    const stopped = Date.now();
-    const drainMs = (await drained(run.lag)) ? Date.now() - stopped : Infinity;
-    // CPU up to the end of the drain: every redemption of the run is written by then
-    const per = (now: number, then: number) => (now - then) / r.requests;
-    return {
-      mode: run.mode, connections: run.connections, rps: r.rps, p99: r.p99,
-      serverUs: per(cpuMicros(server.pid), before.server),
-      workerUs: worker ? per(cpuMicros(worker.pid), before.worker) : null,
-      redisUs: per(cpuMicros(run.redis.pid), before.redis),
-      postgresUs: per(postgresCpu(), before.pg),
-      wrkUs: r.wrkUs,
-      backlog, drainMs,
-    };
+    return await measureOn(deployment, run);
   } finally {
-    await stop();
+    await deployment.stop();
   }
+}
+
+/**
+ * The Idempotency-Key's cost: validate without and with a key on one deployment (worker
+ * inside, as `npm start` runs it), `pairs` times, the order turning each pair, each run on
+ * fresh tokens (mint()). One server process for both, so the pairs differ by the key alone.
+ */
+export async function measureKeyed(run: Omit<DeployedRun, 'mode' | 'tokens'> & { pairs: number; mint(): Promise<string> }): Promise<DeployedSample[]> {
+  const plain: DeployedMode = 'worker inside';
+  const keyed: DeployedMode = 'worker inside, Idempotency-Key';
+  const deployment = await startDeployment({ ...run, mode: plain });
+  const samples: DeployedSample[] = [];
+  try {
+    await validate({ ...run, mode: keyed }, await run.mint(), WARMUP_SECONDS); // the keyed path warmed up too
+    await drained(run.lag);
+    for (let i = 0; i < run.pairs; i++) {
+      for (const mode of i % 2 === 0 ? [plain, keyed] : [keyed, plain]) {
+        const sample = await measureOn(deployment, { ...run, mode, tokens: await run.mint() });
+        samples.push(sample);
+        process.stderr.write(`  Idempotency-Key A/B, ${mode} c=${run.connections} ${Math.round(sample.rps)} req/s server ` +
+          `${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us wrk ${sample.wrkUs.toFixed(1)} us\n`);
+      }
+    }
+  } finally {
+    await deployment.stop();
+  }
+  return samples;
 }
 
 /** One open-loop run at a fixed rate (bench/load/paced.lua) in the sustained search. */

@@ -13,7 +13,7 @@ import { luaDir, runWrk, type WrkResult } from './wrk.js';
 import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
 import { printTable, type Sample } from './table.js';
 import { api, createLicenses } from './licenses.js';
-import { findSustained, measureDeployed, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
+import { findSustained, measureDeployed, measureKeyed, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
 import { chartRows, deployedFigures, deployedReport } from './deployedReport.js';
 import { chartSvg } from './chart.js';
 import { usageLag } from '../../src/usage/lag.js';
@@ -31,6 +31,8 @@ const LICENSES = 32;
 // BENCH_ONLY=idempotency: validate as deployed with and without an Idempotency-Key, nothing else
 const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
 const ONLY_KEYED = process.env.BENCH_ONLY === 'idempotency';
+// pairs of runs (without and with an Idempotency-Key, one deployment) in the key's A/B
+const KEY_PAIRS = Number(process.env.BENCH_KEY_PAIRS ?? 5);
 // BENCH_PROFILE=<dir>: the measured service writes a CPU profile there; a second, unprofiled
 // instance on the same Redis and Postgres does the setup and mints the tokens
 const PROFILE_DIR = process.env.BENCH_PROFILE;
@@ -182,16 +184,15 @@ async function main(): Promise<void> {
 
   // validate as deployed: the usage worker writing to Postgres while the load runs
   const deployed: DeployedSample[] = [];
+  const keyed: DeployedSample[] = [];
   const probes: SustainedProbe[] = [];
   if (DEPLOYED) {
     await refreshAccess();
     const benchKeys = new KeySpace('bench');
     const lag = () => usageLag(redisClient as unknown as RedisClient, benchKeys);
     const common = { connections: 64, serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, env, port: PORTS.deployed, lag };
-    for (let run = 0; run < RUNS; run++) {
-      // with and without an Idempotency-Key one after the other, the order turning each run
-      const modes: DeployedMode[] = ONLY_KEYED ? ['worker inside', 'worker inside, Idempotency-Key'] : ['worker inside', 'worker inside, Idempotency-Key', 'worker apart'];
-      for (let i = 0; i < run % modes.length; i++) modes.push(modes.shift() as DeployedMode);
+    for (let run = 0; run < (ONLY_KEYED ? 0 : RUNS); run++) {
+      const modes: DeployedMode[] = run % 2 === 0 ? ['worker inside', 'worker apart'] : ['worker apart', 'worker inside'];
       for (const mode of modes) {
         const [tokens, warmupTokens] = [await mint(), await mint()];
         await drain();
@@ -202,6 +203,16 @@ async function main(): Promise<void> {
         await drain();
       }
     }
+    // validate with and without an Idempotency-Key, in pairs on one deployment
+    await refreshAccess();
+    keyed.push(...await measureKeyed({
+      ...common, seconds: SECONDS, redis, warmupTokens: await mint(), pairs: KEY_PAIRS,
+      mint: async () => {
+        const file = await mint();
+        await drain();
+        return file;
+      },
+    }));
     const ceiling64 = samples.filter((s) => s.name === 'ceiling (c) +evalsha' && s.connections === 64).map((s) => s.rps).sort((a, b) => a - b);
     const baseRps = ceiling64[Math.floor(ceiling64.length / 2)];
     if (SUSTAINED && !ONLY_KEYED && baseRps !== undefined) {
@@ -221,8 +232,8 @@ async function main(): Promise<void> {
       }
     }
   }
-  const figures = deployedFigures(samples, deployed, probes, 64);
-  const deployedReportText = deployed.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '';
+  const figures = deployedFigures(samples, deployed, probes, 64, keyed);
+  const deployedReportText = deployed.length + keyed.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '';
   /** The chart of every scenario measured, written when the tables are printed. */
   const writeChart = () => {
     writeFileSync(CHART, chartSvg(`make bench, ${new Date().toISOString().slice(0, 10)}: ${SECONDS} s runs, medians of ${RUNS}`, chartRows(samples, figures)));

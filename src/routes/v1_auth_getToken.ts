@@ -53,7 +53,7 @@ export function getTokenRoute(ctx: RouteContext): Route {
     });
   }
 
-  /** Past the address limit: the key is looked up and counted no further. */
+  /** Once the client's address may try: the key's limit is counted, then its password checked. */
   async function answer(client: string, licenseKey: string, password: string, imzaTipi: 0 | 1, req: Request): Promise<Reply> {
     // keys are UUIDs (the admin API makes no other kind): another one cannot exist
     const found = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, limit, RATE_WINDOW_MS) : null;
