@@ -1,4 +1,5 @@
 import { domainToASCII } from 'node:url';
+import type { Headers } from './reply.js';
 
 // CORS (the spec: "CORS domain checking is applied"). CORS_ORIGINS lists the browser
 // origins allowed to call the public endpoints, with the wildcard rule of license domains:
@@ -58,8 +59,6 @@ const EXPOSED = 'Retry-After, RateLimit, RateLimit-Policy';
 const ALLOWED_HEADERS = 'Content-Type, Authorization, Idempotency-Key';
 /** Chromium caps the preflight cache at two hours; a removed origin is refused on its real requests anyway. */
 const MAX_AGE_SECONDS = '7200';
-
-export type Headers = readonly (readonly [string, string])[];
 
 /** The allowed origins, matched per request; the header sets are built per origin from constants. */
 export class CorsPolicy {

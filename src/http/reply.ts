@@ -1,8 +1,11 @@
+/** Header name and value pairs, written in order. */
+export type Headers = readonly (readonly [string, string])[];
+
 /** What a handler answers: a status line, a JSON body and maybe extra headers. */
 export interface Reply {
   status: string;
   body: string;
-  headers?: readonly (readonly [string, string])[];
+  headers?: Headers;
 }
 
 export const STATUS: Record<number, string> = {
@@ -22,7 +25,7 @@ export const STATUS: Record<number, string> = {
   503: '503 Service Unavailable',
 };
 
-export function reply(status: number, body: unknown, headers?: Reply['headers']): Reply {
+export function reply(status: number, body: unknown, headers?: Headers): Reply {
   return { status: STATUS[status] ?? `${status} Unknown`, body: JSON.stringify(body), headers };
 }
 
@@ -31,7 +34,7 @@ export function retrySeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
-export function retryHeaders(seconds: number): Reply['headers'] {
+export function retryHeaders(seconds: number): Headers {
   return [['Retry-After', String(seconds)]];
 }
 

@@ -2,9 +2,9 @@ import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ServiceUnavailable } from '../errors.js';
 import { clientAddress } from './clientAddress.js';
-import { CorsPolicy, type Headers } from './cors.js';
+import { CorsPolicy } from './cors.js';
 import { LogThrottle } from './logThrottle.js';
-import { retryHeaders, type Reply, type TransportErrors } from './reply.js';
+import { retryHeaders, type Headers, type Reply, type TransportErrors } from './reply.js';
 import type { Request, Route } from './route.js';
 import { Router, type PathEntry } from './router.js';
 

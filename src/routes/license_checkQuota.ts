@@ -1,5 +1,5 @@
 import { RATE_WINDOW_MS } from '../config.js';
-import { retryHeaders, retrySeconds, STATUS, type Reply } from '../http/reply.js';
+import { retryHeaders, retrySeconds, STATUS, type Headers, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { LiveLicense } from '../licenses/hot.js';
 import { Outcome, runScript, scripts } from '../redis/scripts.js';
@@ -54,7 +54,7 @@ function answerFor(licenseKey: string, live: LiveLicense | null, now: number): A
   return { status: '200 OK', head: `${JSON.stringify(body).slice(0, -1)},"timestamp":"` };
 }
 
-function send(answer: Answer, headers?: Reply['headers']): Reply {
+function send(answer: Answer, headers?: Headers): Reply {
   return { status: answer.status, body: `${answer.head}${new Date().toISOString()}"}`, headers: headers ?? answer.headers };
 }
 
@@ -65,14 +65,14 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
   const invalidKey = failure('INVALID_LICENSE_KEY');
 
   /** The answer: cached if built from the license's current version, else loaded. */
-  function current(licenseKey: string, version: string, headers: Reply['headers']): Reply | Promise<Reply> {
+  function current(licenseKey: string, version: string, headers: Headers | undefined): Reply | Promise<Reply> {
     const now = Date.now();
     const cached = version === '' ? undefined : ctx.quotaCache.get(licenseKey, version, now);
     return cached ? send(cached, headers) : load(licenseKey, version, now, headers);
   }
 
   /** version: read before the license itself, so an entry is never newer than its stamp */
-  async function load(licenseKey: string, version: string, now: number, headers: Reply['headers']): Promise<Reply> {
+  async function load(licenseKey: string, version: string, now: number, headers: Headers | undefined): Promise<Reply> {
     const live = await ctx.hot.read(licenseKey);
     const answer = answerFor(licenseKey, live, now);
     // unknown keys are not cached here (Redis remembers them): a spray of random keys

@@ -1,3 +1,5 @@
+import type { Headers } from '../http/reply.js';
+
 /**
  * check-quota answers, per license key, for QUOTA_CACHE_SECONDS. An entry is the rendered
  * answer without its timestamp, which is added when it is sent, and the version of the
@@ -9,7 +11,7 @@ export interface CachedAnswer {
   status: string;
   /** body up to the timestamp value: `...,"timestamp":"` */
   head: string;
-  headers?: readonly (readonly [string, string])[];
+  headers?: Headers;
   expiresAt: number;
 }
 

@@ -1,5 +1,5 @@
 import { RATE_WINDOW_MS } from '../config.js';
-import type { Reply } from '../http/reply.js';
+import type { Headers, Reply } from '../http/reply.js';
 import type { RateCount } from '../redis/scripts.js';
 
 /**
@@ -23,14 +23,14 @@ export class RateLimitFields {
   }
 
   /** The two fields for what the step counted. */
-  headers(rate: RateCount): Reply['headers'] {
+  headers(rate: RateCount): Headers {
     return [this.policy, ['RateLimit', `${this.name};r=${rate.remaining};t=${Math.max(0, Math.ceil(rate.resetMs / 1000))}`]];
   }
 
   /** The reply with the fields added (the reply itself when the limit is off, or nothing was counted). */
   on(reply: Reply, rate: RateCount | null): Reply {
     if (this.limit === 0 || rate === null) return reply;
-    const fields = this.headers(rate) as NonNullable<Reply['headers']>;
+    const fields = this.headers(rate);
     return { status: reply.status, body: reply.body, headers: reply.headers ? [...reply.headers, ...fields] : fields };
   }
 }
