@@ -8,19 +8,22 @@
     KEYS[1]          usage stream of the slot   {b}:ev
     KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
     KEYS[3i..3i+2]   token i's license hash, token markers, rate-limit counter (i = 1..n)
-    KEYS[3n+3..]     the Idempotency-Key records of the tokens sent with one, in token order
+    KEYS[3n+3..]     for each token sent with an Idempotency-Key, in token order, the
+                     record hashes of the current window and the one before
+                     {b}:ik:<window> (includes/redeemToken.lua)
 
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
     ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
     ARGV[8i-4..8i+3] token i: rate limit (0 = off), origin host ("" = none), token id,
-             firma id, imza tipi, token iat ms, origin prefixed "+" ("" = none), when its
-             Idempotency-Key record expires, ms since epoch ("" = sent without a key)
+             firma id, imza tipi, token iat ms, origin prefixed "+" ("" = none), its
+             Idempotency-Key's field in the record hashes ("" = sent without a key)
 
   Returns {code1, a1, b1, left1, reset1, code2, ...}: redeemToken's result for each token,
   in order (codes listed in includes/redeemToken.lua).
 ]]
 -- @include outcomes
+-- @include constants
 -- @include deadline
 -- @include epoch
 -- @include rateLimit
@@ -31,11 +34,13 @@ local nextIdem = 3 + 3 * tokenCount(8)
 return eachToken(8, function(k, v, mark)
   local origin = ARGV[v + 6]
   if origin == '' then origin = nil else origin = string.sub(origin, 2) end
-  local idem = nil
-  if ARGV[v + 7] ~= '' then
-    idem = KEYS[nextIdem]
-    nextIdem = nextIdem + 1
+  local field, current, previous = ARGV[v + 7], nil, nil
+  if field == '' then
+    field = nil
+  else
+    current, previous = KEYS[nextIdem], KEYS[nextIdem + 1]
+    nextIdem = nextIdem + 2
   end
   return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
-    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, idem, ARGV[v + 7])
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, field, current, previous)
 end)

@@ -32,7 +32,8 @@ const LICENSES = 32;
 const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
 const ONLY_KEYED = process.env.BENCH_ONLY === 'idempotency';
 // pairs of runs (without and with an Idempotency-Key, one deployment) in the key's A/B
-const KEY_PAIRS = Number(process.env.BENCH_KEY_PAIRS ?? 5);
+// 7 pairs: single pairs swing by ±15 % when the machine is noisy (2026-11-25), the median of 7 far less
+const KEY_PAIRS = Number(process.env.BENCH_KEY_PAIRS ?? 7);
 // BENCH_PROFILE=<dir>: the measured service writes a CPU profile there; a second, unprofiled
 // instance on the same Redis and Postgres does the setup and mints the tokens
 const PROFILE_DIR = process.env.BENCH_PROFILE;

@@ -1,11 +1,11 @@
 --[[
-  The redemption of one sign token, of redeem.lua. Needs rateStep (rateLimit.lua).
+  The redemption of one sign token, of redeem.lua. Needs rateStep (rateLimit.lua) and the
+  constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scripts.ts luaConstants).
 
   redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId,
-              imzaTipi, iat, origin, issuedMark, idem, idemExpireAt) -> code, a, b, left, reset
+              imzaTipi, iat, origin, issuedMark, idem, current, previous) -> code, a, b, left, reset
     license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, d domains, z fence
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
-             ("u\t<used>\t<remaining>" when redeemed with an Idempotency-Key: what it answered)
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
     stream   usage stream        {b}:ev   event "u" (EventValues.used in src/redis/scripts.ts)
@@ -13,13 +13,16 @@
     limit    rate limit per window, a number (0 = off)
     host     origin host name, normalised ("" = none)
     origin   origin as the client sent it (nil = none)
-    idem     the Idempotency-Key's record  {b}:ik:<firmaId>:<key>  the id of the token it serves
-             (nil = no key): claimed by the redemption it guards, in the command that
-             checks it is free (SET NX GET), expiring with the token's marker (idemExpireAt,
-             ms since epoch). A retry of that token with the key finds it and answers the
-             figures the marker keeps; the key with another token is refused. So a first
-             keyed redemption costs one command more, a retry one command, and the rest
-             nothing (bench/README.md)
+    idem     the field of the token's Idempotency-Key, "<firmaId>:<key>" (nil = none), in the
+             record hashes current and previous: one hash per bucket and window {b}:ik:<window>
+             (IDEMPOTENCY_WINDOW_MS in src/redis/keys.ts) of the redemption and the one before.
+             A record "<token id>\t<token iat ms>\t<used>\t<remaining>" names the token the key
+             serves and the figures its redemption answered; it lives as long as its token
+             (iat + SIGN_TOKEN_MS), so a live record is in one of the two hashes. A first keyed
+             redemption claims the key in current (HGET previous, HSETNX current, PEXPIRE
+             current: a window's hash lives a window after its last claim); a retry of its
+             token reads the figures back; the key with another token is refused while the
+             record lives.
 
   Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none); left and reset
   are what the rate-limit step counted (requests the window still allows, ms until it
@@ -54,13 +57,46 @@ local function originAllowed(domains, host)
   return false
 end
 
+-- The token whose live record the key (field) has in hash, and that redemption's used and
+-- remaining quota; nil when there is none or its token has expired.
+local function recordIn(hash, field, now)
+  local record = redis.call('HGET', hash, field)
+  if not record then return nil end
+  local tokenId, iat, used, remaining = string.match(record, '^([^\t]*)\t(%d+)\t(%d+)\t(%d+)$')
+  if not iat or tonumber(iat) + SIGN_TOKEN_MS <= tonumber(now) then return nil end
+  return tokenId, used, remaining
+end
+
+-- The token the key serves, with its redemption's figures; nil when it is free.
+local function keyHolder(field, current, previous, now)
+  local tokenId, used, remaining = recordIn(current, field, now)
+  if tokenId then return tokenId, used, remaining end
+  return recordIn(previous, field, now)
+end
+
 -- A refusal of a token sent with a key that serves another token says so instead.
-local function refused(code, idem, left, reset)
-  if idem and redis.call('EXISTS', idem) == 1 then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset end
+local function refused(code, field, current, previous, now, left, reset)
+  if field and keyHolder(field, current, previous, now) then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset end
   return code, 0, 0, left, reset
 end
 
-local function redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, idemExpireAt)
+-- Claims the key for tokenId, recording the figures its redemption will answer; false when
+-- a live record gives the key to another token. The common case, a key never seen, costs
+-- HGET previous (nothing), HSETNX current and PEXPIRE current.
+local function claimKey(field, current, previous, tokenId, iat, now, used, remaining)
+  local holder = recordIn(previous, field, now)
+  if holder and holder ~= tokenId then return false end
+  local record = tokenId .. '\t' .. iat .. '\t' .. used .. '\t' .. remaining
+  if redis.call('HSETNX', current, field, record) == 0 then
+    holder = recordIn(current, field, now)
+    if holder and holder ~= tokenId then return false end
+    redis.call('HSET', current, field, record) -- its token had expired
+  end
+  redis.call('PEXPIRE', current, IDEMPOTENCY_WINDOW_MS)
+  return true
+end
+
+local function redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous)
   local left, reset = 0, 0
   if limit > 0 then
     local over
@@ -77,28 +113,29 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
   if not marker then return MARKER_MISSING, 0, 0, left, reset end
   if marker ~= issuedMark then
     -- spent: a retry with the key its redemption claimed gets that redemption's figures again
-    if idem and redis.call('GET', idem) == tokenId then
-      local u, r = string.match(marker, '^u\t(%d+)\t(%d+)$')
-      if u then return DONE, tonumber(u), tonumber(r), left, reset end
+    if idem then
+      local holder, used, remaining = keyHolder(idem, current, previous, now)
+      if holder == tokenId then return DONE, tonumber(used), tonumber(remaining), left, reset end
+      if holder then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset end
     end
-    return refused(TOKEN_SPENT, idem, left, reset)
+    return TOKEN_SPENT, 0, 0, left, reset
   end
-  if tonumber(lic[4]) <= tonumber(now) then return refused(LICENSE_EXPIRED, idem, left, reset) end
-  if lic[3] ~= '1' then return refused(LICENSE_INACTIVE, idem, left, reset) end
+  if tonumber(lic[4]) <= tonumber(now) then return refused(LICENSE_EXPIRED, idem, current, previous, now, left, reset) end
+  if lic[3] ~= '1' then return refused(LICENSE_INACTIVE, idem, current, previous, now, left, reset) end
 
   local domains = lic[5]
-  if domains and domains ~= '' and not originAllowed(domains, host) then return refused(ORIGIN_NOT_ALLOWED, idem, left, reset) end
+  if domains and domains ~= '' and not originAllowed(domains, host) then return refused(ORIGIN_NOT_ALLOWED, idem, current, previous, now, left, reset) end
 
   local total = tonumber(lic[1])
   local used = tonumber(lic[2])
-  if used >= total then return refused(NO_QUOTA_LEFT, idem, left, reset) end
+  if used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset) end
 
-  -- the key is claimed for this token by the command that finds whether it is free
-  if idem and redis.call('SET', idem, tokenId, 'NX', 'PXAT', idemExpireAt, 'GET') then
+  -- the script runs alone: the HINCRBY below makes used + 1, the figures the record keeps
+  if idem and not claimKey(idem, current, previous, tokenId, iat, now, used + 1, total - used - 1) then
     return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset
   end
   used = redis.call('HINCRBY', license, 'u', 1)
-  redis.call('HSET', markers, tokenId, idem and ('u\t' .. used .. '\t' .. (total - used)) or 'u')
+  redis.call('HSET', markers, tokenId, 'u')
   -- the used event: one field, its values tab-separated (EventValues.used in src/redis/scripts.ts)
   if origin then
     redis.call('XADD', stream, '*', 'u', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat .. '\t' .. origin)

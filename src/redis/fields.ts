@@ -71,9 +71,5 @@ export const LegacyEventField = {
   origin: 'o',
 } as const;
 
-/**
- * A token's field in a marker hash {b}:t:<minute>: "i" + epoch while issued
- * (lua/includes/epoch.lua), then "u"; "u\t<used>\t<remaining>" when it was redeemed with an
- * Idempotency-Key (what the redemption answered, for a retry: lua/includes/redeemToken.lua).
- */
+/** A token's field in a marker hash {b}:t:<minute>: "i" + epoch while issued (lua/includes/epoch.lua), then "u". */
 export const Marker = { issuedPrefix: 'i', used: 'u' } as const;

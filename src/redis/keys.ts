@@ -1,3 +1,5 @@
+import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
+
 // Key layout. Every key starts with REDIS_PREFIX. Keys of one license share the hash tag
 // of its bucket, {b}, together with that bucket's usage stream, so redeem.lua and
 // issue.lua touch one slot on Redis Cluster. Credentials and per-key rate limits are
@@ -32,6 +34,26 @@ export const MARKER_WINDOW_MS = 60_000;
  */
 export const MARKER_SLACK_MS = 10_000;
 
+/**
+ * Idempotency-Key records live in one hash per bucket and window of this length (by the
+ * time of the redemption that claimed the key), a field each, so a record costs a hash field
+ * and no key or expiry of its own (a key each cost Redis about twice as much: bench/README.md).
+ * A record lives as long as its token; a window is a token's life and the clock slack
+ * between servers, so a live record is in the current window's hash or the one before: a
+ * call names both. A window's hash expires a window after its last claim.
+ */
+export const IDEMPOTENCY_WINDOW_MS = SIGN_TOKEN_SECONDS * 1000 + MARKER_SLACK_MS;
+
+/** Where a validate's Idempotency-Key is recorded (lua/includes/redeemToken.lua). */
+export interface IdempotencyRecord {
+  /** the record hash of the redemption's window, where a first redemption claims its key */
+  current: string;
+  /** the window before's, whose records may still be alive */
+  previous: string;
+  /** the key's field in them: keys are the license's own */
+  field: string;
+}
+
 export interface LicenseKeys {
   /** the stream bucket, which is also the hash tag of every key here */
   bucket: number;
@@ -43,8 +65,8 @@ export interface LicenseKeys {
   epoch: string;
   /** the marker hash of tokens expiring at expMs, and when the hash itself expires */
   markers(expMs: number): { key: string; expiresAt: number };
-  /** the record of a validate sent with this Idempotency-Key (lua/includes/redeemToken.lua): keys are the license's own */
-  idempotency(key: string): string;
+  /** where Idempotency-Key `key` is recorded by a redemption at nowMs (IDEMPOTENCY_WINDOW_MS) */
+  idempotency(key: string, nowMs: number): IdempotencyRecord;
 }
 
 export class KeySpace {
@@ -83,7 +105,11 @@ export class KeySpace {
         const window = Math.floor(expMs / MARKER_WINDOW_MS);
         return { key: `${tag}:t:${window}`, expiresAt: (window + 1) * MARKER_WINDOW_MS + MARKER_SLACK_MS };
       },
-      idempotency: (key) => `${tag}:ik:${firmaId}:${key}`,
+      idempotency(key, nowMs) {
+        const window = Math.floor(nowMs / IDEMPOTENCY_WINDOW_MS);
+        // firma ids are base64url (LicenseStore.newFirmaId): no ':' in them
+        return { current: `${tag}:ik:${window}`, previous: `${tag}:ik:${window - 1}`, field: `${firmaId}:${key}` };
+      },
     };
   }
 

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Redis, Cluster } from 'ioredis';
 import { luaDir } from '../paths.js';
-import type { KeySpace, LicenseKeys } from './keys.js';
+import { IDEMPOTENCY_WINDOW_MS, type IdempotencyRecord, type KeySpace, type LicenseKeys } from './keys.js';
+import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 
 // The Lua scripts (lua/*.lua) as the rest of the service sees them, in one place: what
 // each script's outcomes mean, what the letters of the Redis hashes and stream events
@@ -51,6 +52,11 @@ function luaOutcomes(): string {
   return Object.entries(Outcome).filter(([, v]) => typeof v === 'number').map(([k, v]) => `local ${k} = ${v}`).join('\n');
 }
 
+/** The constants the scripts share with this code (the "-- @include constants" of a script). */
+function luaConstants(): string {
+  return `local SIGN_TOKEN_MS = ${SIGN_TOKEN_SECONDS * 1000}\nlocal IDEMPOTENCY_WINDOW_MS = '${IDEMPOTENCY_WINDOW_MS}'`;
+}
+
 /** Outcomes of sync.lua, which writes a Postgres row into Redis (NOT_CREATED: no copy, and no used count to make one). */
 export const enum SyncOutcome { UNCHANGED = 0, CREATED = 1, UPDATED = 2, NOT_CREATED = 3 }
 
@@ -74,7 +80,8 @@ export function scriptSource(name: string): string {
   let lua = sources.get(name);
   if (lua === undefined) {
     lua = readFileSync(path.join(luaDir, `${name}.lua`), 'utf8').replace(/^-- @include (\w+)$/gm, (_, include: string) =>
-      include === 'outcomes' ? luaOutcomes() : readFileSync(path.join(luaDir, 'includes', `${include}.lua`), 'utf8'));
+      include === 'outcomes' ? luaOutcomes() : include === 'constants' ? luaConstants()
+        : readFileSync(path.join(luaDir, 'includes', `${include}.lua`), 'utf8'));
     sources.set(name, lua);
   }
   return lua;
@@ -206,10 +213,8 @@ export interface Redemption extends SlotItem {
   iatMs: number;
   /** the origin as sent, or null */
   origin: string | null;
-  /** the Redis key of its Idempotency-Key's record (KeySpace idempotency), or null: sent without one */
-  idempotencyKey: string | null;
-  /** when that record expires, ms since epoch: with the token's marker */
-  idempotencyExpiresAt: number;
+  /** its Idempotency-Key's record (LicenseKeys.idempotency), or null: sent without one */
+  idempotency: IdempotencyRecord | null;
 }
 
 /** One issuance (lua/includes/issueToken.lua). */
@@ -252,10 +257,10 @@ export const redeemLayout: BatchLayout<Redemption, Redeemed> = {
   name: 'redeem',
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
   pushExtraKeys: (into, r) => {
-    if (r.idempotencyKey !== null) into.push(r.idempotencyKey);
+    if (r.idempotency !== null) into.push(r.idempotency.current, r.idempotency.previous);
   },
   pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`,
-    r.idempotencyKey === null ? '' : r.idempotencyExpiresAt),
+    r.idempotency === null ? '' : r.idempotency.field),
   result: (out, i) => [outcomeOf(out[WIDTH * i]), Number(out[WIDTH * i + 1]), Number(out[WIDTH * i + 2]),
     Number(out[WIDTH * i + 3]), Number(out[WIDTH * i + 4])],
 };

@@ -36,7 +36,7 @@ export class SignTokenRedeemer {
     const redemption: Redemption = {
       keys: k, markers: markers.key, limit: rateLimit, host: origin === null ? '' : originHost(origin),
       tokenId: claims.token_id, firmaId: claims.firma_id, imzaTipi: claims.imza_tipi, iatMs: claims.iat * 1000, origin,
-      idempotencyKey: idempotencyKey === null ? null : k.idempotency(idempotencyKey), idempotencyExpiresAt: markers.expiresAt,
+      idempotency: idempotencyKey === null ? null : k.idempotency(idempotencyKey, Date.now()),
     };
     let result = await this.batcher.call(redemption);
     // the first call counted the request: a retry after a repair is not counted again

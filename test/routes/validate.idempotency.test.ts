@@ -2,6 +2,8 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import t from 'tap';
 import { createRedis } from '../../src/redis/client.js';
+import { IDEMPOTENCY_WINDOW_MS } from '../../src/redis/keys.js';
+import { SIGN_TOKEN_SECONDS } from '../../src/tokens/jwt.js';
 import { batchCall, Outcome, redeemLayout, runScript, type Redemption } from '../../src/redis/scripts.js';
 import { adminOk, adminView } from '../helpers/admin.js';
 import { FUZZ_SEED } from '../helpers/fuzzRequests.js';
@@ -26,6 +28,16 @@ const validate = (token: string, key?: string): Promise<Answer> =>
   h.request('POST', '/api/license/validate', { token }, key === undefined ? {} : { 'idempotency-key': key });
 
 const usedOf = async (lic: TestLicense): Promise<number> => (await adminView(h, lic.licenseKey)).usedQuota as number;
+
+/** The key's record as Redis keeps it, in this window's hash or the one before (a claim may straddle them). */
+async function recordOf(lic: TestLicense, key: string): Promise<{ hash: string; value: string } | null> {
+  const at = h.keys.forLicense(lic.firmaId).idempotency(key, Date.now());
+  for (const hash of [at.current, at.previous]) {
+    const value = await h.redis.hget(hash, at.field);
+    if (value !== null) return { hash, value };
+  }
+  return null;
+}
 
 /**
  * validate with the Idempotency-Key's bytes exactly as given (latin1: one byte a character),
@@ -86,16 +98,16 @@ t.test('a later retry answers the first body even after other redemptions moved 
 t.test('one batch holding one key twice (redeem.lua called directly)', async (t) => {
   const redis = createRedis(h.config, 'test-idempotency');
   t.teardown(() => redis.quit());
-  const item = (token: string, key: string | null): Redemption => {
+  /** token's redemption with key, made at nowMs (the windows follow it) */
+  const item = (token: string, key: string | null, nowMs = Date.now()): Redemption => {
     const c = claimsOf(token);
     const k = h.keys.forLicense(c.firma_id);
-    const markers = k.markers(c.exp * 1000);
     return {
-      keys: k, markers: markers.key, limit: 0, host: '', tokenId: c.token_id, firmaId: c.firma_id, imzaTipi: c.imza_tipi,
-      iatMs: c.iat * 1000, origin: null, idempotencyKey: key === null ? null : k.idempotency(key), idempotencyExpiresAt: markers.expiresAt,
+      keys: k, markers: k.markers(c.exp * 1000).key, limit: 0, host: '', tokenId: c.token_id, firmaId: c.firma_id, imzaTipi: c.imza_tipi,
+      iatMs: c.iat * 1000, origin: null, idempotency: key === null ? null : k.idempotency(key, nowMs),
     };
   };
-  const run = (items: Redemption[]) => runScript(redis, batchCall(redeemLayout, items, Date.now(), 60_000, 0));
+  const run = (items: Redemption[], nowMs = Date.now()) => runScript(redis, batchCall(redeemLayout, items, nowMs, 60_000, 0));
 
   t.test('same token, same key twice: both DONE with one set of figures, one unit', async (t) => {
     const lic = await h.createLicense({ totalQuota: 10 });
@@ -119,6 +131,36 @@ t.test('one batch holding one key twice (redeem.lua called directly)', async (t)
     const later = await validate(b, 'K2');
     t.same([later.status, later.body?.usedQuota], [200, 2], 'B redeems with another key');
     t.equal(await usedOf(lic), 2);
+  });
+
+  t.test('a record claimed in the window before is found in the next: replayed for its token, 422 for another', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 10 });
+    const [a, b] = (await mintTokens(h, lic, 2)).tokens as [string, string];
+    // the script reads its clock from the call: A's claim 1 ms before a window opens, its
+    // retry and B a second after (both within A's life)
+    const boundary = Math.floor(claimsOf(a).iat * 1000 / IDEMPOTENCY_WINDOW_MS) * IDEMPOTENCY_WINDOW_MS;
+    const after = boundary + 1_000;
+    t.not(item(a, 'edge', boundary - 1).idempotency?.current, item(a, 'edge', after).idempotency?.current, 'two windows');
+    t.same(await run([item(a, 'edge', boundary - 1)], boundary - 1), [[Outcome.DONE, 1, 9, 0, 0]], 'A redeemed in the window before');
+    t.same(await run([item(a, 'edge', after)], after), [[Outcome.DONE, 1, 9, 0, 0]], 'A retried in the next window: the first figures');
+    t.equal((await run([item(b, 'edge', after)], after))[0]?.[0], Outcome.IDEMPOTENCY_KEY_REUSED, 'B with the key: refused');
+    t.equal(await usedOf(lic), 1, 'one unit spent');
+  });
+
+  t.test('a record lives as long as its token: then the key is free, in its window and the next', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 10 });
+    const [a, b, c] = (await mintTokens(h, lic, 3)).tokens as [string, string, string];
+    const life = SIGN_TOKEN_SECONDS * 1000;
+    const iatA = claimsOf(a).iat * 1000;
+    const iatB = claimsOf(b).iat * 1000;
+    t.same(await run([item(a, 'short', iatA)], iatA), [[Outcome.DONE, 1, 9, 0, 0]], 'A claims the key');
+    const aLast = iatA + life - 1;
+    t.equal((await run([item(b, 'short', aLast)], aLast))[0]?.[0], Outcome.IDEMPOTENCY_KEY_REUSED, 'B in A\'s last ms: refused');
+    const aGone = iatA + life;
+    t.same(await run([item(b, 'short', aGone)], aGone), [[Outcome.DONE, 2, 8, 0, 0]], 'B once A has expired: redeemed');
+    const bGone = Math.max(aGone, iatB + life) + 1_000;
+    t.same(await run([item(c, 'short', bGone)], bGone), [[Outcome.DONE, 3, 7, 0, 0]], 'C once B has expired: redeemed');
+    t.equal(await usedOf(lic), 3);
   });
 });
 
@@ -172,10 +214,9 @@ t.test('a refused first attempt leaves no record; the retry after a purchase red
   const lic = await h.createLicense({ totalQuota: 1 });
   const [a, b] = (await mintTokens(h, lic, 2)).tokens as [string, string];
   t.equal((await validate(a)).status, 200, 'the one unit is used');
-  const record = h.keys.forLicense(lic.firmaId).idempotency('buy-then-retry');
   const refused = await validate(b, 'buy-then-retry');
   t.same([refused.status, refused.body], [400, { success: false, message: MSG.QUOTA, remainingQuota: 0 }], 'quota exhausted');
-  t.equal(await h.redis.exists(record), 0, 'no record after a refusal');
+  t.equal(await recordOf(lic, 'buy-then-retry'), null, 'no record after a refusal');
   await adminOk(h, 'POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 1 });
   const retry = await validate(b, 'buy-then-retry');
   t.same([retry.status, retry.body?.usedQuota, retry.body?.remainingQuota], [200, 2, 0], 'the retry redeems');
@@ -183,15 +224,17 @@ t.test('a refused first attempt leaves no record; the retry after a purchase red
   t.equal((await validate(b, 'buy-then-retry')).text, retry.text, 'and is replayed from now on');
 });
 
-t.test('the record expires with the token', async (t) => {
+t.test('the record lives with the token, and its hash after it', async (t) => {
   const lic = await h.createLicense({ totalQuota: 5 });
   const [token] = (await mintTokens(h, lic, 1)).tokens as [string];
   t.equal((await validate(token, 'ttl-key')).status, 200);
-  const pttl = await h.redis.pttl(h.keys.forLicense(lic.firmaId).idempotency('ttl-key'));
-  const life = claimsOf(token).exp * 1000 - Date.now();
-  t.ok(pttl > 0, `the record expires (PTTL ${pttl})`);
-  t.ok(pttl <= life + 75_000, `within the token's life + 75 s (PTTL ${pttl}, life ${life})`);
-  t.ok(pttl > life - 5_000, `not before the token (PTTL ${pttl}, life ${life})`);
+  const record = await recordOf(lic, 'ttl-key');
+  const c = claimsOf(token);
+  t.same(record?.value.split('\t'), [c.token_id, String(c.iat * 1000), '1', '4'], 'the record: its token, its iat, the figures answered');
+  const pttl = await h.redis.pttl(record?.hash ?? '');
+  const life = c.exp * 1000 - Date.now();
+  t.ok(pttl >= life, `its hash outlives the token (PTTL ${pttl}, token ${life} ms)`);
+  t.ok(pttl <= IDEMPOTENCY_WINDOW_MS, `and lives a window after its last claim (PTTL ${pttl})`);
 });
 
 t.test('malformed keys: 400, nothing spent, the token still good; 255 characters are accepted', async (t) => {

@@ -93,7 +93,7 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
     const k = keys.forLicense(c.firma_id);
     return batcher.call({
       keys: k, markers: k.markers(c.exp * 1000).key, limit: 0, host: '', tokenId: c.token_id,
-      firmaId: c.firma_id, imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null, idempotencyKey: null, idempotencyExpiresAt: 0,
+      firmaId: c.firma_id, imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null, idempotency: null,
     });
   };
 
