@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Makes sure Redis and Postgres answer where the service will look for them. When one does
 # not, starts a private instance from the installed binaries under .run/ (kept between
-# runs, never committed), or says exactly what to install.
+# runs, never committed). When the binaries are missing, installs them with apt-get where
+# it may (as root, or through passwordless sudo) and otherwise prints the one command to run.
 #   REDIS_URL     default redis://127.0.0.1:6379
 #   DATABASE_URL  default postgres://postgres@127.0.0.1:5432/licensing
+#   PG_BINDIR     where Postgres's server binaries are (default: /usr/lib/postgresql/*/bin,
+#                 /usr/local/pgsql/bin, then PATH)
+#   SERVICES_DIR  where private instances live (default .run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-run="$root/.run"
+run=${SERVICES_DIR:-$root/.run}
 mkdir -p "$run"
 
 redis_url=${REDIS_URL:-redis://127.0.0.1:6379}
@@ -31,8 +35,9 @@ redis_up() {
 }
 
 pg_bin() {
-  local dir
-  for dir in /usr/lib/postgresql/*/bin /usr/local/pgsql/bin; do
+  local dir dirs=(/usr/lib/postgresql/*/bin /usr/local/pgsql/bin)
+  [ -n "${PG_BINDIR:-}" ] && dirs=("$PG_BINDIR")
+  for dir in "${dirs[@]}"; do
     [ -x "$dir/$1" ] && { echo "$dir/$1"; return 0; }
   done
   command -v "$1"
@@ -44,12 +49,32 @@ pg_up() {
   "$isready" -q -h "$db_host" -p "$db_port" -t 2
 }
 
-start_redis() {
-  if ! command -v redis-server >/dev/null; then
-    say "Redis is not answering on $redis_host:$redis_port and redis-server is not installed."
-    say "Install it (Debian/Ubuntu: apt-get install redis-server) or set REDIS_URL."
+# install <package> <what is missing>: apt-get as root or through passwordless sudo;
+# otherwise (or without apt-get) says the one command to run, and stops.
+install() {
+  local package=$1 what=$2 as=()
+  if ! command -v apt-get >/dev/null; then
+    say "$what is not installed, and there is no apt-get here: install $package with your package manager."
     exit 1
   fi
+  if [ "$(id -u)" != 0 ]; then
+    if sudo -n true 2>/dev/null; then as=(sudo -n); else
+      say "$what is not installed. Run: sudo apt-get install -y $package"
+      exit 1
+    fi
+  fi
+  say "$what is not installed: installing $package (apt-get)"
+  "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$package" >/dev/null 2>&1 || {
+    "${as[@]}" apt-get update >/dev/null 2>&1 || true
+    "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$package" >/dev/null 2>&1 || {
+      say "apt-get could not install $package. Run: sudo apt-get install -y $package"; exit 1; }
+  }
+}
+
+start_redis() {
+  command -v redis-server >/dev/null || install redis-server "redis-server (Redis is not answering on $redis_host:$redis_port)"
+  # the package's own service may be answering now
+  redis_up && return 0
   say "Redis not answering on $redis_host:$redis_port: starting a private one (.run/redis)"
   mkdir -p "$run/redis"
   redis-server --daemonize yes --bind "$redis_host" --port "$redis_port" --save '' --appendonly no \
@@ -60,11 +85,12 @@ start_redis() {
 
 start_postgres() {
   local initdb pgctl as=()
+  if ! { pg_bin initdb >/dev/null 2>&1 && pg_bin pg_ctl >/dev/null 2>&1; }; then
+    install postgresql "Postgres's server (not answering on $db_host:$db_port)"
+    pg_up && return 0
+  fi
   initdb=$(pg_bin initdb 2>/dev/null) && pgctl=$(pg_bin pg_ctl 2>/dev/null) || {
-    say "Postgres is not answering on $db_host:$db_port and its server binaries are not installed."
-    say "Install them (Debian/Ubuntu: apt-get install postgresql) or set DATABASE_URL."
-    exit 1
-  }
+    say "Postgres's server binaries are still not found after the install (set PG_BINDIR)."; exit 1; }
   # Postgres refuses to run as root: run the private instance as the postgres user
   if [ "$(id -u)" = 0 ]; then
     id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
