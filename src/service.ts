@@ -19,6 +19,7 @@ import { SlotBatcher } from './redis/slotBatcher.js';
 import { adminRoutes } from './routes/admin/index.js';
 import type { RouteContext } from './routes/context.js';
 import { healthRoute } from './routes/healthz.js';
+import { readyRoute } from './routes/readyz.js';
 import { checkQuotaRoute } from './routes/license_checkQuota.js';
 import { historyRoute } from './routes/license_history.js';
 import { validateRoute } from './routes/license_validate.js';
@@ -79,7 +80,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
   const routes: Route[] = [
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
-    healthRoute(ctx),
+    healthRoute(ctx), readyRoute(ctx),
   ];
   if (config.adminToken) routes.push(...adminRoutes(ctx, config.adminToken));
   const http = createHttpServer({

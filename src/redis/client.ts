@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { Redis, Cluster } from 'ioredis';
 import type { Config } from '../config.js';
-import { defineScripts, type ScriptClient } from './scripts.js';
+import { allScriptSources, defineScripts, type ScriptClient } from './scripts.js';
 
 export type RedisClient = (Redis | Cluster) & ScriptClient;
 
@@ -60,6 +61,23 @@ export function whenReady(client: RedisClient, timeoutMs: number): Promise<void>
 
 export function isCluster(client: Redis | Cluster): client is Cluster {
   return client instanceof Cluster;
+}
+
+let scriptShas: { lua: string; sha: string }[] | undefined;
+
+/**
+ * Makes sure Redis holds every script (each master of a Cluster): SCRIPT EXISTS, then SCRIPT
+ * LOAD of the missing ones (after a restart or a SCRIPT FLUSH). Rejects when Redis refuses one.
+ */
+export async function ensureScriptsLoaded(client: Redis | Cluster): Promise<void> {
+  scriptShas ??= allScriptSources().map((lua) => ({ lua, sha: createHash('sha1').update(lua).digest('hex') }));
+  const sources = scriptShas.map((s) => s.lua);
+  const shas = scriptShas.map((s) => s.sha);
+  const nodes: Redis[] = isCluster(client) ? client.nodes('master') : [client];
+  await Promise.all(nodes.map(async (node) => {
+    const present = await node.script('EXISTS', ...shas) as number[];
+    await Promise.all(sources.map((lua, i) => (present[i] === 1 ? null : node.script('LOAD', lua))));
+  }));
 }
 
 /**

@@ -91,6 +91,11 @@ export function defineScripts(client: Redis | Cluster): void {
   for (const name of NAMES) client.defineCommand(name, { lua: scriptSource(name) });
 }
 
+/** Every script's text, as defineScripts gives them to ioredis. */
+export function allScriptSources(): string[] {
+  return NAMES.map(scriptSource);
+}
+
 /** One call of a script: its arguments (key count first) and how to read its reply. */
 export interface ScriptCall<R> {
   name: ScriptName;

@@ -1,5 +1,7 @@
 import { Cluster } from 'ioredis';
+import { createHash } from 'node:crypto';
 import t from 'tap';
+import { allScriptSources } from '../../src/redis/scripts.js';
 import { LIVE_COUNTS, startHarness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
 import { startRedisCluster } from '../helpers/processes.js';
@@ -16,6 +18,16 @@ t.test('the whole flow on a three-master Redis Cluster', async (t) => {
   t.teardown(() => client.disconnect());
 
   const h = await startHarness(t, 'cluster', { ...LIVE_COUNTS, REDIS_CLUSTER_NODES: cluster.nodes });
+
+  // /readyz loads the scripts on every master when they are missing
+  const masters = client.nodes('master');
+  await Promise.all(masters.map((m) => m.script('FLUSH')));
+  const ready = await h.request('GET', '/readyz');
+  t.same([ready.status, ready.body], [200, { success: true, redis: 'ok', postgres: 'ok', scripts: 'ok' }], '/readyz on the Cluster');
+  const shas = allScriptSources().map((lua) => createHash('sha1').update(lua).digest('hex'));
+  for (const m of masters) {
+    t.same(await m.script('EXISTS', ...shas), shas.map(() => 1), `every script on master ${m.options.port}`);
+  }
 
   /** The port of the master that holds a key (the key must exist). */
   async function holderOf(key: string): Promise<number | null> {

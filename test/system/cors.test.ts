@@ -111,9 +111,9 @@ t.test('OPTIONS without Origin on a public path: 204 with Allow', async (t) => {
   }
 });
 
-t.test('OPTIONS on the admin API and /healthz: 405 with Allow, no CORS header, whatever the Origin', async (t) => {
+t.test('OPTIONS on the admin API, /healthz and /readyz: 405 with Allow, no CORS header, whatever the Origin', async (t) => {
   const lic = await h.createLicense();
-  const paths: [string, RegExp][] = [['/admin/v1/licenses', /\bPOST\b/], [`/admin/v1/licenses/${lic.licenseKey}`, /\bGET\b/], ['/healthz', /\bGET\b/]];
+  const paths: [string, RegExp][] = [['/admin/v1/licenses', /\bPOST\b/], [`/admin/v1/licenses/${lic.licenseKey}`, /\bGET\b/], ['/healthz', /\bGET\b/], ['/readyz', /\bGET\b/]];
   for (const [path, allow] of paths) {
     const variants: Record<string, string>[] = [{}, { origin: ALLOWED, 'access-control-request-method': 'POST' }, { origin: REFUSED }];
     for (const headers of variants) {
