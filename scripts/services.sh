@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 run=${SERVICES_DIR:-$root/.run}
 mkdir -p "$run"
+shown=${run#"$root"/} # the folder as messages name it
 
 redis_url=${REDIS_URL:-redis://127.0.0.1:6379}
 redis_hostport=${redis_url#redis://}; redis_hostport=${redis_hostport##*@}; redis_hostport=${redis_hostport%%/*}
@@ -49,9 +50,9 @@ pg_up() {
   "$isready" -q -h "$db_host" -p "$db_port" -t 2
 }
 
-# install <package> <what is missing>: apt-get as root or through passwordless sudo;
+# install_package <package> <what is missing>: apt-get as root or through passwordless sudo;
 # otherwise (or without apt-get) says the one command to run, and stops.
-install() {
+install_package() {
   local package=$1 what=$2 as=()
   if ! command -v apt-get >/dev/null; then
     say "$what is not installed, and there is no apt-get here: install $package with your package manager."
@@ -72,21 +73,21 @@ install() {
 }
 
 start_redis() {
-  command -v redis-server >/dev/null || install redis-server "redis-server (Redis is not answering on $redis_host:$redis_port)"
+  command -v redis-server >/dev/null || install_package redis-server "redis-server (Redis is not answering on $redis_host:$redis_port)"
   # the package's own service may be answering now
   redis_up && return 0
-  say "Redis not answering on $redis_host:$redis_port: starting a private one (.run/redis)"
+  say "Redis not answering on $redis_host:$redis_port: starting a private one ($shown/redis)"
   mkdir -p "$run/redis"
   redis-server --daemonize yes --bind "$redis_host" --port "$redis_port" --save '' --appendonly no \
     --dir "$run/redis" --logfile "$run/redis/redis.log" --pidfile "$run/redis/redis.pid" >/dev/null
   for _ in $(seq 50); do redis_up && return 0; sleep 0.1; done
-  say "the private Redis did not start; see .run/redis/redis.log"; exit 1
+  say "the private Redis did not start; see $shown/redis/redis.log"; exit 1
 }
 
 start_postgres() {
   local initdb pgctl as=()
   if ! { pg_bin initdb >/dev/null 2>&1 && pg_bin pg_ctl >/dev/null 2>&1; }; then
-    install postgresql "Postgres's server (not answering on $db_host:$db_port)"
+    install_package postgresql "Postgres's server (not answering on $db_host:$db_port)"
     pg_up && return 0
   fi
   initdb=$(pg_bin initdb 2>/dev/null) && pgctl=$(pg_bin pg_ctl 2>/dev/null) || {
@@ -98,16 +99,16 @@ start_postgres() {
   fi
   local data="$run/pg/data"
   if [ ! -f "$data/PG_VERSION" ]; then
-    say "initialising a private Postgres in .run/pg (user postgres, trust auth on loopback)"
+    say "initialising a private Postgres in $shown/pg (user postgres, trust auth on loopback)"
     mkdir -p "$run/pg"
     [ ${#as[@]} -gt 0 ] && chown -R postgres "$run/pg"
     "${as[@]}" "$initdb" -D "$data" -U postgres --auth=trust -E UTF8 >"$run/pg/initdb.log" 2>&1 || {
-      say "initdb failed; see .run/pg/initdb.log"; exit 1; }
+      say "initdb failed; see $shown/pg/initdb.log"; exit 1; }
   fi
-  say "Postgres not answering on $db_host:$db_port: starting the private one (.run/pg)"
+  say "Postgres not answering on $db_host:$db_port: starting the private one ($shown/pg)"
   "${as[@]}" "$pgctl" -D "$data" -l "$run/pg/postgres.log" -w -t 30 \
     -o "-c listen_addresses=$db_host -p $db_port -c unix_socket_directories=$run/pg" start >/dev/null || {
-    say "the private Postgres did not start; see .run/pg/postgres.log"; exit 1; }
+    say "the private Postgres did not start; see $shown/pg/postgres.log"; exit 1; }
 }
 
 redis_up || start_redis

@@ -63,16 +63,21 @@ export function isCluster(client: Redis | Cluster): client is Cluster {
   return client instanceof Cluster;
 }
 
-let scriptShas: { lua: string; sha: string }[] | undefined;
+/** Every script and its SHA1, as Redis names it (computed on first use). */
+let loadable: { sources: string[]; shas: string[] } | undefined;
+
+function scriptsWithShas(): { sources: string[]; shas: string[] } {
+  const sources = allScriptSources();
+  return { sources, shas: sources.map((lua) => createHash('sha1').update(lua).digest('hex')) };
+}
 
 /**
  * Makes sure Redis holds every script (each master of a Cluster): SCRIPT EXISTS, then SCRIPT
  * LOAD of the missing ones (after a restart or a SCRIPT FLUSH). Rejects when Redis refuses one.
  */
 export async function ensureScriptsLoaded(client: Redis | Cluster): Promise<void> {
-  scriptShas ??= allScriptSources().map((lua) => ({ lua, sha: createHash('sha1').update(lua).digest('hex') }));
-  const sources = scriptShas.map((s) => s.lua);
-  const shas = scriptShas.map((s) => s.sha);
+  loadable ??= scriptsWithShas();
+  const { sources, shas } = loadable;
   const nodes: Redis[] = isCluster(client) ? client.nodes('master') : [client];
   await Promise.all(nodes.map(async (node) => {
     const present = await node.script('EXISTS', ...shas) as number[];

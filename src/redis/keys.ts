@@ -37,7 +37,7 @@ export const MARKER_SLACK_MS = 10_000;
 /**
  * Idempotency-Key records live in one hash per bucket and window of this length (by the
  * time of the redemption that claimed the key), a field each, so a record costs a hash field
- * and no key or expiry of its own (a key each cost Redis about twice as much: bench/README.md).
+ * and no key or expiry of its own (a key each cost Redis more per keyed redemption: bench/README.md).
  * A record lives as long as its token; a window is a token's life and the clock slack
  * between servers, so a live record is in the current window's hash or the one before: a
  * call names both. A window's hash expires a window after its last claim.
