@@ -1,11 +1,13 @@
 /** Header name and value pairs, written in order. */
 export type Headers = readonly (readonly [string, string])[];
 
-/** What a handler answers: a status line, a JSON body and maybe extra headers. */
+/** What a handler answers: a status line, a body (JSON unless contentType says otherwise) and maybe extra headers. */
 export interface Reply {
   status: string;
-  body: string;
+  body: string | Uint8Array;
   headers?: Headers;
+  /** the Content-Type when the body is not JSON (/metrics, /docs, /dashboard) */
+  contentType?: string;
 }
 
 export const STATUS: Record<number, string> = {
@@ -27,6 +29,11 @@ export const STATUS: Record<number, string> = {
 
 export function reply(status: number, body: unknown, headers?: Headers): Reply {
   return { status: STATUS[status] ?? `${status} Unknown`, body: JSON.stringify(body), headers };
+}
+
+/** An answer whose body is not JSON: text, a page, a script, a style sheet. */
+export function rawReply(status: number, body: string | Uint8Array, contentType: string, headers?: Headers): Reply {
+  return { status: STATUS[status] ?? `${status} Unknown`, body, headers, contentType };
 }
 
 /** Whole seconds until a rate-limit window resets: the Retry-After header and retryAfter. */

@@ -100,7 +100,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     state.done = true;
     res.cork(() => {
       writeHead(res, state, out.status);
-      res.writeHeader('Content-Type', JSON_TYPE);
+      res.writeHeader('Content-Type', out.contentType ?? JSON_TYPE);
       if (out.headers) for (const [name, value] of out.headers) res.writeHeader(name, value);
       if (state.head) res.end(); // no body (this build's endWithoutBody never completes the response)
       else res.end(out.body);
