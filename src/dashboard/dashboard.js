@@ -24,7 +24,7 @@
   const stampFormat = new Intl.DateTimeFormat('tr-TR', { dateStyle: 'short', timeStyle: 'medium' });
   const dayFormat = new Intl.DateTimeFormat('tr-TR', { day: 'numeric', month: 'short' });
 
-  const state = { key: '', token: '', timer: 0, generation: 0 };
+  const state = { key: '', token: '', timer: 0, generation: 0, history: null };
 
   // ---- talking to the service -----------------------------------------------------------
 
@@ -204,21 +204,23 @@
       }
     }
     const max = Math.max(1, ...days.map((d) => d.count));
-    const slot = 40;
+    const chart = $('chart');
+    // drawn in the chart's own pixels (redrawn on resize), so labels keep their size at any width
+    const slot = Math.max(20, Math.floor((chart.clientWidth || 560) / CHART_DAYS));
     const top = 20;
     const plot = 120;
-    const chart = $('chart');
     chart.replaceChildren();
     chart.setAttribute('viewBox', `0 0 ${slot * CHART_DAYS} ${top + plot + 24}`);
     chart.appendChild(svg('line', { class: 'axis', x1: 0, x2: slot * CHART_DAYS, y1: top + plot, y2: top + plot }));
     days.forEach((day, i) => {
       const height = day.count === 0 ? 0 : Math.max(2, Math.round((day.count / max) * plot));
-      const x = i * slot + 6;
-      const bar = svg('rect', { class: 'bar', x, y: top + plot - height, width: slot - 12, height, rx: 2, 'data-day': day.key, 'data-count': day.count });
+      const gap = Math.min(6, Math.floor(slot / 5));
+      const x = i * slot + gap;
+      const bar = svg('rect', { class: 'bar', x, y: top + plot - height, width: slot - 2 * gap, height, rx: 2, 'data-day': day.key, 'data-count': day.count });
       bar.appendChild(svg('title', {}, `${dayFormat.format(day.date)}: ${day.count} kullanım`));
       chart.appendChild(bar);
-      if (day.count > 0) chart.appendChild(svg('text', { class: 'bar-count', x: x + (slot - 12) / 2, y: top + plot - height - 5, 'text-anchor': 'middle' }, day.count));
-      chart.appendChild(svg('text', { class: 'bar-day', x: x + (slot - 12) / 2, y: top + plot + 17, 'text-anchor': 'middle' }, day.date.getDate()));
+      if (day.count > 0) chart.appendChild(svg('text', { class: 'bar-count', x: x + slot / 2 - gap, y: top + plot - height - 5, 'text-anchor': 'middle' }, day.count));
+      chart.appendChild(svg('text', { class: 'bar-day', x: x + slot / 2 - gap, y: top + plot + 17, 'text-anchor': 'middle' }, day.date.getDate()));
     });
     const busiest = days.reduce((a, b) => (b.count > a.count ? b : a));
     $('chart-days').textContent = String(CHART_DAYS);
@@ -227,8 +229,12 @@
       + (truncated ? `. Yalnızca son ${numberFormat.format(items.length)} kullanım sayıldı.` : '.');
   }
 
+  const COLUMNS = ['Zaman', 'İmza tipi', 'Origin', 'Token'];
+
+  /** A cell, labelled with its column for the narrow layout (rows shown as cards, dashboard.css). */
   function cell(row, content) {
     const td = row.insertCell();
+    td.dataset.label = COLUMNS[td.cellIndex];
     if (content instanceof Node) td.appendChild(content);
     else td.textContent = content;
   }
@@ -268,6 +274,7 @@
 
   function forgetToken() {
     state.token = '';
+    state.history = null;
     $('token-state').hidden = true;
     $('history').hidden = true;
   }
@@ -300,9 +307,10 @@
         historyFailed(history.failed);
       } else {
         show($('history-message'), '');
+        $('history').hidden = false; // visible first: the chart is drawn to its width
+        state.history = history;
         drawChart(history.items, history.truncated);
         drawTable(history.items);
-        $('history').hidden = false;
       }
     }
     state.timer = setTimeout(refresh, wait * 1000);
@@ -319,6 +327,14 @@
   }
 
   $('refresh-every').textContent = String(refreshSeconds);
+
+  let resizing = 0;
+  window.addEventListener('resize', () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => {
+      if (state.history && !$('history').hidden) drawChart(state.history.items, state.history.truncated);
+    }, 150);
+  });
 
   $('key-form').addEventListener('submit', (event) => {
     event.preventDefault();
