@@ -6,10 +6,10 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    // the quota dashboard's script runs in the browser, as a classic script (src/dashboard/index.html)
+    // the quota dashboard's scripts run in the browser, as modules (src/dashboard/index.html)
     files: ['src/dashboard/**/*.js'],
     languageOptions: {
-      sourceType: 'script',
+      sourceType: 'module',
       globals: { window: 'readonly', document: 'readonly', fetch: 'readonly', URL: 'readonly', URLSearchParams: 'readonly', Node: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' },
     },
   },

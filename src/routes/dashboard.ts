@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { rawReply, type Headers, type Reply } from '../http/reply.js';
@@ -7,12 +7,13 @@ import { projectRoot } from '../paths.js';
 import type { RouteContext } from './context.js';
 import { codedErrors } from './replies.js';
 
-// GET /dashboard: the quota dashboard, a page, its script, style sheet and icon, read from
+// GET /dashboard: the quota dashboard, a page, its scripts, style sheet and icon, read from
 // src/dashboard/ once at start (from the source tree and from dist/ alike: projectRoot is the
 // checkout either way) and answered from memory. The page calls the public check-quota and
 // history endpoints of the same origin; nothing here reads a license.
 
 export const DASHBOARD_DIR = path.join(projectRoot, 'src', 'dashboard');
+const PAGE = 'index.html';
 
 /**
  * No inline script or style, nothing from elsewhere: a script injected into the page (say,
@@ -29,12 +30,12 @@ const HEADERS: Headers = [
   ['Cache-Control', 'no-cache'],
 ];
 
-/** The assets: URL path, file under src/dashboard/, Content-Type. */
-const ASSETS = [
-  ['/dashboard/dashboard.js', 'dashboard.js', 'text/javascript; charset=utf-8'],
-  ['/dashboard/dashboard.css', 'dashboard.css', 'text/css; charset=utf-8'],
-  ['/dashboard/icon.svg', 'icon.svg', 'image/svg+xml'],
-] as const;
+/** The Content-Type of an asset, by its file name's extension. */
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
 
 /**
  * How often the page asks check-quota again: once per cache window (QUOTA_CACHE_SECONDS;
@@ -64,12 +65,17 @@ function fileRoute(urlPath: string, body: Buffer, contentType: string): Route {
   return { method: 'get', path: urlPath, errors: codedErrors, answersHead: true, handler: () => answer };
 }
 
-/** The dashboard's routes, every answer built here once. */
+/**
+ * The dashboard's routes, every answer built here once: the page at /dashboard, and each
+ * other file of src/dashboard/ at /dashboard/<name> (a file of another kind stops the start).
+ */
 export function dashboardRoutes(ctx: RouteContext): Route[] {
   const read = (file: string): Buffer => readFileSync(path.join(DASHBOARD_DIR, file));
-  const page = Buffer.from(renderPage(read('index.html').toString('utf8'), ctx.config));
-  return [
-    fileRoute('/dashboard', page, 'text/html; charset=utf-8'),
-    ...ASSETS.map(([urlPath, file, type]) => fileRoute(urlPath, read(file), type)),
-  ];
+  const page = Buffer.from(renderPage(read(PAGE).toString('utf8'), ctx.config));
+  const assets = readdirSync(DASHBOARD_DIR).filter((file) => file !== PAGE).sort().map((file) => {
+    const type = TYPES[path.extname(file)];
+    if (type === undefined) throw new Error(`src/dashboard/${file}: no Content-Type for its extension (src/routes/dashboard.ts TYPES)`);
+    return fileRoute(`/dashboard/${file}`, read(file), type);
+  });
+  return [fileRoute('/dashboard', page, 'text/html; charset=utf-8'), ...assets];
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
@@ -11,8 +11,12 @@ import { expectCodedError } from '../helpers/shapes.js';
 // a strict Content-Security-Policy and no Referer; HEAD answers the same without a body;
 // paths beside the assets are 404, other methods 405.
 
+const JS = 'text/javascript; charset=utf-8';
 const FILES = [
-  { path: '/dashboard/dashboard.js', file: 'dashboard.js', type: 'text/javascript; charset=utf-8' },
+  { path: '/dashboard/dashboard.js', file: 'dashboard.js', type: JS },
+  { path: '/dashboard/api.js', file: 'api.js', type: JS },
+  { path: '/dashboard/chart.js', file: 'chart.js', type: JS },
+  { path: '/dashboard/view.js', file: 'view.js', type: JS },
   { path: '/dashboard/dashboard.css', file: 'dashboard.css', type: 'text/css; charset=utf-8' },
   { path: '/dashboard/icon.svg', file: 'icon.svg', type: 'image/svg+xml' },
 ];
@@ -38,6 +42,10 @@ t.test('the dashboard and its assets', async (t) => {
     t.notMatch(res.text, /<style|\sstyle=|\son[a-z]+=/i, 'no inline style or event handler attributes');
     const refs = [...res.text.matchAll(/\s(?:src|href)="([^"]*)"/g)].map((m) => m[1] as string);
     t.same(refs.sort(), ['/dashboard/dashboard.css', '/dashboard/dashboard.js', '/dashboard/icon.svg'], 'its assets, by absolute path');
+  });
+
+  t.test('every file of src/dashboard/ but the page is an asset checked here', async (t) => {
+    t.same(readdirSync(DASHBOARD_DIR).filter((f) => f !== 'index.html').sort(), FILES.map((f) => f.file).sort());
   });
 
   for (const asset of FILES) {
