@@ -13,15 +13,20 @@ const dateFormat = new Intl.DateTimeFormat('tr-TR', { dateStyle: 'long', timeSty
 const timeFormat = new Intl.DateTimeFormat('tr-TR', { timeStyle: 'medium' });
 const stampFormat = new Intl.DateTimeFormat('tr-TR', { dateStyle: 'short', timeStyle: 'medium' });
 
+/** Writes a text only when it changed: a refresh that changes nothing announces nothing (aria-live). */
+export function setText(el, text) {
+  if (el.textContent !== text) el.textContent = text;
+}
+
 export function show(el, text) {
-  el.textContent = text;
+  setText(el, text);
   el.hidden = text === '';
 }
 
 function setFact(id, value, text) {
   const el = $(id);
   el.dataset.value = value === null ? '' : String(value);
-  el.textContent = value === null ? '–' : text;
+  setText(el, value === null ? '–' : text);
 }
 
 const STATUS_TEXT = {
@@ -38,7 +43,7 @@ function showQuota(q) {
   const share = q.percentage === null ? 0 : Math.min(100, Math.max(0, q.percentage));
   $('gauge-fill').setAttribute('stroke-dasharray', `${share} 100`);
   $('gauge-fill').dataset.level = share <= 10 ? 'low' : share <= 30 ? 'mid' : 'ok';
-  $('gauge-value').textContent = q.percentage === null ? '–' : `%${percentFormat.format(q.percentage)}`;
+  setText($('gauge-value'), q.percentage === null ? '–' : `%${percentFormat.format(q.percentage)}`);
   gauge.setAttribute('aria-valuemax', String(q.total ?? 0));
   gauge.setAttribute('aria-valuenow', String(q.remaining ?? 0));
   gauge.setAttribute('aria-valuetext', q.remaining === null ? 'bilinmiyor'
@@ -50,13 +55,13 @@ function showExpiry(iso, daysExpired) {
   const expiry = $('expiry');
   if (!iso) {
     expiry.removeAttribute('datetime');
-    expiry.textContent = '–';
+    setText(expiry, '–');
     setFact('days-left', null, '');
-    $('days-left').textContent = '';
+    setText($('days-left'), '');
     return;
   }
   expiry.setAttribute('datetime', iso);
-  expiry.textContent = dateFormat.format(new Date(iso));
+  setText(expiry, dateFormat.format(new Date(iso)));
   if (daysExpired !== undefined) {
     setFact('days-left', -daysExpired, `(${daysExpired} gün önce sona erdi)`);
     return;
@@ -68,7 +73,7 @@ function showExpiry(iso, daysExpired) {
 function showStatus(status, message) {
   const badge = $('status');
   badge.dataset.status = status;
-  badge.textContent = STATUS_TEXT[status];
+  setText(badge, STATUS_TEXT[status]);
   show($('quota-message'), message);
 }
 
@@ -79,7 +84,7 @@ export function showCheckQuota(got) {
   const data = (body && body.data) || {};
   const empty = { remaining: null, used: null, total: null, percentage: null };
   if (status === 200 && body && body.success) {
-    $('org-name').textContent = data.organizationName;
+    setText($('org-name'), data.organizationName);
     showStatus(data.isActive ? 'active' : 'inactive', '');
     showQuota({ remaining: data.remainingQuota, used: data.usedQuota, total: data.totalQuota, percentage: data.quotaPercentage });
     showExpiry(data.expiryDate);
@@ -96,7 +101,7 @@ export function showCheckQuota(got) {
     showQuota(empty);
     showExpiry(null);
   } else if ((status === 404 && error.code === 'LICENSE_NOT_FOUND') || (status === 400 && error.code === 'INVALID_LICENSE_KEY')) {
-    $('org-name').textContent = 'Lisans';
+    setText($('org-name'), 'Lisans');
     showStatus(status === 404 ? 'not-found' : 'invalid', error.message);
   } else {
     return false;
