@@ -21,6 +21,7 @@ import type { RouteContext } from './routes/context.js';
 import { healthRoute } from './routes/healthz.js';
 import { readyRoute } from './routes/readyz.js';
 import { checkQuotaRoute } from './routes/license_checkQuota.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { historyRoute } from './routes/license_history.js';
 import { validateRoute } from './routes/license_validate.js';
 import { QuotaCache } from './routes/quotaCache.js';
@@ -80,7 +81,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
   const routes: Route[] = [
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
-    healthRoute(ctx), readyRoute(ctx),
+    healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
   ];
   if (config.adminToken) routes.push(...adminRoutes(ctx, config.adminToken));
   const http = createHttpServer({

@@ -39,4 +39,6 @@ export interface Route {
   cors?: boolean;
   /** its answers carry tokens or private data: Cache-Control: no-store on every one */
   noStore?: boolean;
+  /** a GET that HEAD may ask too (a page or its assets): the same answer without a body */
+  answersHead?: boolean;
 }

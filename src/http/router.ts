@@ -51,7 +51,7 @@ export class Router {
       }
       entry.routes.push(route);
       entry.cors ||= route.cors === true;
-      entry.methods = entry.routes.map((r) => r.method.toUpperCase()).join(', ');
+      entry.methods = entry.routes.flatMap((r) => (r.answersHead ? ['GET', 'HEAD'] : [r.method.toUpperCase()])).join(', ');
       entry.allow = entry.cors ? `${entry.methods}, OPTIONS` : entry.methods;
     }
   }

@@ -218,7 +218,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       return;
     }
     const { entry, params } = match;
-    const route = entry.routes.find((r) => r.method === method);
+    const route = entry.routes.find((r) => r.method === method || (state.head && r.answersHead === true));
     if (!route) {
       if (method === 'options' && entry.cors) {
         if (cors !== null) state.fixed = [NOSNIFF, VARY_ORIGIN];
@@ -247,7 +247,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       aborted: false,
     };
     state.req = req;
-    if (method === 'get') {
+    if (method === 'get' || state.head) {
       run(res, state, route, req);
       return;
     }
