@@ -1,3 +1,4 @@
+import type { RouteDoc } from '../openapi/routeDoc.js';
 import type { Reply, TransportErrors } from './reply.js';
 
 // What a route is to the HTTP layer (src/http/server.ts): the contract between the
@@ -39,4 +40,6 @@ export interface Route {
   cors?: boolean;
   /** its answers carry tokens or private data: Cache-Control: no-store on every one */
   noStore?: boolean;
+  /** what /openapi.json says of it (src/openapi/routeDoc.ts); test/system/openapi.test.ts fails for a route without one */
+  doc?: RouteDoc;
 }
