@@ -1,4 +1,4 @@
-import type { TSchema } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import type { TransportErrors, TransportFailure } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { codedErrors, messageErrors, timestampedErrors } from '../routes/replies.js';
@@ -128,7 +128,13 @@ function media(schema: TSchema, examples: Example[]): Record<string, unknown> {
 }
 
 function exampleName(summary: string, i: number): string {
-  return `${i + 1}-${summary.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40)}`;
+  const words = summary.toLowerCase().replace(/[^a-z0-9]+/g, ' ').trim().split(' ');
+  let name = String(i + 1);
+  for (const word of words) {
+    if (name.length + word.length > 48) break;
+    name += `-${word}`;
+  }
+  return name;
 }
 
 /** The route's answers, and the HTTP layer's 503 (a failed handler) and 413 (a body over the limit) in its error shape. */
@@ -164,7 +170,7 @@ function merge(a: ResponseDoc | undefined, b: ResponseDoc): ResponseDoc {
   if (!a) return b;
   return {
     description: `${a.description}; ${b.description}`,
-    schema: { anyOf: [a.schema, b.schema] } as unknown as TSchema,
+    schema: Type.Union([a.schema, b.schema]),
     examples: [...a.examples, ...b.examples],
     headers: [...new Set([...(a.headers ?? []), ...(b.headers ?? [])])],
     ...(a.contentType ? { contentType: a.contentType } : {}),

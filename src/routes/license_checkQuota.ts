@@ -1,9 +1,9 @@
+import { Type } from '@sinclair/typebox';
 import { RATE_WINDOW_MS } from '../config.js';
 import { retryHeaders, retrySeconds, STATUS, type Headers, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { LiveLicense } from '../licenses/hot.js';
 import { Outcome, runScript, scripts } from '../redis/scripts.js';
-import { Type } from '@sinclair/typebox';
 import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { Count, Percentage, Timestamp, timestampedErrorOf, Uuid } from '../openapi/schemas.js';

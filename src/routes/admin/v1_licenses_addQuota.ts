@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { Handler, Route } from '../../http/route.js';
+import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
+import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { bodyParser, IdempotencyKey, idempotencyKeyHeader, licenseKeyParam } from '../schemas.js';
 import { adminReplies, invalid, licenseReply } from './common.js';
-import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
-import { codedErrorOf } from '../../openapi/schemas.js';
 import { exampleLicense, licenseAnswer, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 
 const AddQuotaBody = Type.Object(

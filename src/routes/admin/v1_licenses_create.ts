@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { Handler, Route } from '../../http/route.js';
+import { EXAMPLE } from '../../openapi/examples.js';
+import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
+import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { bodyParser, canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota } from '../schemas.js';
 import { adminReplies, domainsOf, invalid, licenseReply } from './common.js';
-import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
-import { codedErrorOf } from '../../openapi/schemas.js';
-import { EXAMPLE } from '../../openapi/examples.js';
 import { exampleLicense, licenseAnswer, unauthorized } from './docs.js';
 
 const CreateLicenseBody = Type.Object(

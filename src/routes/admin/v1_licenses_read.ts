@@ -1,10 +1,10 @@
 import type { Handler, Route } from '../../http/route.js';
+import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
+import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { licenseKeyParam } from '../schemas.js';
 import { adminReplies, licenseReply } from './common.js';
-import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
-import { codedErrorOf } from '../../openapi/schemas.js';
 import { exampleLicense, licenseAnswer, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 
 const doc: RouteDoc = {
