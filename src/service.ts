@@ -18,6 +18,7 @@ import { issueLayout, redeemLayout } from './redis/scripts.js';
 import { SlotBatcher } from './redis/slotBatcher.js';
 import { adminRoutes } from './routes/admin/index.js';
 import type { RouteContext } from './routes/context.js';
+import { documentationRoutes } from './routes/docs.js';
 import { healthRoute } from './routes/healthz.js';
 import { readyRoute } from './routes/readyz.js';
 import { checkQuotaRoute } from './routes/license_checkQuota.js';
@@ -37,6 +38,8 @@ import { UsageWorker } from './usage/worker.js';
 export interface Service {
   port: number;
   worker: UsageWorker | null;
+  /** every route the HTTP layer serves (test/system/openapi.test.ts holds /openapi.json to them) */
+  routes: readonly Route[];
   /** graceful: stop accepting, answer what was accepted, flush the worker, close connections */
   stop(): Promise<void>;
 }
@@ -83,7 +86,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
     healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
   ];
-  if (config.adminToken) routes.push(...adminRoutes(ctx, config.adminToken));
+  const admin = adminRoutes(ctx, config.adminToken ?? ''); // documented even when not served
+  if (config.adminToken) routes.push(...admin);
+  routes.push(...documentationRoutes(routes, config.adminToken ? [] : admin, log)); // last: it documents every route before it
   const http = createHttpServer({
     routes, fallbackErrors: codedErrors, tls: config.tls, bodyLimit: config.bodyLimitBytes, trustProxy: config.trustProxy, log,
     cors: config.corsOrigins === null ? null : new CorsPolicy(config.corsOrigins),
@@ -94,6 +99,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   return {
     port,
     worker,
+    routes,
     async stop() {
       const stopBy = Date.now() + config.shutdownTimeoutMs + STOP_FLUSH_MS;
       await http.drain(config.shutdownTimeoutMs);

@@ -1,3 +1,4 @@
+import type { RouteDoc } from '../openapi/routeDoc.js';
 import type { Reply, TransportErrors } from './reply.js';
 
 // What a route is to the HTTP layer (src/http/server.ts): the contract between the
@@ -41,4 +42,6 @@ export interface Route {
   noStore?: boolean;
   /** a GET that HEAD may ask too (a page or its assets): the same answer without a body */
   answersHead?: boolean;
+  /** what /openapi.json says of it (src/openapi/routeDoc.ts); test/system/openapi.test.ts fails for a route without one */
+  doc?: RouteDoc;
 }

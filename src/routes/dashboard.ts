@@ -1,8 +1,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { rawReply, type Headers, type Reply } from '../http/reply.js';
+import { Type } from '@sinclair/typebox';
+import { rawReply, type Headers } from '../http/reply.js';
 import type { Route } from '../http/route.js';
+import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { codedErrorOf } from '../openapi/schemas.js';
 import { projectRoot } from '../paths.js';
 import type { RouteContext } from './context.js';
 import { codedErrors } from './replies.js';
@@ -60,22 +63,62 @@ export function renderPage(template: string, config: Pick<Config, 'quotaCacheSec
   return page;
 }
 
-function fileRoute(urlPath: string, body: Buffer, contentType: string): Route {
-  const answer: Reply = rawReply(200, body, contentType, HEADERS);
-  return { method: 'get', path: urlPath, errors: codedErrors, answersHead: true, handler: () => answer };
+const notFound = codedErrors('NOT_FOUND');
+
+const pageDoc: RouteDoc = {
+  summary: 'The quota dashboard (a page for license holders)',
+  description: 'A license key shows its quota, expiry and status (check-quota); an access token adds its redemptions '
+    + '(history). Plain HTML and scripts from this service only (Content-Security-Policy); answers HEAD too.',
+  tags: ['dashboard'],
+  auth: 'none',
+  responses: {
+    200: {
+      description: 'the HTML page',
+      contentType: 'text/html',
+      schema: Type.String(),
+      examples: [{ summary: 'the page', value: '<!doctype html>\n<html lang="tr">…<main id="dashboard">…</main>…</html>' }],
+      headers: ['Cache-Control', 'Content-Security-Policy'],
+    },
+  },
+};
+
+function assetDoc(names: string[]): RouteDoc {
+  return {
+    summary: 'A file of the dashboard page (script, style sheet, icon)',
+    tags: ['dashboard'],
+    auth: 'none',
+    params: { asset: { description: 'the file name, as the page links it', schema: Type.Union(names.map((n) => Type.Literal(n))) } },
+    responses: {
+      200: {
+        description: 'the file, with its Content-Type',
+        contentType: '*/*',
+        schema: Type.String(),
+        examples: [{ summary: 'a style sheet', value: 'body { … }' }],
+        headers: ['Cache-Control', 'Content-Security-Policy'],
+      },
+      ...errorResponses(codedErrorOf, [['no such file', notFound]]),
+    },
+  };
 }
 
 /**
  * The dashboard's routes, every answer built here once: the page at /dashboard, and each
  * other file of src/dashboard/ at /dashboard/<name> (a file of another kind stops the start).
+ * No file is read by request path: a name is looked up among those read at start.
  */
 export function dashboardRoutes(ctx: RouteContext): Route[] {
   const read = (file: string): Buffer => readFileSync(path.join(DASHBOARD_DIR, file));
-  const page = Buffer.from(renderPage(read(PAGE).toString('utf8'), ctx.config));
-  const assets = readdirSync(DASHBOARD_DIR).filter((file) => file !== PAGE).sort().map((file) => {
+  const page = rawReply(200, Buffer.from(renderPage(read(PAGE).toString('utf8'), ctx.config)), 'text/html; charset=utf-8', HEADERS);
+  const assets = new Map(readdirSync(DASHBOARD_DIR).filter((file) => file !== PAGE).sort().map((file) => {
     const type = TYPES[path.extname(file)];
     if (type === undefined) throw new Error(`src/dashboard/${file}: no Content-Type for its extension (src/routes/dashboard.ts TYPES)`);
-    return fileRoute(`/dashboard/${file}`, read(file), type);
-  });
-  return [fileRoute('/dashboard', page, 'text/html; charset=utf-8'), ...assets];
+    return [file, rawReply(200, read(file), type, HEADERS)] as const;
+  }));
+  return [
+    { method: 'get', path: '/dashboard', errors: codedErrors, answersHead: true, doc: pageDoc, handler: () => page },
+    {
+      method: 'get', path: '/dashboard/:asset', errors: codedErrors, answersHead: true, doc: assetDoc([...assets.keys()]),
+      handler: (req) => assets.get(req.params[0] ?? '') ?? notFound,
+    },
+  ];
 }

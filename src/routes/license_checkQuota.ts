@@ -1,13 +1,17 @@
+import { Type } from '@sinclair/typebox';
 import { RATE_WINDOW_MS } from '../config.js';
 import { retryHeaders, retrySeconds, STATUS, type Headers, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { LiveLicense } from '../licenses/hot.js';
 import { Outcome, runScript, scripts } from '../redis/scripts.js';
+import { EXAMPLE } from '../openapi/examples.js';
+import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { Count, Percentage, Timestamp, timestampedErrorOf, Uuid } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import type { CachedAnswer } from './quotaCache.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { INVALID_LICENSE_KEY, quotaPercentage, RATE_MESSAGE, timestampedErrors } from './replies.js';
-import { licenseKeyParam } from './schemas.js';
+import { LicenseKey, licenseKeyParam } from './schemas.js';
 
 // ---- check-quota: {success:false, error:{code, message}, timestamp} ---------------------
 //        status  code                   message                       extra
@@ -21,6 +25,7 @@ const errors = {
 } as const satisfies Record<string, readonly [number, string]>;
 
 const DAY_MS = 86_400_000;
+const FOUND_MESSAGE = 'Kota bilgisi başarıyla getirildi';
 
 type Answer = Omit<CachedAnswer, 'expiresAt' | 'version'>;
 
@@ -49,7 +54,7 @@ function answerFor(licenseKey: string, live: LiveLicense | null, now: number): A
       quotaPercentage: quotaPercentage(live.totalQuota, live.usedQuota), expiryDate, isActive: live.isActive,
       organizationName: live.organizationName,
     },
-    message: 'Kota bilgisi başarıyla getirildi',
+    message: FOUND_MESSAGE,
   };
   return { status: '200 OK', head: `${JSON.stringify(body).slice(0, -1)},"timestamp":"` };
 }
@@ -57,6 +62,54 @@ function answerFor(licenseKey: string, live: LiveLicense | null, now: number): A
 function send(answer: Answer, headers?: Headers): Reply {
   return { status: answer.status, body: `${answer.head}${new Date().toISOString()}"}`, headers: headers ?? answer.headers };
 }
+
+// ---- the document (/openapi.json): the examples are this file's own answers for one license
+const QuotaInfo = Type.Object({
+  success: Type.Literal(true),
+  data: Type.Object({
+    licenseKey: Uuid, remainingQuota: Count, totalQuota: Count, usedQuota: Count, quotaPercentage: Percentage,
+    expiryDate: Timestamp, isActive: Type.Literal(true), organizationName: Type.String(),
+  }, { additionalProperties: false }),
+  message: Type.Literal(FOUND_MESSAGE),
+  timestamp: Timestamp,
+}, { additionalProperties: false });
+
+const EXAMPLE_NOW = Date.parse('2026-03-01T09:30:00.000Z');
+const exampleLicense: LiveLicense = {
+  firmaId: EXAMPLE.firmaId, licenseKey: EXAMPLE.licenseKey, organizationName: EXAMPLE.organizationName,
+  totalQuota: EXAMPLE.totalQuota, usedQuota: EXAMPLE.usedQuota, expiryMs: Date.parse(EXAMPLE.expiryDate), isActive: true,
+};
+const exampleOf = (live: Partial<LiveLicense> | null): Reply =>
+  send(answerFor(EXAMPLE.licenseKey, live && { ...exampleLicense, ...live }, EXAMPLE_NOW));
+
+const expired = exampleOf({ expiryMs: Date.parse('2026-02-20T00:00:00.000Z') });
+const exhausted = exampleOf({ usedQuota: EXAMPLE.totalQuota });
+const limited = send(failure('RATE_LIMITED', { retryAfter: 42 }));
+
+const doc: RouteDoc = {
+  summary: 'Look up a license\'s remaining quota',
+  description: 'Public, for dashboards; consult it before signing. Answers are cached per license for QUOTA_CACHE_SECONDS ' +
+    '(an admin change shows at once). Limited per license key (RATE_CHECK_QUOTA_PER_MIN).',
+  tags: ['public'],
+  auth: 'none',
+  params: { licenseKey: { description: 'the license key, a UUID (any case)', schema: LicenseKey } },
+  rateLimit: 'check-quota',
+  responses: {
+    200: { description: 'the license\'s quota', schema: QuotaInfo, examples: [{ summary: 'found', value: bodyOf(exampleOf({})) }] },
+    ...errorResponses((bodies) => timestampedErrorOf(bodies), [
+      ['the key is not a UUID', send(failure('INVALID_LICENSE_KEY'))],
+      ['the license is not active', exampleOf({ isActive: false })],
+      ['no license has this key', exampleOf(null)],
+      ['the license is past its expiry date', expired, timestampedErrorOf([bodyOf(expired)], {
+        data: Type.Object({ expiryDate: Timestamp, daysExpired: Count }, { additionalProperties: false }),
+      })],
+      ['the quota is used up', exhausted, timestampedErrorOf([bodyOf(exhausted)], {
+        data: Type.Object({ remainingQuota: Type.Literal(0), totalQuota: Count, usedQuota: Count }, { additionalProperties: false }),
+      })],
+      ['too many look-ups of this license key', limited, timestampedErrorOf([bodyOf(limited)], { retryAfter: Type.Integer({ minimum: 1 }) })],
+    ], { 429: ['Retry-After'] }),
+  },
+};
 
 /** GET /api/License/check-quota/{licenseKey}: public quota lookup, cached per license. */
 export function checkQuotaRoute(ctx: RouteContext): Route {
@@ -95,6 +148,7 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
     path: '/api/license/check-quota/:licenseKey',
     errors: timestampedErrors,
     cors: true,
+    doc,
     handler(req) {
       const licenseKey = licenseKeyParam(req.params[0]);
       if (licenseKey === null) return send(invalidKey);

@@ -2,14 +2,16 @@ import { Type } from '@sinclair/typebox';
 import { reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { RedemptionCursor as Cursor } from '../licenses/store.js';
+import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { codedErrorOf, Timestamp, Uuid } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest } from './replies.js';
-import { bearer, isInstant, licenseKeyParam, queryParser } from './schemas.js';
+import { bearer, ImzaTipi, isInstant, LicenseKey, licenseKeyParam, queryParser } from './schemas.js';
 
 /** ?limit=1..500 and the cursor the previous page handed out. */
 const HistoryQuery = Type.Object({
-  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$' })),
-  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,256}$' })),
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'items per page, 1 to 500 (default 50)' })),
+  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,256}$', description: 'the nextCursor of the previous page' })),
 });
 
 const DEFAULT_LIMIT = 50;
@@ -36,6 +38,52 @@ function decodeCursor(text: string): Cursor | null {
   return { usedAt, tokenId };
 }
 
+const HistoryPage = Type.Object({
+  success: Type.Literal(true),
+  data: Type.Object({
+    items: Type.Array(Type.Object({
+      tokenId: Uuid, imzaTipi: ImzaTipi, usedAt: Timestamp, origin: Type.Union([Type.String(), Type.Null()], { description: 'as the client sent it' }),
+    }, { additionalProperties: false })),
+    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'null on the last page' }),
+  }, { additionalProperties: false }),
+}, { additionalProperties: false });
+
+const doc: RouteDoc = {
+  summary: 'List a license\'s redemptions, newest first',
+  description: 'Paged with limit and cursor. Needs an access token of that very license; a password change or a deactivation ' +
+    'revokes older access tokens.',
+  tags: ['public'],
+  auth: 'accessToken',
+  params: { licenseKey: { description: 'the license key, a UUID (any case)', schema: LicenseKey } },
+  query: HistoryQuery,
+  responses: {
+    200: {
+      description: 'one page of redemptions',
+      schema: HistoryPage,
+      examples: [{
+        summary: 'a page with more to come',
+        value: {
+          success: true,
+          data: {
+            items: [
+              { tokenId: '019abc3e-51d2-7c4a-9b1e-3f6a2d8c7e10', imzaTipi: 0, usedAt: '2026-03-01T09:28:12.417Z', origin: 'https://eczane.ornek.com.tr' },
+              { tokenId: '019abc2f-0e7b-7d15-8a93-6c2e4b1f9d07', imzaTipi: 1, usedAt: '2026-03-01T09:11:40.052Z', origin: null },
+            ],
+            nextCursor: encodeCursor({ usedAt: '2026-03-01T09:11:40.052Z', tokenId: '019abc2f-0e7b-7d15-8a93-6c2e4b1f9d07' }),
+          },
+        },
+      }, { summary: 'no redemptions yet', value: { success: true, data: { items: [], nextCursor: null } } }],
+    },
+    ...errorResponses(codedErrorOf, [
+      ['the key is not a UUID', invalidKey],
+      ['limit not 1 to 500', invalidRequest('limit')],
+      ['a cursor this server did not hand out', invalidRequest('cursor')],
+      ['the access token is missing, malformed, expired or revoked', authReplies.INVALID_TOKEN],
+      ['the access token belongs to another license', forbidden],
+    ]),
+  },
+};
+
 /** GET /api/License/history/{licenseKey}: the license's redemptions, newest first. */
 export function historyRoute(ctx: RouteContext): Route {
   const parseQuery = queryParser(HistoryQuery);
@@ -47,6 +95,7 @@ export function historyRoute(ctx: RouteContext): Route {
     needsQuery: true,
     cors: true,
     noStore: true,
+    doc,
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);

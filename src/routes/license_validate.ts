@@ -3,10 +3,13 @@ import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { Outcome } from '../redis/scripts.js';
 import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
+import { EXAMPLE } from '../openapi/examples.js';
+import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { Count, messageErrorOf, QuotaExhaustedError, RateLimitedError } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { messageErrors, rateLimited } from './replies.js';
-import { bodyParser, idempotencyKeyHeader, Text } from './schemas.js';
+import { bodyParser, IdempotencyKey, idempotencyKeyHeader, Text } from './schemas.js';
 
 // token emptiness is its own published error, so the schema lets null and blank strings
 // (whitespace, tabs and line breaks included) through to be answered as such
@@ -45,6 +48,8 @@ function badRequest(field: string): Reply {
   return reply(400, { success: false, message: `Geçersiz istek: ${field === 'body' ? 'gövde bir JSON nesnesi olmalı' : field}` });
 }
 
+const REDEEMED_MESSAGE = 'Token doğrulandı, imza kotası düşüldü';
+
 /**
  * The answer of a redemption. A retry with the Idempotency-Key of an earlier one gets that
  * one's figures from the script, so its body is the first answer's, byte for byte.
@@ -52,9 +57,55 @@ function badRequest(field: string): Reply {
 function redeemed(used: number, remaining: number): Reply {
   return {
     status: '200 OK',
-    body: `{"success":true,"message":"Token doğrulandı, imza kotası düşüldü","usedQuota":${used},"remainingQuota":${remaining}}`,
+    body: `{"success":true,"message":"${REDEEMED_MESSAGE}","usedQuota":${used},"remainingQuota":${remaining}}`,
   };
 }
+
+const Redeemed = Type.Object({
+  success: Type.Literal(true), message: Type.Literal(REDEEMED_MESSAGE), usedQuota: Count, remainingQuota: Count,
+}, { additionalProperties: false });
+
+const doc: RouteDoc = {
+  summary: 'Redeem a sign token, spending one unit of quota',
+  description: 'Called by the desktop signing application. Checks the token (format, signature, expiry, single use), the ' +
+    'license (active, not expired), the origin against the license\'s domains, and the quota; on success marks the token used ' +
+    'and deducts one unit. A refusal changes nothing but the rate-limit count. Errors carry only a Turkish message, as published.',
+  tags: ['public'],
+  auth: 'none',
+  headers: {
+    'Idempotency-Key': {
+      description: '1-255 printable ASCII: a retry with the same key and token answers the first 200 again and spends nothing more',
+      schema: IdempotencyKey,
+    },
+  },
+  body: {
+    schema: ValidateBody,
+    examples: [
+      { summary: 'with the origin of the web application', value: { token: EXAMPLE.signToken, origin: 'https://eczane.ornek.com.tr' } },
+      { summary: 'without an origin (licenses with no domains)', value: { token: EXAMPLE.signToken } },
+    ],
+  },
+  rateLimit: 'validate',
+  responses: {
+    200: {
+      description: 'redeemed: the token is used and one unit of quota spent',
+      schema: Redeemed,
+      examples: [{ summary: 'redeemed', value: bodyOf(redeemed(EXAMPLE.usedQuota + 1, EXAMPLE.totalQuota - EXAMPLE.usedQuota - 1)) }],
+    },
+    ...errorResponses(messageErrorOf, [
+      ['token missing, null or blank', replies.TOKEN_EMPTY],
+      ['the body is not a JSON object, or a field of the wrong type', badRequest('origin')],
+      ['a malformed Idempotency-Key header', badRequest('Idempotency-Key')],
+      ['the token was already redeemed', replies.TOKEN_USED],
+      ['the license has no quota left', replies.QUOTA_EXHAUSTED, QuotaExhaustedError],
+      ['the sign token expired (5 minutes)', replies.TOKEN_EXPIRED],
+      ['malformed, bad signature, an access token, or the license is inactive, expired or gone', replies.TOKEN_INVALID],
+      ['the origin is not one of the license\'s domains', replies.ORIGIN_DENIED],
+      ['the Idempotency-Key was used for another token', replies.KEY_REUSED],
+      ['too many redemptions for this company (RATE_VALIDATE_PER_MIN)', rateLimited(42_000), RateLimitedError],
+    ], { 429: ['Retry-After'] }),
+  },
+};
 
 /** POST /api/license/validate: redeem a sign token, spending one unit of quota. */
 export function validateRoute(ctx: RouteContext): Route {
@@ -74,6 +125,7 @@ export function validateRoute(ctx: RouteContext): Route {
     errors: messageErrors,
     cors: true,
     needsIdempotencyKey: true,
+    doc,
     handler(req) {
       const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
       if (idempotencyKey === false) return badRequest('Idempotency-Key');

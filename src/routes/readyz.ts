@@ -1,6 +1,8 @@
+import { Type } from '@sinclair/typebox';
 import { reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { ensureScriptsLoaded } from '../redis/client.js';
+import type { RouteDoc } from '../openapi/routeDoc.js';
 import type { RouteContext } from './context.js';
 import { codedErrors } from './replies.js';
 
@@ -13,6 +15,28 @@ function withinTimeout(check: Promise<unknown>): Promise<unknown> {
   return Promise.race([check, late]).finally(() => clearTimeout(timer));
 }
 
+const Up = Type.Union([Type.Literal('ok'), Type.Literal('down')]);
+const Readiness = Type.Object({ success: Type.Boolean(), redis: Up, postgres: Up, scripts: Up }, { additionalProperties: false });
+
+const doc: RouteDoc = {
+  summary: 'Readiness: this instance can serve',
+  description: 'For load balancers: each check may take at most a second. Scripts a Redis restart dropped are loaded again here.',
+  tags: ['operations'],
+  auth: 'none',
+  responses: {
+    200: {
+      description: 'Redis and Postgres answer, and Redis holds every script',
+      schema: Readiness,
+      examples: [{ summary: 'ready', value: { success: true, redis: 'ok', postgres: 'ok', scripts: 'ok' } }],
+    },
+    503: {
+      description: 'a check failed or took over a second',
+      schema: Readiness,
+      examples: [{ summary: 'Postgres down', value: { success: false, redis: 'ok', postgres: 'down', scripts: 'ok' } }],
+    },
+  },
+};
+
 /**
  * GET /readyz: 200 only when this instance can serve: Redis and Postgres answer, and Redis
  * holds every script (loaded again here when a restart or a SCRIPT FLUSH dropped them).
@@ -23,6 +47,7 @@ export function readyRoute(ctx: RouteContext): Route {
     method: 'get',
     path: '/readyz',
     errors: codedErrors,
+    doc,
     async handler() {
       const [redis, postgres, scripts] = await Promise.allSettled([
         withinTimeout(ctx.redis.ping()), withinTimeout(ctx.sql`select 1`), withinTimeout(ensureScriptsLoaded(ctx.redis)),

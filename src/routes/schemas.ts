@@ -111,6 +111,8 @@ export function licenseKeyParam(raw: string | undefined): string | null {
 
 /** 1-255 printable ASCII, neither starting nor ending with a space. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
+/** The same rule as a schema, for the document (/openapi.json). */
+export const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY.source });
 
 /** An Idempotency-Key header (admin purchases, validate): null when absent, false when malformed. */
 export function idempotencyKeyHeader(header: string): string | null | false {

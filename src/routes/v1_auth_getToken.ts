@@ -7,6 +7,9 @@ import type { Credentials } from '../licenses/hot.js';
 import { Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { ACCESS_TOKEN_SECONDS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
+import { EXAMPLE } from '../openapi/examples.js';
+import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { codedErrorOf, Count, Jwt, RateLimitedError } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
@@ -27,6 +30,50 @@ const refusals: Record<IssueRefusal, Reply> = {
   [Outcome.NO_QUOTA_LEFT]: authReplies.INSUFFICIENT_QUOTA,
   [Outcome.NO_SUCH_LICENSE]: authReplies.INVALID_CREDENTIALS, // deleted since its credentials were read
   [Outcome.TOKEN_REVOKED]: authReplies.INVALID_CREDENTIALS, // the password changed while it was being checked
+};
+
+const TokenPair = Type.Object({
+  success: Type.Literal(true),
+  accessToken: Jwt,
+  signToken: Jwt,
+  accessExpiresIn: Type.Literal(ACCESS_TOKEN_SECONDS),
+  signExpiresIn: Type.Literal(SIGN_TOKEN_SECONDS),
+  remainingQuota: Count,
+}, { additionalProperties: false });
+
+const doc: RouteDoc = {
+  summary: 'Issue an access token and a sign token',
+  description: 'Trades the license key and password for an access token (15 minutes, for sign-token and history) and a ' +
+    'single-use sign token (5 minutes) for the desktop signing application. Every call issues a new sign token. Limited per ' +
+    'license key (RATE_GET_TOKEN_PER_MIN) and, for failed attempts, per client address.',
+  tags: ['public'],
+  auth: 'none',
+  body: {
+    schema: GetTokenBody,
+    examples: [{ summary: 'Medula signature', value: { licenseKey: EXAMPLE.licenseKey, password: EXAMPLE.password, imzaTipi: 0 } }],
+  },
+  rateLimit: 'get-token',
+  responses: {
+    200: {
+      description: 'the token pair, and the quota left when it was issued',
+      schema: TokenPair,
+      examples: [{
+        summary: 'issued',
+        value: {
+          success: true, accessToken: EXAMPLE.accessToken, signToken: EXAMPLE.signToken, accessExpiresIn: ACCESS_TOKEN_SECONDS,
+          signExpiresIn: SIGN_TOKEN_SECONDS, remainingQuota: EXAMPLE.totalQuota - EXAMPLE.usedQuota,
+        },
+      }],
+    },
+    ...errorResponses(codedErrorOf, [
+      ['a field missing or of the wrong type (imzaTipi must be the integer 0 or 1)', invalidRequest('imzaTipi')],
+      ['no quota left', authReplies.INSUFFICIENT_QUOTA],
+      ['unknown license key or wrong password', authReplies.INVALID_CREDENTIALS],
+      ['the license is past its expiry date', authReplies.LICENSE_EXPIRED],
+      ['the license is not active', authReplies.LICENSE_INACTIVE],
+      ['too many requests for this license key, or too many failed attempts from this address', rateLimited(42_000), RateLimitedError],
+    ], { 429: ['Retry-After'] }),
+  },
 };
 
 /** POST /api/v1/auth/get-token: license key and password for an access token and a sign token. */
@@ -76,6 +123,7 @@ export function getTokenRoute(ctx: RouteContext): Route {
     needsClientAddress: true,
     cors: true,
     noStore: true,
+    doc,
     async handler(req) {
       const parsed = parse(req.body);
       if (!parsed.ok) return invalidRequest(parsed.field);

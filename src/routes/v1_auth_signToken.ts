@@ -4,6 +4,9 @@ import type { Route } from '../http/route.js';
 import { Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
+import { EXAMPLE } from '../openapi/examples.js';
+import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { codedErrorOf, Count, Jwt, RateLimitedError } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
@@ -20,6 +23,38 @@ const refusals: Record<IssueRefusal, Reply> = {
   [Outcome.TOKEN_REVOKED]: authReplies.INVALID_TOKEN, // issued before a password change or a deactivation
 };
 
+const SignTokenAnswer = Type.Object({
+  success: Type.Literal(true), signToken: Jwt, signExpiresIn: Type.Literal(SIGN_TOKEN_SECONDS), remainingQuota: Count,
+}, { additionalProperties: false });
+
+const doc: RouteDoc = {
+  summary: 'Issue one more sign token with an access token',
+  description: 'One more single-use sign token (5 minutes) for the license the access token belongs to, without the password. ' +
+    'A password change or a deactivation since the access token was issued revokes it (401 INVALID_TOKEN).',
+  tags: ['public'],
+  auth: 'accessToken',
+  body: { schema: SignTokenBody, examples: [{ summary: 'İBYS signature', value: { imzaTipi: 1 } }] },
+  rateLimit: 'sign-token',
+  responses: {
+    200: {
+      description: 'a new sign token, and the quota left when it was issued',
+      schema: SignTokenAnswer,
+      examples: [{
+        summary: 'issued',
+        value: { success: true, signToken: EXAMPLE.signToken, signExpiresIn: SIGN_TOKEN_SECONDS, remainingQuota: EXAMPLE.totalQuota - EXAMPLE.usedQuota },
+      }],
+    },
+    ...errorResponses(codedErrorOf, [
+      ['imzaTipi missing or not the integer 0 or 1', invalidRequest('imzaTipi')],
+      ['no quota left', authReplies.INSUFFICIENT_QUOTA],
+      ['the access token is missing, malformed, expired or revoked', authReplies.INVALID_TOKEN],
+      ['the license is past its expiry date', authReplies.LICENSE_EXPIRED],
+      ['the license is not active', authReplies.LICENSE_INACTIVE],
+      ['too many sign tokens for this license (RATE_SIGN_TOKEN_PER_MIN)', rateLimited(42_000), RateLimitedError],
+    ], { 429: ['Retry-After'] }),
+  },
+};
+
 /** POST /api/v1/auth/sign-token: one more sign token for the access token's license, no password. */
 export function signTokenRoute(ctx: RouteContext): Route {
   const parse = bodyParser(SignTokenBody);
@@ -32,6 +67,7 @@ export function signTokenRoute(ctx: RouteContext): Route {
     needsAuthorization: true,
     cors: true,
     noStore: true,
+    doc,
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);

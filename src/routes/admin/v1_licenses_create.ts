@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { Handler, Route } from '../../http/route.js';
+import { EXAMPLE } from '../../openapi/examples.js';
+import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
+import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { bodyParser, canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota } from '../schemas.js';
 import { adminReplies, domainsOf, invalid, licenseReply } from './common.js';
+import { exampleLicense, licenseAnswer, unauthorized } from './docs.js';
 
 const CreateLicenseBody = Type.Object(
   {
@@ -19,11 +23,37 @@ const CreateLicenseBody = Type.Object(
   { additionalProperties: false },
 );
 
+const doc: RouteDoc = {
+  summary: 'Create a license',
+  description: 'The key is the caller\'s (a UUID) or generated. The password is stored hashed and never shown again.',
+  tags: ['admin'],
+  auth: 'admin',
+  body: {
+    schema: CreateLicenseBody,
+    examples: [{
+      summary: 'a pharmacy with two authorised domains',
+      value: {
+        organizationName: EXAMPLE.organizationName, password: EXAMPLE.password, totalQuota: EXAMPLE.totalQuota,
+        expiryDate: EXAMPLE.expiryDate, domains: [...EXAMPLE.domains],
+      },
+    }],
+  },
+  responses: {
+    201: licenseAnswer('created', 'a new license', exampleLicense({ usedQuota: 0 }, 201)),
+    ...errorResponses(codedErrorOf, [
+      ['a field missing, unknown or invalid: the message names it', invalid('totalQuota')],
+      ['a domain that is no host name', invalid('domains', '"https://" bir alan adı değil')],
+      unauthorized,
+      ['the licenseKey given is taken', adminReplies.LICENSE_EXISTS],
+    ]),
+  },
+};
+
 /** POST /admin/v1/licenses: a new license; the key is the caller's or generated. */
 export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
   const parse = bodyParser(CreateLicenseBody);
   return {
-    method: 'post', path: '/admin/v1/licenses', errors: codedErrors, needsAuthorization: true, bodyLimit: ctx.config.adminBodyLimitBytes,
+    method: 'post', path: '/admin/v1/licenses', errors: codedErrors, needsAuthorization: true, bodyLimit: ctx.config.adminBodyLimitBytes, doc,
     handler: guard(async (req) => {
       const parsed = parse(req.body);
       if (!parsed.ok) return invalid(parsed.field);

@@ -1,9 +1,12 @@
 import { Type } from '@sinclair/typebox';
 import type { Handler, Route } from '../../http/route.js';
+import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
+import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password } from '../schemas.js';
 import { adminReplies, domainsOf, invalid, licenseReply } from './common.js';
+import { exampleLicense, licenseAnswer, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 
 const PatchLicenseBody = Type.Object(
   {
@@ -16,12 +19,36 @@ const PatchLicenseBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
+const doc: RouteDoc = {
+  summary: 'Change a license (anything but its quota)',
+  description: 'A password change or a deactivation revokes the license\'s access tokens. In force for the very next public ' +
+    'request, on every instance.',
+  tags: ['admin'],
+  auth: 'admin',
+  params: keyParam,
+  body: {
+    schema: PatchLicenseBody,
+    examples: [
+      { summary: 'deactivate', value: { isActive: false } },
+      { summary: 'extend and restrict to one domain', value: { expiryDate: '2027-12-31T23:59:59.000Z', domains: ['eczane.ornek.com.tr'] } },
+    ],
+  },
+  responses: {
+    200: licenseAnswer('the license as changed', 'deactivated', exampleLicense({ isActive: false })),
+    ...errorResponses(codedErrorOf, [
+      ['an empty body, or a field unknown or invalid: the message names it', invalid('expiryDate')],
+      unauthorized,
+      notFound,
+    ]),
+  },
+};
+
 /** PATCH /admin/v1/licenses/{licenseKey}: change anything but the quota; every instance sees it on its next request. */
 export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
   const parse = bodyParser(PatchLicenseBody);
   return {
     method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codedErrors, needsAuthorization: true,
-    bodyLimit: ctx.config.adminBodyLimitBytes,
+    bodyLimit: ctx.config.adminBodyLimitBytes, doc,
     handler: guard(async (req) => {
       const key = licenseKeyParam(req.params[0]);
       if (key === null) return adminReplies.LICENSE_NOT_FOUND;

@@ -1,0 +1,87 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+// The answers' schemas, for /openapi.json only (the service never validates what it sends):
+// the body shapes more than one route answers with. Every object is closed
+// (additionalProperties: false), so a field a route starts sending without documenting it
+// fails test/system/openapi.test.ts, which checks real answers against these.
+
+const closed = { additionalProperties: false } as const;
+
+/** An instant the service writes (Date.toISOString). */
+export const Timestamp = Type.String({ format: 'date-time' });
+/** A JWT: three base64url parts. */
+export const Jwt = Type.String({ pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' });
+export const Count = Type.Integer({ minimum: 0 });
+export const Percentage = Type.Number({ minimum: 0, maximum: 100, description: 'remaining share of the quota, two decimals' });
+export const Uuid = Type.String({ format: 'uuid' });
+
+function literals(values: string[]): TSchema {
+  const unique = [...new Set(values)];
+  return unique.length === 1 ? Type.Literal(unique[0] as string) : Type.Union(unique.map((v) => Type.Literal(v)));
+}
+
+const codesOf = (bodies: unknown[]): string[] => bodies.map((b) => (b as { error: { code: string } }).error.code);
+
+/** {success:false, error:{code, message}} with the codes of the bodies: get-token, sign-token, history, admin, health. */
+export function codedErrorOf(bodies: unknown[]): TSchema {
+  return Type.Object({
+    success: Type.Literal(false),
+    error: Type.Object({ code: literals(codesOf(bodies)), message: Type.String({ minLength: 1 }) }, closed),
+  }, closed);
+}
+
+/** {success:false, message}: validate's refusals (the spec publishes no codes, only the Turkish messages). */
+export const MessageError = Type.Object({ success: Type.Literal(false), message: Type.String({ minLength: 1 }) }, closed);
+export const messageErrorOf = (): TSchema => MessageError;
+
+/** validate's 400 for exhausted quota: the message and remainingQuota 0. */
+export const QuotaExhaustedError = Type.Object({
+  success: Type.Literal(false), message: Type.String({ minLength: 1 }), remainingQuota: Type.Literal(0),
+}, closed);
+
+/** 429 of get-token, sign-token and validate: retryAfter in whole seconds, as Retry-After. */
+export const RateLimitedError = Type.Object({
+  success: Type.Literal(false), message: Type.String({ minLength: 1 }), retryAfter: Type.Integer({ minimum: 1 }),
+}, closed);
+
+/** {success:false, error:{code, message}, timestamp}: check-quota, with the codes of the bodies. */
+export function timestampedErrorOf(bodies: unknown[], extra: Record<string, TSchema> = {}): TSchema {
+  return Type.Object({
+    success: Type.Literal(false),
+    error: Type.Object({ code: literals(codesOf(bodies)), message: Type.String({ minLength: 1 }) }, closed),
+    ...extra,
+    timestamp: Timestamp,
+  }, closed);
+}
+
+/** A license as the admin API shows it (CONTRACT.md "License"). */
+export const License = Type.Object({
+  licenseKey: Uuid,
+  firmaId: Type.String({ minLength: 1, description: 'the company identifier tokens carry as firma_id' }),
+  organizationName: Type.String(),
+  totalQuota: Count,
+  usedQuota: Count,
+  remainingQuota: Count,
+  quotaPercentage: Percentage,
+  expiryDate: Timestamp,
+  isActive: Type.Boolean(),
+  domains: Type.Array(Type.String(), { description: 'authorised origins (host names, "*.example.com" for subdomains); empty: any origin' }),
+}, closed);
+
+/** {success:true, data: License}: every admin success. */
+export const LicenseAnswer = Type.Object({ success: Type.Literal(true), data: License }, closed);
+
+/** The headers answers may carry, by name (ResponseDoc.headers). */
+export const responseHeaders: Record<string, { description: string; schema: TSchema }> = {
+  'Retry-After': { description: 'seconds to wait before trying again', schema: Type.Integer({ minimum: 1 }) },
+  'RateLimit-Policy': {
+    description: 'the limit (IETF draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<requests>;w=<seconds>`; absent when the limit is off',
+    schema: Type.String(),
+  },
+  RateLimit: {
+    description: 'what is left of the limit in this window: `"<name>";r=<requests left>;t=<seconds to reset>`; absent when the limit is off',
+    schema: Type.String(),
+  },
+  'Cache-Control': { description: 'how long a browser may keep the answer', schema: Type.String() },
+  'Content-Security-Policy': { description: 'what the page may load: only this service', schema: Type.String() },
+};
