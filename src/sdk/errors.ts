@@ -99,8 +99,11 @@ function record(value: unknown): Record<string, unknown> | null {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null;
 }
 
+/** a Map, so that a message such as "constructor" finds nothing of Object.prototype */
+const codesOfMessages = new Map(Object.entries(VALIDATE_MESSAGES));
+
 function codeOfMessage(message: string): LicenseErrorCode {
-  return VALIDATE_MESSAGES[message] ?? (message.startsWith(VALIDATE_BAD_REQUEST) ? 'INVALID_REQUEST' : 'UNEXPECTED_RESPONSE');
+  return codesOfMessages.get(message) ?? (message.startsWith(VALIDATE_BAD_REQUEST) ? 'INVALID_REQUEST' : 'UNEXPECTED_RESPONSE');
 }
 
 /** Whole seconds from a Retry-After header (delta-seconds), else from the body's retryAfter. */

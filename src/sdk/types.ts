@@ -1,7 +1,7 @@
 // The requests and answers of the public API (spec, Endpoints; CONTRACT.md, Public
 // endpoints), declared here rather than derived from the routes' TypeBox schemas: those live
 // beside ajv and the server's modules, which a browser bundle must not pull in, and the
-// answers are built by the routes, not described by schemas. test/sdk/client.test.ts checks
+// answers are built by the routes, not described by schemas. test/sdk/client.happy.test.ts checks
 // these against what the server answers.
 
 /** The signature type: 0 Medula, 1 İBYS. */

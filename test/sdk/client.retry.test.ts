@@ -168,3 +168,44 @@ t.test('a lost answer: validate without a key is not sent again; with a key it i
   t.strictSame(answer, { success: true, message: 'Token doğrulandı, imza kotası düşüldü', usedQuota: 2, remainingQuota: 3 }, 'the first redemption\'s answer');
   t.equal((await adminView(h, lic.licenseKey)).usedQuota, 2, 'one unit for the token, not two');
 });
+
+/** A fetch that answers the first request itself with `first` (a proxy's answer), then sends the rest to the server. */
+function answeringFirst(first: () => Response): typeof fetch {
+  let answered = false;
+  return async (input, init) => {
+    if (answered) return fetch(input, init);
+    answered = true;
+    return first();
+  };
+}
+
+const unavailable = () => new Response(JSON.stringify({ success: false, message: 'Hizmet geçici olarak kullanılamıyor' }), {
+  status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' },
+});
+
+t.test('a 503 with Retry-After: retried, but for validate without a key (the token may have been redeemed)', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 5 });
+  const [a, b] = await new TokenSource(h, lic).many(2);
+  const read = retrying(3, 5000, answeringFirst(unavailable));
+  t.equal((await read.client.checkQuota(lic.licenseKey)).success, true, 'check-quota answered after the wait');
+  t.same(read.retries.map((r) => [(r.error as LicenseApiError).code, r.delayMs]), [['SERVICE_UNAVAILABLE', 1000]]);
+
+  const bare = retrying(3, 5000, answeringFirst(unavailable));
+  const err = await rejection(bare.client.validate({ token: a! })) as LicenseApiError;
+  t.match(err, { status: 503, code: 'SERVICE_UNAVAILABLE', message: 'Hizmet geçici olarak kullanılamıyor', retryAfter: 1 }, 'validate without a key: thrown');
+  t.equal(bare.sent.length, 1, 'not sent again');
+
+  const keyed = retrying(3, 5000, answeringFirst(unavailable));
+  t.equal((await keyed.client.validate({ token: b! }, { idempotencyKey: 'k-503' })).usedQuota, 1, 'with a key: retried and redeemed');
+  t.equal(keyed.sent.length, 2);
+});
+
+t.test('an answer in no published shape: UNEXPECTED_RESPONSE with the text kept, not retried', async (t) => {
+  const html = retrying(3, 5000, answeringFirst(() => new Response('<html>502 Bad Gateway</html>', { status: 502 })));
+  const err = await rejection(html.client.checkQuota((await h.createLicense()).licenseKey)) as LicenseApiError;
+  t.match(err, { status: 502, code: 'UNEXPECTED_RESPONSE', body: '<html>502 Bad Gateway</html>' });
+  t.equal(html.sent.length, 1);
+  const odd = retrying(1, 5000, answeringFirst(() => Response.json({ success: false, message: 'constructor' }, { status: 400 })));
+  t.match(await rejection(odd.client.validate({ token: 'a.b.c' })), { status: 400, code: 'UNEXPECTED_RESPONSE', message: 'constructor' },
+    'a message the SDK does not know');
+});
