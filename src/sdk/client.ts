@@ -1,4 +1,4 @@
-import { apiErrorOf, LicenseApiError, LicenseNetworkError, LicenseTimeoutError } from './errors.js';
+import { apiErrorOf, LicenseApiError, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError } from './errors.js';
 import type {
   CheckQuotaAnswer, GetTokenRequest, HistoryItem, HistoryOptions, HistoryPage, SignTokenAnswer, SignTokenRequest,
   TokenPair, ValidateAnswer, ValidateOptions, ValidateRequest,
@@ -182,7 +182,17 @@ export class LicenseClient {
     return null;
   }
 
+  /** The request's headers; a value fetch cannot send (an access token or key with "€" in it) is the caller's error, not the network's. */
+  private headersOf(call: Call): Headers {
+    try {
+      return new Headers({ accept: 'application/json', ...(call.body === undefined ? {} : { 'content-type': 'application/json' }), ...call.headers });
+    } catch (err) {
+      throw new LicenseSdkError(`${call.method} ${call.path.split('?')[0]}: a header value that cannot be sent (${(err as Error)?.message ?? String(err)})`);
+    }
+  }
+
   private async attempt<T>(call: Call): Promise<T> {
+    const headers = this.headersOf(call);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), this.timeoutMs);
     let status: number;
@@ -191,7 +201,7 @@ export class LicenseClient {
     try {
       const res = await this.fetch(this.baseUrl + call.path, {
         method: call.method,
-        headers: { accept: 'application/json', ...(call.body === undefined ? {} : { 'content-type': 'application/json' }), ...call.headers },
+        headers,
         body: call.body === undefined ? undefined : JSON.stringify(call.body),
         signal: abort.signal,
       });

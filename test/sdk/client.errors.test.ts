@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
 import {
-  LicenseApiError, LicenseClient, LicenseNetworkError, LicenseTimeoutError, type ImzaTipi, type LicenseErrorCode,
+  LicenseApiError, LicenseClient, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError, type ImzaTipi, type LicenseErrorCode,
 } from 'license-sign-token-service/sdk';
 import t from 'tap';
 import { adminOk } from '../helpers/admin.js';
@@ -87,6 +87,12 @@ t.test('validate with an Idempotency-Key: another token under the key, a malform
   await sdk.validate({ token: a! }, { idempotencyKey: key });
   await apiError(t, sdk.validate({ token: b! }, { idempotencyKey: key }), 422, 'IDEMPOTENCY_KEY_REUSED', 'Bu işlem anahtarı başka bir token için kullanıldı.');
   await apiError(t, sdk.validate({ token: b! }, { idempotencyKey: 'x'.repeat(256) }), 400, 'INVALID_REQUEST', 'Geçersiz istek: Idempotency-Key');
+  // a key no header can carry is refused before anything is sent: the caller's error, neither the service's nor the network's
+  const counter = countingFetch();
+  const unsendable = await rejection(new LicenseClient({ baseUrl: h.url, fetch: counter.fetch }).validate({ token: b! }, { idempotencyKey: 'fiş-€-1' }));
+  t.ok(unsendable instanceof LicenseSdkError && !(unsendable instanceof LicenseApiError) && !(unsendable instanceof LicenseNetworkError),
+    `a LicenseSdkError of its own (${String(unsendable)})`);
+  t.equal(counter.sent.length, 0, 'nothing sent');
   t.equal((await sdk.validate({ token: b! })).usedQuota, 2, 'the refused token still redeems');
 });
 
