@@ -1,11 +1,14 @@
+import type { ImzaTipi } from 'license-sign-token-service/sdk';
 import type { Client } from './http.js';
-import { bearer, claimsOf } from './jwt.js';
+import { claimsOf } from './jwt.js';
+import { sdkOf } from './sdk.js';
 import { sleep } from './wait.js';
 
 // The one token minter: real sign tokens through the API, as a client gets them (get-token
-// once for the access token and a first sign token, then sign-token with the access token).
-// Every helper throws when the service refuses, so a test that needs tokens never goes on
-// without them (the RATE_* limits of the service must allow the calls).
+// once for the access token and a first sign token, then sign-token with the access token),
+// through the client SDK (./sdk.ts). Every helper throws when the service refuses (the SDK's
+// LicenseApiError, no retries), so a test that needs tokens never goes on without them (the
+// RATE_* limits of the service must allow the calls).
 
 export interface Credentials {
   licenseKey: string;
@@ -14,16 +17,13 @@ export interface Credentials {
 
 /** get-token: the access token and a first sign token. */
 export async function getTokenPair(client: Client, lic: Credentials, imzaTipi = 0): Promise<{ accessToken: string; signToken: string }> {
-  const got = await client.request('POST', '/api/v1/auth/get-token', { licenseKey: lic.licenseKey, password: lic.password, imzaTipi });
-  if (got.status !== 200) throw new Error(`get-token: ${got.status} ${got.text}`);
-  return { accessToken: got.body.accessToken as string, signToken: got.body.signToken as string };
+  const { accessToken, signToken } = await sdkOf(client).getToken({ licenseKey: lic.licenseKey, password: lic.password, imzaTipi: imzaTipi as ImzaTipi });
+  return { accessToken, signToken };
 }
 
 /** sign-token: one more sign token for the license of the access token. */
 export async function signOne(client: Client, accessToken: string, imzaTipi = 0): Promise<string> {
-  const signed = await client.request('POST', '/api/v1/auth/sign-token', { imzaTipi }, bearer(accessToken));
-  if (signed.status !== 200) throw new Error(`sign-token: ${signed.status} ${signed.text}`);
-  return signed.body.signToken as string;
+  return (await sdkOf(client).signToken(accessToken, { imzaTipi: imzaTipi as ImzaTipi })).signToken;
 }
 
 /** get-token once, then `count - 1` sign-tokens at once: `count` sign tokens. */
@@ -72,8 +72,7 @@ export async function redeemMany(client: Client, accessToken: string, n: number,
   for (let i = 0; i < n; i++) {
     const token = await signOne(client, accessToken, i % 2);
     const o = origin?.(i);
-    const res = await client.request('POST', '/api/license/validate', o === undefined ? { token } : { token, origin: o });
-    if (res.status !== 200) throw new Error(`validate: ${res.text}`);
+    await sdkOf(client).validate({ token, origin: o });
     ids.push(claimsOf(token).token_id);
     await sleep(3);
   }

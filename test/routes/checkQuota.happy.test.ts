@@ -1,15 +1,27 @@
 import t from 'tap';
 import { adminOk } from '../helpers/admin.js';
-import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import { NO_RATE_LIMITS, startHarness, type Harness } from '../helpers/harness.js';
+import { rejection, sdkOf } from '../helpers/sdk.js';
 import { expectCurrentTimestamp, ISO_UTC, windowed } from '../helpers/shapes.js';
 import { TokenSource } from '../helpers/tokens.js';
 import { sleep } from '../helpers/wait.js';
 
 // GET /api/License/check-quota/{licenseKey} (CONTRACT.md), the 200 answers: every field, the
 // remaining share, both path casings, and the cache (QUOTA_CACHE_SECONDS): a redemption may
-// stay hidden for its time, an admin change shows at once, on every instance.
+// stay hidden for its time, an admin change shows at once, on every instance. Through the
+// client SDK, but where the wire itself is checked (content type, timestamp, path casings).
 
 const DAY_MS = 86_400_000;
+
+/** check-quota's data, through the SDK. */
+async function quota(h: Harness, licenseKey: string) {
+  return (await sdkOf(h).checkQuota(licenseKey)).data;
+}
+
+/** validate through the SDK: the new usedQuota. */
+async function redeem(h: Harness, token: string): Promise<number> {
+  return (await sdkOf(h).validate({ token })).usedQuota;
+}
 
 t.test('answers (default 30 s cache)', async (t) => {
   const h = await startHarness(t, 'cq-shape', NO_RATE_LIMITS);
@@ -18,7 +30,7 @@ t.test('answers (default 30 s cache)', async (t) => {
     const expiryDate = new Date(Date.now() + 90 * DAY_MS).toISOString();
     const lic = await h.createLicense({ totalQuota: 4, expiryDate, organizationName: 'Özgür Eczane Ltd. Şti.' });
     const token = await new TokenSource(h, lic).next();
-    t.equal((await h.validate(token)).status, 200, 'one redemption before the first look');
+    t.equal(await redeem(h, token), 1, 'one redemption before the first look');
     const res = await windowed(() => h.checkQuota(lic.licenseKey));
     t.equal(res.status, 200);
     t.match(res.headers.get('content-type') ?? '', /^application\/json/);
@@ -48,10 +60,10 @@ t.test('answers (default 30 s cache)', async (t) => {
 
   t.test('quotaPercentage is the remaining share, 0-100', async (t) => {
     const full = await h.createLicense({ totalQuota: 10 });
-    const res = await h.checkQuota(full.licenseKey);
-    t.equal(res.body?.data?.quotaPercentage, 100, 'untouched license: 100');
-    t.equal(res.body?.data?.remainingQuota, 10);
-    t.equal(res.body?.data?.usedQuota, 0);
+    const data = await quota(h, full.licenseKey);
+    t.equal(data.quotaPercentage, 100, 'untouched license: 100');
+    t.equal(data.remainingQuota, 10);
+    t.equal(data.usedQuota, 0);
   });
 
   t.test('both path casings name the same resource', async (t) => {
@@ -69,48 +81,42 @@ t.test('default cache: a redemption may stay hidden for 30 s, an admin change sh
   const h = await startHarness(t, 'cq-cache', NO_RATE_LIMITS);
   const lic = await h.createLicense({ totalQuota: 5 });
   const source = new TokenSource(h, lic);
-  const first = await h.checkQuota(lic.licenseKey);
-  t.equal(first.body?.data?.remainingQuota, 5, 'first look: 5 left');
+  const first = await quota(h, lic.licenseKey);
+  t.equal(first.remainingQuota, 5, 'first look: 5 left');
 
-  t.equal((await h.validate(await source.next())).status, 200, 'one redemption');
-  const cached = await h.checkQuota(lic.licenseKey);
-  t.equal(cached.status, 200);
-  t.equal(cached.body?.data?.remainingQuota, 5, 'the redemption is not visible yet (cached answer)');
-  t.equal(cached.body?.data?.usedQuota, 0, 'cached usedQuota');
+  t.equal(await redeem(h, await source.next()), 1, 'one redemption');
+  const cached = await quota(h, lic.licenseKey);
+  t.equal(cached.remainingQuota, 5, 'the redemption is not visible yet (cached answer)');
+  t.equal(cached.usedQuota, 0, 'cached usedQuota');
 
   await adminOk(h, 'POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 3 });
-  const afterAdd = await h.checkQuota(lic.licenseKey);
-  t.equal(afterAdd.status, 200);
+  const afterAdd = await quota(h, lic.licenseKey);
   t.strictSame(
-    [afterAdd.body?.data?.totalQuota, afterAdd.body?.data?.usedQuota, afterAdd.body?.data?.remainingQuota],
+    [afterAdd.totalQuota, afterAdd.usedQuota, afterAdd.remainingQuota],
     [8, 1, 7],
     'added quota visible on the very next check (and the redemption with it)',
   );
 
   await adminOk(h, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false });
-  const inactive = await h.checkQuota(lic.licenseKey);
-  t.equal(inactive.status, 403, 'deactivation visible on the very next check');
-  t.equal(inactive.body?.error?.code, 'LICENSE_INACTIVE');
+  t.match(await rejection(quota(h, lic.licenseKey)), { status: 403, code: 'LICENSE_INACTIVE' }, 'deactivation visible on the very next check');
 
   await adminOk(h, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: true });
-  const active = await h.checkQuota(lic.licenseKey);
-  t.equal(active.status, 200, 'reactivation visible on the very next check');
-  t.equal(active.body?.data?.isActive, true);
+  t.equal((await quota(h, lic.licenseKey)).isActive, true, 'reactivation visible on the very next check');
 
   await adminOk(h, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { organizationName: 'Yeni Ad A.Ş.' });
-  t.equal((await h.checkQuota(lic.licenseKey)).body?.data?.organizationName, 'Yeni Ad A.Ş.', 'rename visible at once');
+  t.equal((await quota(h, lic.licenseKey)).organizationName, 'Yeni Ad A.Ş.', 'rename visible at once');
 });
 
 t.test('QUOTA_CACHE_SECONDS=0: redemptions are visible immediately', async (t) => {
   const h = await startHarness(t, 'cq-nocache', { ...NO_RATE_LIMITS, QUOTA_CACHE_SECONDS: '0' });
   const lic = await h.createLicense({ totalQuota: 4 });
   const source = new TokenSource(h, lic);
-  t.equal((await h.checkQuota(lic.licenseKey)).body?.data?.remainingQuota, 4, 'before: 4');
+  t.equal((await quota(h, lic.licenseKey)).remainingQuota, 4, 'before: 4');
   for (let i = 1; i <= 3; i++) {
-    t.equal((await h.validate(await source.next())).status, 200, `redemption ${i}`);
-    const res = await h.checkQuota(lic.licenseKey);
-    t.equal(res.body?.data?.usedQuota, i, `after ${i}: usedQuota`);
-    t.equal(res.body?.data?.remainingQuota, 4 - i, `after ${i}: remainingQuota`);
+    t.equal(await redeem(h, await source.next()), i, `redemption ${i}`);
+    const data = await quota(h, lic.licenseKey);
+    t.equal(data.usedQuota, i, `after ${i}: usedQuota`);
+    t.equal(data.remainingQuota, 4 - i, `after ${i}: remainingQuota`);
   }
 });
 
@@ -124,29 +130,27 @@ t.test('two instances sharing Redis and Postgres: an admin change on A shows on 
     RUN_WORKER: '0',
   });
   const lic = await a.createLicense({ totalQuota: 5 });
-  t.equal((await b.checkQuota(lic.licenseKey)).body?.data?.remainingQuota, 5, 'B sees the license made through A');
+  t.equal((await quota(b, lic.licenseKey)).remainingQuota, 5, 'B sees the license made through A');
 
   // B caches: a redemption through A is hidden on B
-  t.equal((await a.validate(await new TokenSource(a, lic).next())).status, 200, 'redemption through A');
-  t.equal((await b.checkQuota(lic.licenseKey)).body?.data?.remainingQuota, 5, 'B answers from its cache');
+  t.equal(await redeem(a, await new TokenSource(a, lic).next()), 1, 'redemption through A');
+  t.equal((await quota(b, lic.licenseKey)).remainingQuota, 5, 'B answers from its cache');
 
   // no waiting for a message: the next answer after the admin's 200, every time
   for (let i = 1; i <= 10; i++) {
     await adminOk(a, 'POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 3 });
-    const seen = await b.checkQuota(lic.licenseKey);
+    const seen = await quota(b, lic.licenseKey);
     t.strictSame(
-      [seen.body?.data?.totalQuota, seen.body?.data?.usedQuota, seen.body?.data?.remainingQuota],
+      [seen.totalQuota, seen.usedQuota, seen.remainingQuota],
       [5 + 3 * i, 1, 4 + 3 * i],
       `purchase ${i} through A: B's next answer has it`,
     );
   }
 
-  t.equal((await a.checkQuota(lic.licenseKey)).status, 200, 'A caches an active answer');
+  t.equal((await quota(a, lic.licenseKey)).isActive, true, 'A caches an active answer');
   await adminOk(b, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false });
-  t.equal((await b.checkQuota(lic.licenseKey)).status, 403, 'B itself: deactivation visible at once');
-  const inactive = await a.checkQuota(lic.licenseKey);
-  t.equal(inactive.status, 403, 'deactivation through B: A\'s next answer has it');
-  t.equal(inactive.body?.error?.code, 'LICENSE_INACTIVE');
+  t.match(await rejection(quota(b, lic.licenseKey)), { status: 403, code: 'LICENSE_INACTIVE' }, 'B itself: deactivation visible at once');
+  t.match(await rejection(quota(a, lic.licenseKey)), { status: 403, code: 'LICENSE_INACTIVE' }, 'deactivation through B: A\'s next answer has it');
 
   await a.drainWorker();
 });

@@ -1,37 +1,39 @@
 import t from 'tap';
 import { startHarness } from '../helpers/harness.js';
 import { decodeJwt, nowSeconds } from '../helpers/jwt.js';
+import { rejection, sdkOf } from '../helpers/sdk.js';
 import { expectSignToken, MSG } from '../helpers/shapes.js';
 
 // POST /api/v1/auth/sign-token (CONTRACT.md): one more sign token for the license of the
-// Bearer access token, without the password.
+// Bearer access token, without the password. Through the client SDK (a refusal throws), but
+// where the wire itself is checked (content type, the Bearer scheme's spelling).
 
 t.test('sign-token success', async (t) => {
   const h = await startHarness(t, 'signtokenhappy', { RATE_GET_TOKEN_PER_MIN: '0', RATE_SIGN_TOKEN_PER_MIN: '0' });
   const org = 'İmza Sağlık Hizmetleri';
   const lic = await h.createLicense({ organizationName: org, totalQuota: 4 });
-  const got = await h.getToken(lic.licenseKey, lic.password, 0);
-  t.equal(got.status, 200);
-  const access = got.body.accessToken as string;
+  const sdk = sdkOf(h);
+  const got = await sdk.getToken({ ...lic, imzaTipi: 0 });
+  const access = got.accessToken;
 
   t.test('body holds exactly {success, signToken, signExpiresIn, remainingQuota}', async (t) => {
-    const res = await h.signToken(access, 1);
-    t.equal(res.status, 200);
-    t.match(res.headers.get('content-type') ?? '', /^application\/json/);
-    t.same(Object.keys(res.body).sort(), ['remainingQuota', 'signExpiresIn', 'signToken', 'success']);
-    t.equal(res.body.success, true);
-    t.type(res.body.signToken, 'string');
-    t.equal(res.body.signExpiresIn, 300);
-    t.equal(res.body.remainingQuota, 4);
+    const raw = await h.signToken(access, 1);
+    t.equal(raw.status, 200);
+    t.match(raw.headers.get('content-type') ?? '', /^application\/json/, 'the wire: JSON');
+    const res = await sdk.signToken(access, { imzaTipi: 1 });
+    t.same(Object.keys(res).sort(), ['remainingQuota', 'signExpiresIn', 'signToken', 'success']);
+    t.equal(res.success, true);
+    t.type(res.signToken, 'string');
+    t.equal(res.signExpiresIn, 300);
+    t.equal(res.remainingQuota, 4);
   });
 
   t.test('the sign token carries the license and the requested imza_tipi', async (t) => {
-    for (const imzaTipi of [0, 1]) {
+    for (const imzaTipi of [0, 1] as const) {
       const before = nowSeconds();
-      const res = await h.signToken(access, imzaTipi);
+      const res = await sdk.signToken(access, { imzaTipi });
       const after = nowSeconds();
-      t.equal(res.status, 200);
-      expectSignToken(t, res.body.signToken, h.config.jwtKeys[0]!.secret, { firmaId: lic.firmaId, firmaAdi: org, imzaTipi, issuedFrom: before, issuedTo: after });
+      expectSignToken(t, res.signToken, h.config.jwtKeys[0]!.secret, { firmaId: lic.firmaId, firmaAdi: org, imzaTipi, issuedFrom: before, issuedTo: after });
     }
   });
 
@@ -42,20 +44,19 @@ t.test('sign-token success', async (t) => {
   });
 
   t.test('every call gives a new token_id, different from get-token\'s', async (t) => {
-    const ids = new Set<string>([decodeJwt(got.body.signToken).payload.token_id as string]);
+    const ids = new Set<string>([decodeJwt(got.signToken).payload.token_id as string]);
     for (let i = 0; i < 5; i++) {
-      const res = await h.signToken(access, 0);
-      t.equal(res.status, 200);
-      ids.add(decodeJwt(res.body.signToken).payload.token_id as string);
+      const res = await sdk.signToken(access, { imzaTipi: 0 });
+      ids.add(decodeJwt(res.signToken).payload.token_id as string);
     }
     t.equal(ids.size, 6);
   });
 
   t.test('token ids are UUIDs of version 7, their first 48 bits the time of issue (in order, for Postgres\'s indexes)', async (t) => {
     const before = Date.now();
-    const res = await h.signToken(access, 0);
+    const res = await sdk.signToken(access, { imzaTipi: 0 });
     const after = Date.now();
-    const id = decodeJwt(res.body.signToken).payload.token_id as string;
+    const id = decodeJwt(res.signToken).payload.token_id as string;
     t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, id);
     const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
     t.ok(ms >= before && ms <= after, `the time in the id (${ms}) is when it was issued (${before}..${after})`);
@@ -65,50 +66,46 @@ t.test('sign-token success', async (t) => {
 t.test('sign tokens from sign-token redeem through validate, once each', async (t) => {
   const h = await startHarness(t, 'signtokenredeem', { RATE_SIGN_TOKEN_PER_MIN: '0' });
   const lic = await h.createLicense({ totalQuota: 3 });
-  const got = await h.getToken(lic.licenseKey, lic.password, 0);
-  const access = got.body.accessToken as string;
+  const sdk = sdkOf(h);
+  const got = await sdk.getToken({ ...lic, imzaTipi: 0 });
+  const access = got.accessToken;
 
-  const a = await h.signToken(access, 1);
-  const b = await h.signToken(access, 0);
-  t.equal(a.status, 200);
-  t.equal(b.status, 200);
-  t.equal(a.body.remainingQuota, 3, 'issuing spends nothing');
+  const a = await sdk.signToken(access, { imzaTipi: 1 });
+  const b = await sdk.signToken(access, { imzaTipi: 0 });
+  t.equal(a.remainingQuota, 3, 'issuing spends nothing');
 
-  const ra = await h.validate(a.body.signToken);
-  t.equal(ra.status, 200);
-  t.equal(ra.body.success, true);
-  t.equal(ra.body.usedQuota, 1);
-  t.equal(ra.body.remainingQuota, 2);
-  const again = await h.validate(a.body.signToken);
-  t.equal(again.status, 400);
-  t.same(again.body, { success: false, message: MSG.USED });
+  const ra = await sdk.validate({ token: a.signToken });
+  t.equal(ra.success, true);
+  t.equal(ra.usedQuota, 1);
+  t.equal(ra.remainingQuota, 2);
+  const again = await rejection(sdk.validate({ token: a.signToken }));
+  t.match(again, { status: 400, code: 'TOKEN_ALREADY_USED', message: MSG.USED, body: { success: false, message: MSG.USED } });
 
-  const c = await h.signToken(access, 0);
-  t.equal(c.status, 200);
-  t.equal(c.body.remainingQuota, 2, 'remainingQuota at issue time');
+  const c = await sdk.signToken(access, { imzaTipi: 0 });
+  t.equal(c.remainingQuota, 2, 'remainingQuota at issue time');
 
-  t.equal((await h.validate(b.body.signToken)).body.remainingQuota, 1);
-  t.equal((await h.validate(got.body.signToken)).body.remainingQuota, 0, 'the get-token sign token still redeems');
+  t.equal((await sdk.validate({ token: b.signToken })).remainingQuota, 1);
+  t.equal((await sdk.validate({ token: got.signToken })).remainingQuota, 0, 'the get-token sign token still redeems');
 
   await h.drainWorker();
   const rows = await h.sql`select token_id, status, imza_tipi from sign_tokens where firma_id = ${lic.firmaId}`;
   const byId = new Map(rows.map((r) => [r.token_id as string, r]));
   t.equal(rows.length, 4, 'all four issued tokens are in the audit trail');
   const idOf = (token: string) => decodeJwt(token).payload.token_id as string;
-  t.equal(byId.get(idOf(a.body.signToken))?.status, 'used');
-  t.equal(byId.get(idOf(a.body.signToken))?.imza_tipi, 1);
-  t.equal(byId.get(idOf(b.body.signToken))?.status, 'used');
-  t.equal(byId.get(idOf(c.body.signToken))?.status, 'issued');
-  t.equal(byId.get(idOf(got.body.signToken))?.status, 'used');
+  t.equal(byId.get(idOf(a.signToken))?.status, 'used');
+  t.equal(byId.get(idOf(a.signToken))?.imza_tipi, 1);
+  t.equal(byId.get(idOf(b.signToken))?.status, 'used');
+  t.equal(byId.get(idOf(c.signToken))?.status, 'issued');
+  t.equal(byId.get(idOf(got.signToken))?.status, 'used');
 });
 
 t.test('a renamed organization shows in the next sign token', async (t) => {
   // CONTRACT: every admin change is in force for the very next public request
   const h = await startHarness(t, 'signtokenpw');
   const lic = await h.createLicense({ totalQuota: 2 });
-  const got = await h.getToken(lic.licenseKey, lic.password, 0);
+  const sdk = sdkOf(h);
+  const got = await sdk.getToken({ ...lic, imzaTipi: 0 });
   t.equal((await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { organizationName: 'Yeni Unvan' })).status, 200);
-  const res = await h.signToken(got.body.accessToken, 0);
-  t.equal(res.status, 200);
-  t.equal(decodeJwt(res.body.signToken).payload.firma_adi, 'Yeni Unvan', 'the new name is in the next token');
+  const res = await sdk.signToken(got.accessToken, { imzaTipi: 0 });
+  t.equal(decodeJwt(res.signToken).payload.firma_adi, 'Yeni Unvan', 'the new name is in the next token');
 });

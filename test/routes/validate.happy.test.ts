@@ -2,43 +2,46 @@ import t from 'tap';
 import { adminView } from '../helpers/admin.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { decodeJwt } from '../helpers/jwt.js';
+import { sdkOf } from '../helpers/sdk.js';
 import { TokenSource } from '../helpers/tokens.js';
 
 // POST /api/license/validate (CONTRACT.md), redemptions that succeed: the published body with
 // running arithmetic, the last unit, both spellings of the path, and the audit row each
-// redemption becomes in Postgres.
+// redemption becomes in Postgres. Through the client SDK, but where the wire itself is
+// checked (content type, the path's spellings).
 
 const h = await startHarness(t, 'validate-happy', NO_RATE_LIMITS);
+const sdk = sdkOf(h);
 
 t.test('success body is exactly {success, message, usedQuota, remainingQuota} with running arithmetic', async (t) => {
   const lic = await h.createLicense({ totalQuota: 5 });
-  const tokens = await new TokenSource(h, lic).many(4);
-  for (let i = 0; i < tokens.length; i++) {
-    const res = await h.validate(tokens[i]);
-    t.equal(res.status, 200, `redemption ${i + 1}: status`);
-    t.match(res.headers.get('content-type') ?? '', /^application\/json/, 'JSON content type');
-    t.type(res.body?.message, 'string', 'message is a string');
-    t.ok((res.body?.message ?? '').length > 0, 'message is not empty');
+  const tokens = await new TokenSource(h, lic).many(5);
+  for (let i = 0; i < 4; i++) {
+    const res = await sdk.validate({ token: tokens[i]! });
+    t.type(res.message, 'string', 'message is a string');
+    t.ok(res.message.length > 0, 'message is not empty');
     t.strictSame(
-      res.body,
-      { success: true, message: res.body?.message, usedQuota: i + 1, remainingQuota: 5 - (i + 1) },
+      res,
+      { success: true, message: res.message, usedQuota: i + 1, remainingQuota: 5 - (i + 1) },
       `redemption ${i + 1}: body`,
     );
   }
+  const raw = await h.validate(tokens[4]);
+  t.equal(raw.status, 200);
+  t.match(raw.headers.get('content-type') ?? '', /^application\/json/, 'the wire: JSON');
   const live = await adminView(h, lic.licenseKey);
-  t.equal(live.usedQuota, 4, 'admin view: used 4');
-  t.equal(live.remainingQuota, 1, 'admin view: remaining 1');
+  t.equal(live.usedQuota, 5, 'admin view: used 5');
+  t.equal(live.remainingQuota, 0, 'admin view: remaining 0');
   t.equal(live.totalQuota, 5, 'total unchanged');
 });
 
 t.test('the last unit of quota can be redeemed, leaving remainingQuota 0', async (t) => {
   const lic = await h.createLicense({ totalQuota: 2 });
   const [a, b] = await new TokenSource(h, lic).many(2);
-  const first = await h.validate(a);
-  t.strictSame(first.body, { success: true, message: first.body?.message, usedQuota: 1, remainingQuota: 1 });
-  const last = await h.validate(b);
-  t.equal(last.status, 200);
-  t.strictSame(last.body, { success: true, message: last.body?.message, usedQuota: 2, remainingQuota: 0 });
+  const first = await sdk.validate({ token: a! });
+  t.strictSame(first, { success: true, message: first.message, usedQuota: 1, remainingQuota: 1 });
+  const last = await sdk.validate({ token: b! });
+  t.strictSame(last, { success: true, message: last.message, usedQuota: 2, remainingQuota: 0 });
 });
 
 t.test('both published spellings of the path, and other casings, redeem', async (t) => {
@@ -68,8 +71,8 @@ t.test('each redemption reaches Postgres as status used with used_at, and used_q
   const before = new Date(Date.now() - 1000);
   const origins = [undefined, 'https://app.example.com', 'example.org'];
   for (let i = 0; i < redeemed.length; i++) {
-    const res = await h.validate(redeemed[i], origins[i]);
-    t.equal(res.status, 200, `redemption ${i + 1}`);
+    const res = await sdk.validate({ token: redeemed[i]!, origin: origins[i] });
+    t.equal(res.usedQuota, i + 1, `redemption ${i + 1}`);
   }
   const after = new Date(Date.now() + 1000);
   await h.drainWorker();

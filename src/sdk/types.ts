@@ -1,0 +1,108 @@
+// The requests and answers of the public API (spec, Endpoints; CONTRACT.md, Public
+// endpoints), declared here rather than derived from the routes' TypeBox schemas: those live
+// beside ajv and the server's modules, which a browser bundle must not pull in, and the
+// answers are built by the routes, not described by schemas. test/sdk/client.happy.test.ts checks
+// these against what the server answers.
+
+/** The signature type: 0 Medula, 1 İBYS. */
+export type ImzaTipi = 0 | 1;
+
+export interface GetTokenRequest {
+  licenseKey: string;
+  password: string;
+  imzaTipi: ImzaTipi;
+}
+
+/** get-token's 200. */
+export interface TokenPair {
+  success: true;
+  /** JWT, 900 s, the Bearer of sign-token and history */
+  accessToken: string;
+  /** JWT, 300 s, single use: what validate redeems */
+  signToken: string;
+  accessExpiresIn: number;
+  signExpiresIn: number;
+  /** remaining quota at issue time */
+  remainingQuota: number;
+}
+
+export interface SignTokenRequest {
+  imzaTipi: ImzaTipi;
+}
+
+/** sign-token's 200. */
+export interface SignTokenAnswer {
+  success: true;
+  signToken: string;
+  signExpiresIn: number;
+  remainingQuota: number;
+}
+
+export interface ValidateRequest {
+  /** the sign token */
+  token: string;
+  /** the requester's domain, checked against the license's authorised domains */
+  origin?: string;
+}
+
+export interface ValidateOptions {
+  /**
+   * 1-255 printable ASCII: the same key with the same token answers the first 200 again and
+   * spends nothing more, which makes the call safe to retry after a lost answer.
+   */
+  idempotencyKey?: string;
+}
+
+/** validate's 200: one unit of quota spent. */
+export interface ValidateAnswer {
+  success: true;
+  message: string;
+  usedQuota: number;
+  remainingQuota: number;
+}
+
+/** check-quota's `data`. */
+export interface QuotaInfo {
+  licenseKey: string;
+  remainingQuota: number;
+  totalQuota: number;
+  usedQuota: number;
+  /** remaining share, 0-100, two decimals */
+  quotaPercentage: number;
+  /** ISO 8601, UTC */
+  expiryDate: string;
+  isActive: boolean;
+  organizationName: string;
+}
+
+/** check-quota's 200. */
+export interface CheckQuotaAnswer {
+  success: true;
+  data: QuotaInfo;
+  message: string;
+  /** ISO 8601, UTC */
+  timestamp: string;
+}
+
+/** One redemption of the license (history). */
+export interface HistoryItem {
+  tokenId: string;
+  imzaTipi: ImzaTipi;
+  /** ISO 8601, UTC */
+  usedAt: string;
+  /** as the client sent it, null when none */
+  origin: string | null;
+}
+
+/** One page of history, newest first; nextCursor null on the last page. */
+export interface HistoryPage {
+  items: HistoryItem[];
+  nextCursor: string | null;
+}
+
+export interface HistoryOptions {
+  /** items per page, 1-500 (the service's default: 50) */
+  limit?: number;
+  /** start after this cursor (a page's nextCursor) instead of at the newest */
+  cursor?: string;
+}

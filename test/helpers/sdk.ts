@@ -1,0 +1,59 @@
+import { LicenseClient, type LicenseClientOptions } from 'license-sign-token-service/sdk';
+import type { Client } from './http.js';
+
+// The tests talk to the public API through the client SDK (src/sdk), imported by the
+// package's name as a user would. sdkOf gives the SDK client of a test's Client: a Harness
+// (it has a URL) directly over fetch; any other Client (clientOf with a URL chosen per
+// request, a proxy's) through that Client, so its routing and deadline still apply.
+
+/** What the helpers expect: one attempt (a test sees every refusal), the harness's deadline. */
+const TEST_DEFAULTS = { timeoutMs: 60_000, retry: { maxAttempts: 1 } } as const;
+
+const clients = new WeakMap<Client, LicenseClient>();
+
+/** A fetch that sends through a Client (path and query of the URL, method, headers, body). */
+function fetchThrough(client: Client): typeof fetch {
+  return async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const headers = Object.fromEntries(new Headers(init?.headers).entries());
+    const body = typeof init?.body === 'string' ? init.body : undefined;
+    const answer = await client.request(init?.method ?? 'GET', url.pathname + url.search, body, headers);
+    return new Response(answer.text, { status: answer.status, headers: answer.headers });
+  };
+}
+
+/** The SDK client of a test's Client; options (retries, a counting fetch) make a new one. */
+export function sdkOf(client: Client, options: Partial<LicenseClientOptions> = {}): LicenseClient {
+  const plain = Object.keys(options).length === 0;
+  const known = plain ? clients.get(client) : undefined;
+  if (known) return known;
+  const url = (client as { url?: unknown }).url;
+  const made = typeof url === 'string'
+    ? new LicenseClient({ ...TEST_DEFAULTS, baseUrl: url, ...options })
+    : new LicenseClient({ ...TEST_DEFAULTS, baseUrl: 'http://client.invalid', fetch: fetchThrough(client), ...options });
+  if (plain) clients.set(client, made);
+  return made;
+}
+
+/** A fetch that records each request it sends ("METHOD path"), for counting what the SDK sent. */
+export function countingFetch(): { fetch: typeof fetch; sent: string[] } {
+  const sent: string[] = [];
+  return {
+    sent,
+    fetch: (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      sent.push(`${init?.method ?? 'GET'} ${url.pathname}${url.search}`);
+      return fetch(input, init);
+    },
+  };
+}
+
+/** What a promise rejected with (undefined when it resolved), for asserting on a thrown error. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+    return undefined;
+  } catch (err) {
+    return err;
+  }
+}

@@ -1,0 +1,112 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Page } from 'playwright-core';
+import t from 'tap';
+import { NO_RATE_LIMITS, startHarness, type Harness } from '../helpers/harness.js';
+
+// The built SDK (dist/src/sdk, what the package exports as ./sdk) in a browser: headless
+// Chromium loads a page whose module script imports it as it is, and the page calls the
+// service (an origin of CORS_ORIGINS) through it: every method, a typed error, the
+// idempotent replay, history across pages and the hand-off payload. It runs there because
+// it uses nothing of Node's (tsconfig.sdk.json compiles it without Node's types).
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync'];
+
+const SDK_DIR = dirname(fileURLToPath(import.meta.resolve('license-sign-token-service/sdk')));
+const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>imza</title>
+<script type="module">import * as sdk from '/sdk/index.js'; window.sdk = sdk; window.sdkReady = true;</script>
+</head><body>imza</body></html>`;
+
+/** The page and the SDK's modules, on a free port of 127.0.0.1. */
+async function pageServer(): Promise<{ origin: string; close: () => Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const module = /^\/sdk\/([a-z]+\.js)$/.exec(req.url ?? '');
+    if (req.url === '/') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
+    } else if (module) {
+      readFile(join(SDK_DIR, module[1] as string)).then(
+        (js) => res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8' }).end(js),
+        () => res.writeHead(404).end(),
+      );
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any -- the page's window.sdk is the module, untyped there */
+async function browserTests(): Promise<void> {
+  const pages = await pageServer();
+  t.teardown(pages.close);
+  const h = await startHarness(t, 'sdk-browser', { ...NO_RATE_LIMITS, CORS_ORIGINS: pages.origin });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+  t.teardown(() => browser.close());
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${pages.origin}/`, { timeout: 30_000 });
+  await page.waitForFunction(() => (window as any).sdkReady === true, undefined, { timeout: 30_000 });
+
+  await t.test('every method from a page, through the built SDK', async (t) => pageFlow(t, h, page));
+}
+
+type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
+
+async function pageFlow(t: TestT, h: Harness, page: Page): Promise<void> {
+  const lic = await h.createLicense({ totalQuota: 5, organizationName: 'Tarayıcı Eczanesi' });
+  const seen = await page.evaluate(async ({ base, licenseKey, password }) => {
+    const { LicenseClient, LicenseApiError, encodeHandoff, decodeHandoff } = (window as any).sdk;
+    const api = new LicenseClient({ baseUrl: base });
+    const pair = await api.getToken({ licenseKey, password, imzaTipi: 0 });
+    const more = await api.signToken(pair.accessToken, { imzaTipi: 1 });
+    const first = await api.validate({ token: pair.signToken }, { idempotencyKey: 'browser-1' });
+    const again = await api.validate({ token: pair.signToken }, { idempotencyKey: 'browser-1' });
+    let used: unknown = null;
+    try {
+      await api.validate({ token: pair.signToken });
+    } catch (e: any) {
+      used = { apiError: e instanceof LicenseApiError, status: e.status, code: e.code, message: e.message };
+    }
+    const second = await api.validate({ token: more.signToken });
+    const quota = await api.checkQuota(licenseKey);
+    const handoff = decodeHandoff(JSON.stringify(encodeHandoff({ signMethod: 1, token: more.signToken, pinCode: '', xmlFile: ['<ç/>'] })));
+    return { accessToken: pair.accessToken, first, again, used, second, quota: quota.data, handoff, handoffToken: handoff.token === more.signToken };
+  }, { base: h.url, licenseKey: lic.licenseKey, password: lic.password });
+
+  t.strictSame(seen.first, { success: true, message: 'Token doğrulandı, imza kotası düşüldü', usedQuota: 1, remainingQuota: 4 }, 'validate');
+  t.strictSame(seen.again, seen.first, 'the same key and token: the first answer again');
+  t.strictSame(seen.used, { apiError: true, status: 400, code: 'TOKEN_ALREADY_USED', message: 'Bu token zaten kullanılmış. Yeni token alınız.' },
+    'a refusal is a LicenseApiError in the page too');
+  t.equal(seen.second.usedQuota, 2, 'the sign-token token redeemed');
+  t.match(seen.quota, { licenseKey: lic.licenseKey, usedQuota: 2, remainingQuota: 3, organizationName: 'Tarayıcı Eczanesi' }, 'checkQuota');
+  t.match(seen.handoff, { signMethod: 1, pinCode: '', xmlFile: ['<ç/>'] }, 'the hand-off round-trips');
+  t.ok(seen.handoffToken, 'with its token');
+
+  await h.drainWorker();
+  const items = await page.evaluate(async ({ base, licenseKey, accessToken }) => {
+    const api = new (window as any).sdk.LicenseClient({ baseUrl: base });
+    const out: number[] = [];
+    for await (const item of api.history(licenseKey, accessToken, { limit: 1 })) out.push(item.imzaTipi);
+    return out;
+  }, { base: h.url, licenseKey: lic.licenseKey, accessToken: seen.accessToken as string });
+  t.same(items, [1, 0], 'history, a page per item, newest first');
+}
+/* eslint-enable @typescript-eslint/no-explicit-any */
+
+if (!existsSync(CHROMIUM)) {
+  t.fail(`${CHROMIUM} is missing: the browser test needs Debian's chromium; install it with \`sudo apt-get install -y chromium\` (make test does it when it may)`);
+} else {
+  await browserTests();
+}

@@ -1,0 +1,114 @@
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { LicenseClient, type HistoryItem } from 'license-sign-token-service/sdk';
+import t from 'tap';
+import { adminView } from '../helpers/admin.js';
+import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { countingFetch } from '../helpers/sdk.js';
+import { ISO_UTC } from '../helpers/shapes.js';
+import { redeemMany } from '../helpers/tokens.js';
+
+// The client SDK (src/sdk), imported by the package's name, against a real server: each
+// method resolves to the answer's body exactly as the service sent it, history walks every
+// page once, and validate with an Idempotency-Key answers a retry with the first redemption.
+
+const h = await startHarness(t, 'sdk-happy', NO_RATE_LIMITS);
+
+t.test('the package exports ./sdk: the built SDK, which imports nothing but its own modules', async (t) => {
+  const entry = fileURLToPath(import.meta.resolve('license-sign-token-service/sdk'));
+  t.match(entry, /\/dist\/src\/sdk\/index\.js$/, 'resolves to the built SDK');
+  for (const file of ['index', 'client', 'errors', 'handoff', 'types']) {
+    const text = await readFile(entry.replace(/index\.js$/, `${file}.js`), 'utf8');
+    const imports = [...text.matchAll(/^(?:import|export)\b[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1] as string);
+    t.ok(imports.every((spec) => /^\.\/[a-z]+\.js$/.test(spec)), `${file}.js imports only ./*.js (${imports.join(', ') || 'nothing'})`);
+  }
+});
+
+t.test('getToken, signToken, validate, checkQuota: the published bodies, running arithmetic', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 5, organizationName: 'Şifa Eczanesi', domains: ['eczane.example.com'] });
+  const sdk = new LicenseClient({ baseUrl: `${h.url}/` }); // a trailing slash is fine
+  const pair = await sdk.getToken({ licenseKey: lic.licenseKey, password: lic.password, imzaTipi: 1 });
+  t.strictSame(pair, {
+    success: true, accessToken: pair.accessToken, signToken: pair.signToken, accessExpiresIn: 900, signExpiresIn: 300, remainingQuota: 5,
+  });
+  t.equal(claimsOf(pair.signToken).imza_tipi, 1, 'a sign token of the type asked for');
+
+  const more = await sdk.signToken(pair.accessToken, { imzaTipi: 0 });
+  t.strictSame(more, { success: true, signToken: more.signToken, signExpiresIn: 300, remainingQuota: 5 });
+  t.equal(claimsOf(more.signToken).imza_tipi, 0);
+
+  const first = await sdk.validate({ token: pair.signToken, origin: 'https://eczane.example.com/imza' });
+  t.strictSame(first, { success: true, message: 'Token doğrulandı, imza kotası düşüldü', usedQuota: 1, remainingQuota: 4 });
+  const second = await sdk.validate({ token: more.signToken, origin: 'eczane.example.com' });
+  t.strictSame(second, { ...first, usedQuota: 2, remainingQuota: 3 });
+
+  const quota = await sdk.checkQuota(lic.licenseKey);
+  t.strictSame(quota, {
+    success: true,
+    data: {
+      licenseKey: lic.licenseKey, remainingQuota: 3, totalQuota: 5, usedQuota: 2, quotaPercentage: 60,
+      expiryDate: quota.data.expiryDate, isActive: true, organizationName: 'Şifa Eczanesi',
+    },
+    message: 'Kota bilgisi başarıyla getirildi',
+    timestamp: quota.timestamp,
+  });
+  t.match(quota.timestamp, ISO_UTC);
+  t.match(quota.data.expiryDate, ISO_UTC);
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 2, 'what the admin API sees');
+});
+
+t.test('history follows nextCursor: every page fetched once, every item once, newest first', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 10 });
+  const sdk = new LicenseClient({ baseUrl: h.url });
+  const { accessToken } = await sdk.getToken({ ...lic, imzaTipi: 0 });
+  const ids = await redeemMany(h, accessToken, 7, (i) => (i === 3 ? 'hastane.example.org' : undefined));
+  await h.drainWorker();
+
+  const counter = countingFetch();
+  const counted = new LicenseClient({ baseUrl: h.url, fetch: counter.fetch });
+  const items: HistoryItem[] = [];
+  for await (const item of counted.history(lic.licenseKey, accessToken, { limit: 3 })) items.push(item);
+  t.same(items.map((i) => i.tokenId), [...ids].reverse(), 'every redemption, newest first');
+  t.equal(counter.sent.length, 3, 'three pages: 3, 3, 1');
+  t.equal(new Set(counter.sent).size, 3, 'each page asked for once');
+  t.match(counter.sent[0], /\?limit=3$/, 'the first page has no cursor');
+  t.ok(counter.sent.slice(1).every((s) => /\?limit=3&cursor=[A-Za-z0-9_-]+$/.test(s)), 'the next ones follow nextCursor');
+  const fourth = items[3];
+  t.strictSame(fourth, { tokenId: ids[3], imzaTipi: 1, usedAt: fourth?.usedAt, origin: 'hastane.example.org' }, 'an item as published');
+  t.equal(items[0]?.origin, null, 'origin null when none was sent');
+
+  const pages = [];
+  for await (const page of sdk.historyPages(lic.licenseKey, accessToken, { limit: 3 })) pages.push(page);
+  t.same(pages.map((p) => p.items.length), [3, 3, 1]);
+  t.equal(pages[2]?.nextCursor, null, 'the last page says so');
+  t.same(pages.flatMap((p) => p.items), items, 'pages and items agree');
+
+  // stopping early fetches no more pages
+  const early = countingFetch();
+  for await (const item of new LicenseClient({ baseUrl: h.url, fetch: early.fetch }).history(lic.licenseKey, accessToken, { limit: 3 })) {
+    if (item.tokenId === ids[4]) break;
+  }
+  t.equal(early.sent.length, 1, 'one page for the first three items');
+
+  const resumed = await sdk.historyPage(lic.licenseKey, accessToken, { limit: 2, cursor: pages[0]?.nextCursor ?? undefined });
+  t.same(resumed.items.map((i) => i.tokenId), [ids[3], ids[2]], 'a cursor starts a walk where a page ended');
+  const empty = await h.createLicense();
+  const emptyAccess = (await sdk.getToken({ ...empty, imzaTipi: 0 })).accessToken;
+  const none = [];
+  for await (const item of sdk.history(empty.licenseKey, emptyAccess)) none.push(item);
+  t.same(none, [], 'no redemptions: nothing');
+});
+
+t.test('validate with an idempotency key: the same key and token answer the first redemption again', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 4 });
+  const sdk = new LicenseClient({ baseUrl: h.url });
+  const { accessToken, signToken } = await sdk.getToken({ ...lic, imzaTipi: 0 });
+  const first = await sdk.validate({ token: signToken }, { idempotencyKey: 'belge-2026-0001' });
+  t.strictSame(first, { success: true, message: 'Token doğrulandı, imza kotası düşüldü', usedQuota: 1, remainingQuota: 3 });
+  const other = await sdk.signToken(accessToken, { imzaTipi: 0 });
+  t.equal((await sdk.validate({ token: other.signToken })).usedQuota, 2, 'another redemption in between');
+  const again = await sdk.validate({ token: signToken }, { idempotencyKey: 'belge-2026-0001' });
+  t.strictSame(again, first, 'the first answer, figures of then');
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 2, 'nothing more spent');
+});
