@@ -2,8 +2,8 @@ import { Type } from '@sinclair/typebox';
 import type { Handler, Route } from '../../http/route.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
-import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password } from '../schemas.js';
-import { adminReplies, domainsOf, invalid, licenseReply } from './common.js';
+import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, WebhookSecret, WebhookUrl } from '../schemas.js';
+import { adminReplies, domainsOf, invalid, licenseReply, secretRequired } from './common.js';
 
 const PatchLicenseBody = Type.Object(
   {
@@ -12,6 +12,8 @@ const PatchLicenseBody = Type.Object(
     expiryDate: Type.Optional(ExpiryDate),
     isActive: Type.Optional(Type.Boolean()),
     domains: Type.Optional(Domains),
+    webhookUrl: Type.Optional(WebhookUrl),
+    webhookSecret: Type.Optional(WebhookSecret),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -36,7 +38,10 @@ export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Hand
         expiryDate: body.expiryDate === undefined ? undefined : new Date(body.expiryDate),
         isActive: body.isActive,
         domains,
+        webhookUrl: body.webhookUrl,
+        webhookSecret: body.webhookSecret,
       }, req);
+      if (license === 'unsigned') return secretRequired();
       return license === null ? adminReplies.LICENSE_NOT_FOUND : licenseReply(license);
     }),
   };
