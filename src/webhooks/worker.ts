@@ -133,6 +133,7 @@ export class WebhookWorker {
     try {
       if (outcome.ok) {
         await this.outbox.delivered(event, outcome.status);
+        this.log.debug({ webhook: event.id, type: event.type, attempt: event.attempt }, 'webhook delivered');
         return;
       }
       const last = event.attempt >= this.config.maxAttempts || url === null;

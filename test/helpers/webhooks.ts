@@ -27,8 +27,9 @@ export interface Delivery {
   nth: number;
 }
 
-/** The status to answer (and headers), given a delivery. */
-export type Responder = (d: Delivery) => number | { status: number; headers?: Record<string, string> };
+type Answer = number | { status: number; headers?: Record<string, string> };
+/** The status to answer (and headers), given a delivery; a promise that never settles: no answer at all. */
+export type Responder = (d: Delivery) => Answer | Promise<Answer>;
 
 export interface Receiver {
   url: string;
@@ -63,10 +64,11 @@ export async function startReceiver(t: Teardown, respond: Responder = () => 200)
       seen.set(id, nth);
       const delivery: Delivery = { path: req.url ?? '', headers: req.headers, raw, body, nth };
       deliveries.push(delivery);
-      const answer = receiver.respond(delivery);
-      const { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
-      res.writeHead(status, { 'content-type': 'text/plain', ...headers });
-      res.end('ok');
+      void Promise.resolve(receiver.respond(delivery)).then((answer) => {
+        const { status, headers } = typeof answer === 'number' ? { status: answer, headers: {} } : answer;
+        res.writeHead(status, { 'content-type': 'text/plain', ...headers });
+        res.end('ok');
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

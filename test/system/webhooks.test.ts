@@ -88,6 +88,16 @@ t.test('webhooks', async (t) => {
     t.not(lows[1]?.body.id, lows[0]?.body.id, 'as a new event');
     t.match(lows[1]?.body.data, { totalQuota: 30, usedQuota: 27, remainingQuota: 3 });
     t.equal(receiver.to('/quota').length, 3, 'no delivery twice');
+
+    // a purchase that leaves it at or below 10 % does not re-arm quota.low; spending it is a new exhaustion
+    await spend(h, source, 3); // 0 of 30
+    await settled(h, lic.firmaId, 4);
+    t.equal((await h.admin('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 2 })).status, 200);
+    await spend(h, source, 2); // 2 of 32 (6 %), then 0
+    const last = await settled(h, lic.firmaId, 5);
+    t.same(last.map((r) => r.type), ['quota.low', 'quota.exhausted', 'quota.low', 'quota.exhausted', 'quota.exhausted']);
+    t.same(receiver.to('/quota').map((d) => d.body.type), last.map((r) => r.type), 'each arrived once');
+    t.match(receiver.to('/quota')[4]?.body.data, { totalQuota: 32, usedQuota: 32, remainingQuota: 0 });
   });
 
   t.test('500 twice, then 200: delivered on the third attempt, once', async (t) => {
