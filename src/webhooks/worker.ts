@@ -101,14 +101,19 @@ export class WebhookWorker {
 
   private async deliver(): Promise<void> {
     const leaseMs = this.config.timeoutMs + LEASE_MARGIN_MS;
+    let failures = 0;
     while (this.running) {
       const free = this.config.concurrency - this.inFlight.size;
       let claimed: ClaimedEvent[] = [];
       if (free > 0) {
         try {
           claimed = await this.outbox.claim(free, leaseMs);
+          failures = 0;
         } catch (err) {
-          this.log.warn({ err }, 'webhooks: cannot claim events, will retry');
+          // Postgres away: ask less often the longer it stays away (at most every 30 s)
+          if (failures++ === 0) this.log.warn({ err }, 'webhooks: cannot claim events, will retry');
+          await this.deliveryPause.for(Math.min(30_000, this.config.pollMs * 2 ** Math.min(failures, 15)));
+          continue;
         }
       }
       for (const event of claimed) {

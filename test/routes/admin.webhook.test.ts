@@ -65,6 +65,18 @@ t.test('admin webhook fields', async (t) => {
     t.equal((await h.checkQuota(lic.licenseKey)).status, 200);
   });
 
+  t.test('PATCH of webhook and other fields together: all or nothing', async (t) => {
+    const lic = await h.createLicense({ organizationName: 'Önce A.Ş.' });
+    const path = `/admin/v1/licenses/${lic.licenseKey}`;
+    expectInvalid(t, await h.admin('PATCH', path, { organizationName: 'Sonra A.Ş.', webhookUrl: URL }), 'webhookSecret');
+    t.match((await h.admin('GET', path)).body.data, { organizationName: 'Önce A.Ş.', webhookUrl: null }, 'nothing changed');
+    t.equal((await h.checkQuota(lic.licenseKey)).body.data.organizationName, 'Önce A.Ş.', 'the public view neither');
+    const both = await h.admin('PATCH', path, { organizationName: 'Sonra A.Ş.', webhookUrl: URL, webhookSecret: SECRET });
+    expectLicenseView(t, both, 200);
+    t.match(both.body.data, { organizationName: 'Sonra A.Ş.', webhookUrl: URL, webhookSecretSet: true });
+    t.equal((await h.checkQuota(lic.licenseKey)).body.data.organizationName, 'Sonra A.Ş.', 'in force on the next public request');
+  });
+
   t.test('bad values: 400 naming the field, nothing changed', async (t) => {
     const lic = await h.createLicense();
     const path = `/admin/v1/licenses/${lic.licenseKey}`;
