@@ -39,7 +39,7 @@ function checkSigned(t: Asserts, d: Delivery, secret = SECRET): void {
 }
 
 t.test('webhooks', async (t) => {
-  const h = await startHarness(t, 'webhooks', { ...LIVE_COUNTS, ...QUICK_WEBHOOKS, WEBHOOK_MAX_ATTEMPTS: '3' });
+  const h = await startHarness(t, 'webhooks', { ...LIVE_COUNTS, ...QUICK_WEBHOOKS, WEBHOOK_MAX_ATTEMPTS: '3' }, { logLevel: 'debug' });
   const receiver = await startReceiver(t);
 
   t.test('quota.low and quota.exhausted once per crossing, signed; a purchase re-arms quota.low', async (t) => {
@@ -147,6 +147,13 @@ t.test('webhooks', async (t) => {
     t.equal(await outbox.replay(), 1, 'replay of the rest');
     const all = await pollUntil(() => outboxOf(h, lic.firmaId), (r) => r.every((row) => row.delivered_at));
     t.ok(all.every((r) => r.delivered_at && r.failed_at === null && r.attempts === 1), 'delivered, with a fresh count of attempts');
+
+    const failures = h.logs.filter((l) => l.status === 307);
+    t.equal(failures.length, 6, 'each failed attempt logged');
+    t.equal(failures.filter((l) => String(l.msg).startsWith('webhook failed for good')).length, 2, 'the last ones as failed for good');
+    t.match(failures[0], { level: 40, to: new URL(receiver.url).host, status: 307, attempt: 1 });
+    t.notMatch(JSON.stringify(failures), '/moved', 'the host only, not the path');
+    t.notMatch(JSON.stringify(h.logs), SECRET, 'the secret in no log line');
   });
 
   t.test('license.expiring once per expiry date, across scans; a license without a webhook gets nothing', async (t) => {
