@@ -15,7 +15,8 @@ t.test('two workers at once: every event delivered exactly once', async (t) => {
   const h = await startHarness(t, 'webhooks2', { ...LIVE_COUNTS, ...env });
   // a second worker process on the same Redis keys and Postgres schema (usage and webhooks)
   const second = await spawnWorker(t, { REDIS_URL, REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema, DATABASE_URL, ...env, LOG_LEVEL: 'debug' });
-  const receiver = await startReceiver(t);
+  // each answer takes a moment, so neither worker can send them all before the other claims
+  const receiver = await startReceiver(t, () => new Promise((resolve) => setTimeout(() => resolve(200), 20)));
   const lic = await h.createLicense({ totalQuota: 2 });
   await setWebhook(h, lic.licenseKey, `${receiver.url}/both`, SECRET);
 
