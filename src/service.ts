@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { RATE_WINDOW_MS, type Config } from './config.js';
-import { connectPostgres, type Sql } from './db/pg.js';
+import { connectPostgres, openPostgres, type Sql } from './db/pg.js';
 import { CorsPolicy } from './http/cors.js';
 import type { Route } from './http/route.js';
 import { createHttpServer } from './http/server.js';
@@ -34,6 +34,7 @@ import { TokenService } from './tokens/jwt.js';
 import { SignTokenRedeemer } from './tokens/redeemSignToken.js';
 import { usageLag } from './usage/lag.js';
 import { UsageWorker } from './usage/worker.js';
+import { WebhookWorker } from './webhooks/worker.js';
 
 export interface Service {
   port: number;
@@ -148,8 +149,11 @@ export async function closeAll(...connections: (RedisClient | Sql)[]): Promise<v
   }));
 }
 
+/** The usage worker, and beside it the webhook sender on two connections of its own (never in the usage worker's way). */
 export async function startWorker(config: Config, log: Logger, redis: RedisClient, sql: Sql, keys: KeySpace): Promise<UsageWorker> {
-  const worker = new UsageWorker(duplicateRedis(redis, WORKER_REDIS_TIMEOUT_MS), sql, keys, config.worker, log);
+  const webhooks = new WebhookWorker(openPostgres(config.databaseUrl, config.pgSchema, 2, 'license-webhooks'), config.webhooks, log);
+  const worker = new UsageWorker(duplicateRedis(redis, WORKER_REDIS_TIMEOUT_MS), sql, keys,
+    { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, webhooks);
   await worker.start();
   return worker;
 }

@@ -53,12 +53,12 @@ async function migrate(sql: Sql, schema: string): Promise<void> {
 
 export async function connectPostgres(url: string, schema: string, max = 10): Promise<Sql> {
   await ensureDatabase(url);
-  const sql = postgres(url, {
-    ...quiet,
-    max,
-    connection: { search_path: schema, application_name: 'license-service' },
-    connect_timeout: 5,
-  });
+  const sql = openPostgres(url, schema, max);
   await migrate(sql, schema);
   return sql;
+}
+
+/** A pool on a database connectPostgres has already prepared (a part's own connections). */
+export function openPostgres(url: string, schema: string, max: number, name = 'license-service'): Sql {
+  return postgres(url, { ...quiet, max, connection: { search_path: schema, application_name: name }, connect_timeout: 5 });
 }

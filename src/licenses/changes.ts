@@ -3,7 +3,7 @@ import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { HotLicenses } from './hot.js';
 import type { Passwords, Requester } from './passwords.js';
-import type { LicenseChange, LicenseRow, LicenseStore, NewLicense } from './store.js';
+import { onlyWebhook, type LicenseChange, type LicenseRow, type LicenseStore, type NewLicense } from './store.js';
 
 /**
  * How long an admin change may take from fencing the Redis copies to committing in
@@ -83,13 +83,16 @@ export class LicenseAdmin {
     return row === null ? null : this.view(row);
   }
 
-  /** null: no such license. */
-  async update(licenseKey: string, edit: LicenseEdit, requester: Requester): Promise<LicenseView | null> {
+  /** null: no such license; 'unsigned': a webhook URL would be left without a secret (nothing changed). */
+  async update(licenseKey: string, edit: LicenseEdit, requester: Requester): Promise<LicenseView | 'unsigned' | null> {
     const { password, ...rest } = edit;
     const passwordHash = password === undefined ? undefined : await this.passwords.hash(password, requester);
-    const row = await changeLicense<never>(this.store, this.hot, licenseKey, (deadline) =>
-      this.store.update(licenseKey, { ...rest, passwordHash }, deadline));
-    return row === null ? null : this.view(row);
+    const change = { ...rest, passwordHash };
+    // the webhook settings are the worker's, read from Postgres at each delivery: no Redis copy to fence or write
+    const row = onlyWebhook(change)
+      ? await this.store.update(licenseKey, change, null)
+      : await changeLicense(this.store, this.hot, licenseKey, (deadline) => this.store.update(licenseKey, change, deadline));
+    return row === null || row === 'unsigned' ? row : this.view(row);
   }
 
   /** A purchase; with an idempotency key, a retry credits once. 'reused': the key belongs to another purchase. */

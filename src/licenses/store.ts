@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
 import type { Sql } from '../db/pg.js';
 
 /** A license row as Postgres holds it (the source of truth). */
@@ -15,6 +16,10 @@ export interface LicenseRow {
   version: number;
   /** raised by a password change or a deactivation: access tokens of an older generation are refused */
   tokenGeneration: number;
+  /** where the worker sends the license's webhooks (README "Webhooks"); null: none */
+  webhookUrl: string | null;
+  /** whether a webhook secret is stored (the secret itself is read only to sign deliveries) */
+  webhookSecretSet: boolean;
 }
 
 /** A UUID as Postgres reads one (token ids are UUIDs: src/tokens/tokenId.ts). */
@@ -22,7 +27,7 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 const columns = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
   used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version,
-  token_generation::float8 as token_generation`;
+  token_generation::float8 as token_generation, webhook_url, webhook_secret is not null as webhook_secret_set`;
 
 function toRow(r: Record<string, unknown>): LicenseRow {
   return {
@@ -37,6 +42,8 @@ function toRow(r: Record<string, unknown>): LicenseRow {
     domains: r.domains as string[],
     version: r.version as number,
     tokenGeneration: r.token_generation as number,
+    webhookUrl: (r.webhook_url as string | null) ?? null,
+    webhookSecretSet: r.webhook_secret_set as boolean,
   };
 }
 
@@ -48,6 +55,8 @@ export interface NewLicense {
   expiryDate: Date;
   isActive: boolean;
   domains: string[];
+  webhookUrl?: string | null;
+  webhookSecret?: string | null;
 }
 
 export interface LicenseChange {
@@ -56,6 +65,19 @@ export interface LicenseChange {
   expiryDate?: Date;
   isActive?: boolean;
   domains?: string[];
+  /** null: no more webhooks (the secret is forgotten too) */
+  webhookUrl?: string | null;
+  webhookSecret?: string;
+}
+
+/** A change only of these fields touches nothing the request path reads (no Redis copy to change). */
+export function onlyWebhook(change: LicenseChange): boolean {
+  return Object.entries(change).every(([field, value]) => value === undefined || field === 'webhookUrl' || field === 'webhookSecret');
+}
+
+/** What Postgres says of a license left with a webhook URL and no secret (sql/005_webhooks.sql). */
+function isUnsigned(err: unknown): boolean {
+  return err instanceof postgres.PostgresError && err.code === '23514' && err.constraint_name === 'licenses_webhook_signed';
 }
 
 /** A redemption as the history shows it. */
@@ -82,12 +104,13 @@ export class LicenseStore {
   /** null when the license key is taken. */
   async create(input: NewLicense): Promise<LicenseRow | null> {
     const rows = await this.sql.unsafe(
-      `insert into licenses (firma_id, license_key, organization_name, password_hash, total_quota, expiry_date, is_active, domains)
-       values ($1, $2, $3, $4, $5, $6, $7, $8)
+      `insert into licenses (firma_id, license_key, organization_name, password_hash, total_quota, expiry_date, is_active, domains,
+                             webhook_url, webhook_secret)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
        on conflict (license_key) do nothing
        returning ${columns}`,
       [LicenseStore.newFirmaId(), input.licenseKey, input.organizationName, input.passwordHash,
-        input.totalQuota, input.expiryDate, input.isActive, input.domains as never],
+        input.totalQuota, input.expiryDate, input.isActive, input.domains as never, input.webhookUrl ?? null, input.webhookSecret ?? null],
     );
     return rows[0] ? toRow(rows[0]) : null;
   }
@@ -118,9 +141,11 @@ export class LicenseStore {
    * Changes a license unless its deadline (ms, Postgres's clock) has passed: after it, the
    * fence it set may be lifted by a hydration, which must not miss the change. A new
    * password or a deactivation raises the token generation (the access tokens issued
-   * before are revoked). null: no such license, or too late (Change.late).
+   * before are revoked). null: no such license, or too late (Change.late); deadline null:
+   * none (a change the Redis copy does not hold). 'unsigned': a webhook URL would be left
+   * without a secret, nothing changed.
    */
-  async update(licenseKey: string, change: LicenseChange, deadlineMs: number): Promise<LicenseRow | null> {
+  async update(licenseKey: string, change: LicenseChange, deadlineMs: number | null): Promise<LicenseRow | 'unsigned' | null> {
     const rows = await this.sql.unsafe(
       `update licenses set
          organization_name = coalesce($2, organization_name),
@@ -129,12 +154,19 @@ export class LicenseStore {
          is_active = coalesce($5, is_active),
          domains = coalesce($6::text[], domains),
          token_generation = token_generation + case when $3::text is not null or $5::boolean = false then 1 else 0 end,
+         webhook_url = case when $8::boolean then null else coalesce($9, webhook_url) end,
+         webhook_secret = case when $8::boolean then null else coalesce($10, webhook_secret) end,
          version = version + 1, updated_at = now()
-       where license_key = $1 and clock_timestamp() < to_timestamp($7::float8 / 1000)
+       where license_key = $1 and ($7::float8 is null or clock_timestamp() < to_timestamp($7::float8 / 1000))
        returning ${columns}`,
       [licenseKey, change.organizationName ?? null, change.passwordHash ?? null, change.expiryDate ?? null,
-        change.isActive ?? null, (change.domains ?? null) as never, deadlineMs],
-    );
+        change.isActive ?? null, (change.domains ?? null) as never, deadlineMs, change.webhookUrl === null,
+        change.webhookUrl ?? null, change.webhookSecret ?? null],
+    ).catch((err: unknown) => {
+      if (isUnsigned(err)) return 'unsigned' as const;
+      throw err;
+    });
+    if (rows === 'unsigned') return rows;
     return rows[0] ? toRow(rows[0]) : null;
   }
 

@@ -66,6 +66,8 @@ export const License = Type.Object({
   expiryDate: Timestamp,
   isActive: Type.Boolean(),
   domains: Type.Array(Type.String(), { description: 'authorised origins (host names, "*.example.com" for subdomains); empty: any origin' }),
+  webhookUrl: Type.Union([Type.String(), Type.Null()], { description: 'where the worker sends this license\'s events (README "Webhooks"); null: none' }),
+  webhookSecretSet: Type.Boolean({ description: 'a signing secret is set (the secret itself is never shown)' }),
 }, closed);
 
 /** {success:true, data: License}: every admin success. */

@@ -38,9 +38,25 @@ export function isInstant(value: string): boolean {
   return !Number.isNaN(Date.parse(value));
 }
 
+/**
+ * An absolute http(s) URL to send webhooks to: text without spaces, a host, and no user or
+ * password in it (they would travel in every request and show in the admin view).
+ */
+export function isWebhookUrl(value: string): boolean {
+  if (!isText(value) || /\s/.test(value)) return false;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && url.username === '' && url.password === '';
+}
+
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: true });
 ajv.addFormat('text', { type: 'string', validate: isText });
 ajv.addFormat('instant', { type: 'string', validate: isInstant });
+ajv.addFormat('webhook-url', { type: 'string', validate: isWebhookUrl });
 
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 export const UUID = new RegExp(UUID_PATTERN);
@@ -58,6 +74,9 @@ export const OrganizationName = Text({ minLength: 1, maxLength: 200 });
 export const ExpiryDate = Type.String({ format: 'instant', maxLength: 40 });
 export const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), { maxItems: 100 });
 export const Quota = Type.Integer({ minimum: 0, maximum: 1e12 });
+/** null clears the webhook (and forgets its secret) */
+export const WebhookUrl = Type.Union([Type.String({ format: 'webhook-url', maxLength: 2048 }), Type.Null()]);
+export const WebhookSecret = Text({ minLength: 16, maxLength: 256 });
 
 /** The name of the offending field, for "INVALID_REQUEST naming the field". */
 function fieldOf(error: ErrorObject | undefined): string {

@@ -14,6 +14,14 @@ export type UsedCounts = Map<string, number>;
  * quota rises by the redemption rows actually inserted. A token issued and redeemed within
  * one batch is a row in each table. Empty numbers (events of earlier versions that lacked
  * them) are nulls. Answers the used quota of every license the batch changed.
+ *
+ * The same statement writes the webhook events the batch causes (README "Webhooks"): for a
+ * license with a webhook URL whose remaining quota this batch took from above a threshold
+ * to at or below it (quota.low: $3 % of the total; quota.exhausted: 0), one outbox row,
+ * keyed by the license's total, so a crossing is recorded once however often its events
+ * are replayed (sql/005_webhooks.sql). The remaining quota before the batch is the one
+ * after it plus the redemptions it inserted: every rise of used_quota is one of these
+ * statements, and those of one license run one after another on its row lock.
  */
 const STATEMENT = `
   with issued as (
@@ -29,17 +37,35 @@ const STATEMENT = `
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($2::text, E'\\n')) as e) as u
     on conflict (token_id) do nothing
     returning firma_id
+  ), counted as (
+    update licenses l set used_quota = l.used_quota + n.count, updated_at = now()
+    from (select firma_id, count(*) as count from used group by firma_id) n
+    where l.firma_id = n.firma_id
+    returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.expiry_date, l.webhook_url,
+              greatest(l.total_quota - l.used_quota, 0) as remaining,
+              greatest(l.total_quota - l.used_quota + n.count, 0) as remaining_before
+  ), crossings as (
+    insert into webhook_events (event_key, firma_id, type, payload)
+    select e.type || ':' || c.firma_id || ':' || c.total_quota, c.firma_id, e.type,
+           jsonb_build_object('licenseKey', c.license_key, 'organizationName', c.organization_name,
+             'totalQuota', c.total_quota, 'usedQuota', c.used_quota, 'remainingQuota', c.remaining,
+             'expiryDate', to_char(c.expiry_date at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+           || case when e.type = 'quota.low' then jsonb_build_object('thresholdPercent', $3::int) else '{}'::jsonb end
+    from counted c
+    cross join lateral (values
+      ('quota.low', $3::int > 0 and c.remaining_before * 100 > c.total_quota * $3::int and c.remaining * 100 <= c.total_quota * $3::int),
+      ('quota.exhausted', c.remaining_before > 0 and c.remaining = 0)
+    ) as e(type, crossed)
+    where c.webhook_url is not null and e.crossed
+    on conflict (event_key) do nothing
   )
-  update licenses l set used_quota = l.used_quota + n.count, updated_at = now()
-  from (select firma_id, count(*) as count from used group by firma_id) n
-  where l.firma_id = n.firma_id
-  returning l.firma_id, l.used_quota::float8 as used`;
+  select firma_id, used_quota::float8 as used from counted`;
 
 /**
  * Writes one batch as one statement (atomic by itself: no transaction to roll back on a
  * lost connection, where postgres.js 3.4 can crash the process).
  */
-export async function persistEvents(sql: Sql, events: readonly UsageEvent[]): Promise<UsedCounts> {
+export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quotaLowPercent = 10): Promise<UsedCounts> {
   const counts: UsedCounts = new Map();
   const issued: string[] = [];
   const used: string[] = [];
@@ -48,7 +74,7 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[]): Pr
     else if (e.kind === 'used') used.push(e.values);
   }
   if (issued.length === 0 && used.length === 0) return counts;
-  const rows = await sql.unsafe(STATEMENT, [issued.join('\n'), used.join('\n')], { prepare: true });
+  const rows = await sql.unsafe(STATEMENT, [issued.join('\n'), used.join('\n'), quotaLowPercent], { prepare: true });
   for (const r of rows) counts.set(r.firma_id as string, r.used as number);
   return counts;
 }

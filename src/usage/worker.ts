@@ -37,6 +37,14 @@ export interface WorkerOptions {
    * the same machine, and fewer events waiting at any time).
    */
   lingerEvents: number;
+  /** quota.low webhooks at this percentage of the total left (WEBHOOK_QUOTA_LOW_PERCENT; default 10) */
+  quotaLowPercent?: number;
+}
+
+/** What runs beside the worker and stops with it (the webhook sender: src/webhooks/worker.ts). */
+export interface Companion {
+  start(): void;
+  stop(timeoutMs: number): Promise<void>;
 }
 
 /**
@@ -63,6 +71,7 @@ export class UsageWorker {
     private readonly keys: KeySpace,
     private readonly options: WorkerOptions,
     private readonly log: Logger,
+    private readonly companion: Companion | null = null,
   ) {
     this.deadLetters = new DeadLetters(redis, keys.deadLetters);
   }
@@ -71,6 +80,7 @@ export class UsageWorker {
     await this.ensureGroups();
     this.running = true;
     this.loop = this.run();
+    this.companion?.start();
   }
 
   /**
@@ -83,7 +93,10 @@ export class UsageWorker {
     this.running = false;
     this.wake?.();
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.loop, new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs); })]);
+    await Promise.all([
+      Promise.race([this.loop, new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs); })]),
+      this.companion?.stop(timeoutMs),
+    ]);
     clearTimeout(timer);
     this.redis.disconnect();
   }
@@ -185,7 +198,7 @@ export class UsageWorker {
   private async persistRetrying(events: UsageEvent[], counts: UsedCounts): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        for (const [firmaId, used] of await persistEvents(this.sql, events)) {
+        for (const [firmaId, used] of await persistEvents(this.sql, events, this.options.quotaLowPercent)) {
           counts.set(firmaId, Math.max(used, counts.get(firmaId) ?? 0));
         }
         return;

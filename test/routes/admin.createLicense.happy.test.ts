@@ -20,6 +20,7 @@ t.test('admin create license', async (t) => {
     t.same(d, {
       licenseKey: d.licenseKey, firmaId: d.firmaId, organizationName: 'Örnek Eczane Ltd.', totalQuota: 7,
       usedQuota: 0, remainingQuota: 7, quotaPercentage: 100, expiryDate, isActive: true, domains: [],
+      webhookUrl: null, webhookSecretSet: false,
     });
     const again = await h.admin('POST', '/admin/v1/licenses', createBody());
     t.equal(again.status, 201);

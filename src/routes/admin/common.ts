@@ -17,6 +17,9 @@ export const adminReplies = {
   // 400 INVALID_REQUEST: invalid(field, why)
 } as const;
 
+/** A webhook URL is never without a secret to sign its requests (README "Webhooks"). */
+export const secretRequired = (): Reply => invalid('webhookSecret', 'webhookUrl için gerekli (en az 16 karakter)');
+
 export function invalid(field: string, why = 'geçersiz'): Reply {
   return coded(400, 'INVALID_REQUEST', `${field}: ${why}`);
 }
@@ -62,6 +65,9 @@ export function licenseReply(license: LicenseView, status = 200): Reply {
       expiryDate: license.expiryDate.toISOString(),
       isActive: license.isActive,
       domains: license.domains,
+      webhookUrl: license.webhookUrl,
+      // never the secret: only whether one is stored
+      webhookSecretSet: license.webhookSecretSet,
     },
   });
 }

@@ -13,6 +13,7 @@ const exampleView: LicenseView = {
   firmaId: EXAMPLE.firmaId, licenseKey: EXAMPLE.licenseKey, organizationName: EXAMPLE.organizationName, passwordHash: '',
   totalQuota: EXAMPLE.totalQuota, usedQuota: EXAMPLE.usedQuota, expiryDate: new Date(EXAMPLE.expiryDate), isActive: true,
   domains: [...EXAMPLE.domains], version: 1, tokenGeneration: 0,
+  webhookUrl: 'https://hooks.ornek.com.tr/imza', webhookSecretSet: true,
 };
 
 /** The example license (with changes) as an admin answer of that status. */

@@ -6,8 +6,10 @@ import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
-import { bodyParser, canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota } from '../schemas.js';
-import { adminReplies, domainsOf, invalid, licenseReply } from './common.js';
+import {
+  bodyParser, canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, WebhookSecret, WebhookUrl,
+} from '../schemas.js';
+import { adminReplies, domainsOf, invalid, licenseReply, secretRequired } from './common.js';
 import { exampleLicense, licenseAnswer, unauthorized } from './docs.js';
 
 const CreateLicenseBody = Type.Object(
@@ -19,6 +21,8 @@ const CreateLicenseBody = Type.Object(
     isActive: Type.Optional(Type.Boolean()),
     domains: Type.Optional(Domains),
     licenseKey: Type.Optional(LicenseKey),
+    webhookUrl: Type.Optional(WebhookUrl),
+    webhookSecret: Type.Optional(WebhookSecret),
   },
   { additionalProperties: false },
 );
@@ -60,6 +64,8 @@ export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Han
       const body = parsed.value;
       const domains = domainsOf(body.domains);
       if (domains && !Array.isArray(domains)) return domains;
+      const webhookUrl = body.webhookUrl ?? null;
+      if (webhookUrl !== null && body.webhookSecret === undefined) return secretRequired();
       const license = await ctx.admin.create({
         licenseKey: canonicalKey(body.licenseKey ?? randomUUID()),
         organizationName: body.organizationName,
@@ -68,6 +74,8 @@ export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Han
         expiryDate: new Date(body.expiryDate),
         isActive: body.isActive ?? true,
         domains: domains ?? [],
+        webhookUrl,
+        webhookSecret: body.webhookSecret ?? null,
       }, req);
       return license === null ? adminReplies.LICENSE_EXISTS : licenseReply(license, 201);
     }),

@@ -4,8 +4,8 @@ import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
-import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password } from '../schemas.js';
-import { adminReplies, domainsOf, invalid, licenseReply } from './common.js';
+import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, WebhookSecret, WebhookUrl } from '../schemas.js';
+import { adminReplies, domainsOf, invalid, licenseReply, secretRequired } from './common.js';
 import { exampleLicense, licenseAnswer, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 
 const PatchLicenseBody = Type.Object(
@@ -15,6 +15,8 @@ const PatchLicenseBody = Type.Object(
     expiryDate: Type.Optional(ExpiryDate),
     isActive: Type.Optional(Type.Boolean()),
     domains: Type.Optional(Domains),
+    webhookUrl: Type.Optional(WebhookUrl),
+    webhookSecret: Type.Optional(WebhookSecret),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -63,7 +65,10 @@ export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Hand
         expiryDate: body.expiryDate === undefined ? undefined : new Date(body.expiryDate),
         isActive: body.isActive,
         domains,
+        webhookUrl: body.webhookUrl,
+        webhookSecret: body.webhookSecret,
       }, req);
+      if (license === 'unsigned') return secretRequired();
       return license === null ? adminReplies.LICENSE_NOT_FOUND : licenseReply(license);
     }),
   };
