@@ -20,10 +20,11 @@ services:
 
 # Development server: generated secrets in .env.dev, plain HTTP on localhost, private
 # Redis/Postgres started when none answer.
+# Settings given on the command line (PORT=8091 REDIS_URL=... make run) win over .env.dev's.
 run: build
 	@scripts/dev-env.sh
-	@set -a; source .env.dev; set +a; REDIS_URL="$$REDIS_URL" DATABASE_URL="$$DATABASE_URL" scripts/services.sh
-	@set -a; source .env.dev; set +a; \
+	@given=$$(export -p); set -a; source .env.dev; set +a; eval "$$given"; scripts/services.sh
+	@given=$$(export -p); set -a; source .env.dev; set +a; eval "$$given"; \
 	  echo ""; \
 	  echo "  License service (development): http://$$HOST:$$PORT  (plain HTTP on localhost: ALLOW_HTTP=1)"; \
 	  echo "  Admin token: $$ADMIN_TOKEN"; \

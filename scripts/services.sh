@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 run=${SERVICES_DIR:-$root/.run}
 mkdir -p "$run"
+run=$(cd "$run" && pwd) # absolute: Postgres is started from /
 shown=${run#"$root"/} # the folder as messages name it
 
 redis_url=${REDIS_URL:-redis://127.0.0.1:6379}
@@ -50,30 +51,32 @@ pg_up() {
   "$isready" -q -h "$db_host" -p "$db_port" -t 2
 }
 
-# install_package <package> <what is missing>: apt-get as root or through passwordless sudo;
-# otherwise (or without apt-get) says the one command to run, and stops.
-install_package() {
-  local package=$1 what=$2 as=()
+# install_packages <package>...: one apt-get install as root or through passwordless sudo;
+# otherwise (or without apt-get) says the one command to run, and stops. Without the
+# recommended packages: postgresql would bring a mail server and cron along.
+install_packages() {
+  local as=()
   if ! command -v apt-get >/dev/null; then
-    say "$what is not installed, and there is no apt-get here: install $package with your package manager."
+    say "there is no apt-get here: install $* with your package manager."
     exit 1
   fi
   if [ "$(id -u)" != 0 ]; then
     if sudo -n true 2>/dev/null; then as=(sudo -n); else
-      say "$what is not installed. Run: sudo apt-get install -y $package"
+      # a fresh machine or container may have no package lists yet: update first
+      say "Run: sudo apt-get update && sudo apt-get install -y $*"
       exit 1
     fi
   fi
-  say "$what is not installed: installing $package (apt-get)"
-  "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$package" >/dev/null 2>&1 || {
+  say "installing $* (apt-get)"
+  local get=("${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@")
+  "${get[@]}" >/dev/null 2>&1 || {
     "${as[@]}" apt-get update >/dev/null 2>&1 || true
-    "${as[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "$package" >/dev/null 2>&1 || {
-      say "apt-get could not install $package. Run: sudo apt-get install -y $package"; exit 1; }
+    "${get[@]}" >/dev/null 2>&1 || {
+      say "apt-get could not install $*. Run: sudo apt-get update && sudo apt-get install -y $*"; exit 1; }
   }
 }
 
 start_redis() {
-  command -v redis-server >/dev/null || install_package redis-server "redis-server (Redis is not answering on $redis_host:$redis_port)"
   # the package's own service may be answering now
   redis_up && return 0
   say "Redis not answering on $redis_host:$redis_port: starting a private one ($shown/redis)"
@@ -85,32 +88,68 @@ start_redis() {
 }
 
 start_postgres() {
-  local initdb pgctl as=()
-  if ! { pg_bin initdb >/dev/null 2>&1 && pg_bin pg_ctl >/dev/null 2>&1; }; then
-    install_package postgresql "Postgres's server (not answering on $db_host:$db_port)"
-    pg_up && return 0
-  fi
+  local initdb pgctl as=() pg="$run/pg"
+  # the package's own service may be answering now
+  pg_up && return 0
   initdb=$(pg_bin initdb 2>/dev/null) && pgctl=$(pg_bin pg_ctl 2>/dev/null) || {
     say "Postgres's server binaries are still not found after the install (set PG_BINDIR)."; exit 1; }
   # Postgres refuses to run as root: run the private instance as the postgres user
   if [ "$(id -u)" = 0 ]; then
     id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
     as=(runuser -u postgres --)
+    # a checkout the postgres user cannot enter (root's home is mode 700) keeps its
+    # instance in a folder of its own under /var/lib, linked as .run/pg
+    if ! runuser -u postgres -- test -x "$run"; then
+      pg=/var/lib/license-service-dev/$(printf '%s' "$run" | cksum | cut -d' ' -f1)
+      mkdir -p "$pg"
+      [ -L "$run/pg" ] || [ -f "$run/pg/data/PG_VERSION" ] || rm -rf "$run/pg"
+      [ -f "$run/pg/data/PG_VERSION" ] || ln -sfn "$pg" "$run/pg"
+      pg=$(cd "$run/pg" && pwd -P)
+    fi
   fi
-  local data="$run/pg/data"
+  local data="$pg/data"
   if [ ! -f "$data/PG_VERSION" ]; then
     say "initialising a private Postgres in $shown/pg (user postgres, trust auth on loopback)"
-    mkdir -p "$run/pg"
-    [ ${#as[@]} -gt 0 ] && chown -R postgres "$run/pg"
-    "${as[@]}" "$initdb" -D "$data" -U postgres --auth=trust -E UTF8 >"$run/pg/initdb.log" 2>&1 || {
+    mkdir -p "$pg"
+    [ ${#as[@]} -gt 0 ] && chown -R postgres "$pg"
+    # from /: the postgres user may not enter the current folder
+    (cd / && "${as[@]}" "$initdb" -D "$data" -U postgres --auth=trust -E UTF8) >"$pg/initdb.log" 2>&1 || {
       say "initdb failed; see $shown/pg/initdb.log"; exit 1; }
   fi
   say "Postgres not answering on $db_host:$db_port: starting the private one ($shown/pg)"
-  "${as[@]}" "$pgctl" -D "$data" -l "$run/pg/postgres.log" -w -t 30 \
-    -o "-c listen_addresses=$db_host -p $db_port -c unix_socket_directories=$run/pg" start >/dev/null || {
+  (cd / && "${as[@]}" "$pgctl" -D "$data" -l "$pg/postgres.log" -w -t 30 \
+    -o "-c listen_addresses=$db_host -p $db_port -c unix_socket_directories=$pg" start) >/dev/null || {
     say "the private Postgres did not start; see $shown/pg/postgres.log"; exit 1; }
 }
 
+# pg_refuses: Postgres answers but will not let DATABASE_URL's user in (Debian's own cluster
+# asks for a password over TCP); prints Postgres's words. A missing database is fine: the
+# service creates it.
+pg_refuses() {
+  local psql err
+  psql=$(pg_bin psql 2>/dev/null) || return 1
+  err=$(PGCONNECT_TIMEOUT=3 "$psql" -w "$db_url" -Atqc 'select 1' 2>&1 >/dev/null) && return 1
+  [[ $err == *"database \""*"\" does not exist"* ]] && return 1
+  echo "${err##*failed: }"
+}
+
+# what is neither answering nor installed, installed in one go (or the one command to run)
+missing=()
+if ! redis_up && ! command -v redis-server >/dev/null; then
+  say "redis-server (Redis is not answering on $redis_host:$redis_port) is not installed."
+  missing+=(redis-server)
+fi
+if ! pg_up && ! { pg_bin initdb >/dev/null 2>&1 && pg_bin pg_ctl >/dev/null 2>&1; }; then
+  say "Postgres's server (not answering on $db_host:$db_port) is not installed."
+  missing+=(postgresql)
+fi
+[ ${#missing[@]} -eq 0 ] || install_packages "${missing[@]}"
+
 redis_up || start_redis
 pg_up || start_postgres
+if why=$(pg_refuses); then
+  say "Postgres on $db_host:$db_port answers but refuses DATABASE_URL's login: $why"
+  say "give the user a password and put it in DATABASE_URL (.env.dev), e.g.: sudo -u postgres psql -p $db_port -c \"ALTER ROLE postgres PASSWORD 'dev'\" and DATABASE_URL=postgres://postgres:dev@$db_host:$db_port/licensing"
+  exit 1
+fi
 say "Redis on $redis_host:$redis_port and Postgres on $db_host:$db_port are answering"
