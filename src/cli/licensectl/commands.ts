@@ -64,7 +64,7 @@ async function pages<T>(run: Run, path: string, extra: Record<string, string> = 
 }
 
 function pageFooter(page: Page<unknown>, what: string, next: string): string {
-  const count = `${page.items.length} ${what}`;
+  const count = `${page.items.length} ${what}${page.items.length === 1 ? '' : 's'}`;
   return page.nextCursor === null ? `(${count})\n` : `(${count}; next page: ${next} --cursor ${page.nextCursor})\n`;
 }
 
@@ -93,7 +93,7 @@ export const commands: Record<string, Command> = {
 
   async list(run) {
     const page = await pages<License>(run, '/admin/v1/licenses');
-    return { data: page, human: licenseTable(page.items) + pageFooter(page, 'licenses', 'licensectl list') };
+    return { data: page, human: licenseTable(page.items) + pageFooter(page, 'license', 'licensectl list') };
   },
 
   async 'add-quota'(run) {
@@ -128,6 +128,6 @@ export const commands: Record<string, Command> = {
     if (status !== undefined && !['issued', 'used', 'expired'].includes(status)) throw new UsageError('--status must be issued, used or expired');
     const key = run.args.key as string;
     const page = await pages<IssuedToken>(run, licensePath(key, '/tokens'), status === undefined ? {} : { status });
-    return { data: page, human: tokenTable(page.items) + pageFooter(page, 'tokens', `licensectl tokens ${key}`) };
+    return { data: page, human: tokenTable(page.items) + pageFooter(page, 'token', `licensectl tokens ${key}`) };
   },
 };

@@ -75,7 +75,7 @@ export async function importFile(api: AdminApi, file: string, rejectsPath: strin
   }
   await rm(rejectsPath, { force: true });
   const started = Date.now();
-  const counts: Counts = { created: 0, rejected: 0, bytes: 0, size };
+  const counts: Counts = { created: 0, rejected: 0, read: 0, bytes: 0, size };
   const progress = new Progress(counts);
   const inFlight = new Set<Promise<void>>();
   let header: string[] | null = null;
@@ -122,18 +122,23 @@ export async function importFile(api: AdminApi, file: string, rejectsPath: strin
   };
 
   const parser = new CsvParser();
+  // rows parsed so far (the header not counted): with the bytes read, they estimate the file's rows
+  const parsed = (records: CsvRecord[]): CsvRecord[] => {
+    counts.read += records.length - (counts.read === 0 && header === null && records.length > 0 ? 1 : 0);
+    return records;
+  };
   const stream = createReadStream(file, { encoding: 'utf8', highWaterMark: 64 * 1024 });
   try {
     for await (const chunk of stream as AsyncIterable<string>) {
       counts.bytes += Buffer.byteLength(chunk);
-      for (const record of parser.push(chunk)) {
+      for (const record of parsed(parser.push(chunk))) {
         while (inFlight.size >= concurrency) await Promise.race(inFlight);
         if (fatal !== null) break;
         handle(record);
       }
       if (fatal !== null) break;
     }
-    if (fatal === null) for (const record of parser.end()) handle(record);
+    if (fatal === null) for (const record of parsed(parser.end())) handle(record);
     await Promise.all(inFlight);
   } finally {
     stream.destroy();

@@ -4,9 +4,17 @@
 export interface Counts {
   created: number;
   rejected: number;
-  /** bytes of the file read so far, of `size` */
+  /** rows read so far (done or in flight), from `bytes` of the file's `size` bytes */
+  read: number;
   bytes: number;
   size: number;
+}
+
+/** The share of the file done: rows done of the rows the file holds, estimated from those read so far. */
+function shareDone({ created, rejected, read, bytes, size }: Counts): number {
+  if (size === 0 || bytes === 0) return 1;
+  if (read === 0) return 0;
+  return Math.min(1, ((created + rejected) * bytes) / (read * size));
 }
 
 const BAR_WIDTH = 30;
@@ -25,8 +33,8 @@ export class Progress {
   }
 
   private text(): string {
-    const { created, rejected, bytes, size } = this.counts;
-    const share = size === 0 ? 1 : Math.min(1, bytes / size);
+    const { created, rejected } = this.counts;
+    const share = shareDone(this.counts);
     const rows = created + rejected;
     const seconds = (Date.now() - this.started) / 1000;
     const rate = seconds > 0 ? Math.round(rows / seconds) : 0;
@@ -38,7 +46,7 @@ export class Progress {
       this.stream.write(`import: ${this.text()}\n`);
       return;
     }
-    const share = this.counts.size === 0 ? 1 : Math.min(1, this.counts.bytes / this.counts.size);
+    const share = shareDone(this.counts);
     const done = Math.round(share * BAR_WIDTH);
     this.stream.write(`\r[${'#'.repeat(done)}${'-'.repeat(BAR_WIDTH - done)}] ${this.text()}\u001b[K`);
   }
