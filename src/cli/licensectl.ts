@@ -59,7 +59,7 @@ async function main(argv: readonly string[]): Promise<number> {
     if (token === '') throw new UsageError('no admin token: give --token or set ADMIN_TOKEN');
     const api = new AdminApi(url, token);
     if (command === 'import') return await runImport(api, inv, json);
-    const printed = await (commands[command] as NonNullable<(typeof commands)[string]>)({ api, args: inv.args, options: inv.options, json });
+    const printed = await (commands[command] as NonNullable<(typeof commands)[string]>)({ api, args: inv.args, options: inv.options });
     out(json ? `${JSON.stringify(printed.data)}\n` : printed.human);
     return 0;
   } catch (err) {

@@ -11,7 +11,6 @@ export interface Run {
   api: AdminApi;
   args: Record<string, string>;
   options: Record<string, string | boolean | undefined>;
-  json: boolean;
 }
 
 export interface Printed {
