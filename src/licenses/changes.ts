@@ -101,6 +101,11 @@ export class LicenseAdmin {
     return row === null || row === 'reused' ? row : this.view(row);
   }
 
+  /** Rows as the admin API shows them (a page of the license list). */
+  views(rows: readonly LicenseRow[]): Promise<LicenseView[]> {
+    return Promise.all(rows.map((row) => this.view(row)));
+  }
+
   private async view(row: LicenseRow): Promise<LicenseView> {
     const usedQuota = await this.hot.usedQuota(row.firmaId);
     return usedQuota === null ? row : { ...row, usedQuota };

@@ -25,11 +25,12 @@ export interface LicenseRow {
 /** A UUID as Postgres reads one (token ids are UUIDs: src/tokens/tokenId.ts). */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const columns = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
+/** The columns of a LicenseRow, numbers as float8 (exact to 2^53), for licenseRowOf. */
+export const LICENSE_COLUMNS = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
   used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version,
   token_generation::float8 as token_generation, webhook_url, webhook_secret is not null as webhook_secret_set`;
 
-function toRow(r: Record<string, unknown>): LicenseRow {
+export function licenseRowOf(r: Record<string, unknown>): LicenseRow {
   return {
     firmaId: r.firma_id as string,
     licenseKey: r.license_key as string,
@@ -108,21 +109,21 @@ export class LicenseStore {
                              webhook_url, webhook_secret)
        values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
        on conflict (license_key) do nothing
-       returning ${columns}`,
+       returning ${LICENSE_COLUMNS}`,
       [LicenseStore.newFirmaId(), input.licenseKey, input.organizationName, input.passwordHash,
         input.totalQuota, input.expiryDate, input.isActive, input.domains as never, input.webhookUrl ?? null, input.webhookSecret ?? null],
     );
-    return rows[0] ? toRow(rows[0]) : null;
+    return rows[0] ? licenseRowOf(rows[0]) : null;
   }
 
   async byKey(licenseKey: string): Promise<LicenseRow | null> {
-    const rows = await this.sql.unsafe(`select ${columns} from licenses where license_key = $1`, [licenseKey]);
-    return rows[0] ? toRow(rows[0]) : null;
+    const rows = await this.sql.unsafe(`select ${LICENSE_COLUMNS} from licenses where license_key = $1`, [licenseKey]);
+    return rows[0] ? licenseRowOf(rows[0]) : null;
   }
 
   async byFirmaId(firmaId: string): Promise<LicenseRow | null> {
-    const rows = await this.sql.unsafe(`select ${columns} from licenses where firma_id = $1`, [firmaId]);
-    return rows[0] ? toRow(rows[0]) : null;
+    const rows = await this.sql.unsafe(`select ${LICENSE_COLUMNS} from licenses where firma_id = $1`, [firmaId]);
+    return rows[0] ? licenseRowOf(rows[0]) : null;
   }
 
   /**
@@ -158,7 +159,7 @@ export class LicenseStore {
          webhook_secret = case when $8::boolean then null else coalesce($10, webhook_secret) end,
          version = version + 1, updated_at = now()
        where license_key = $1 and ($7::float8 is null or clock_timestamp() < to_timestamp($7::float8 / 1000))
-       returning ${columns}`,
+       returning ${LICENSE_COLUMNS}`,
       [licenseKey, change.organizationName ?? null, change.passwordHash ?? null, change.expiryDate ?? null,
         change.isActive ?? null, (change.domains ?? null) as never, deadlineMs, change.webhookUrl === null,
         change.webhookUrl ?? null, change.webhookSecret ?? null],
@@ -167,7 +168,7 @@ export class LicenseStore {
       throw err;
     });
     if (rows === 'unsigned') return rows;
-    return rows[0] ? toRow(rows[0]) : null;
+    return rows[0] ? licenseRowOf(rows[0]) : null;
   }
 
   /**
@@ -179,10 +180,10 @@ export class LicenseStore {
     if (idempotencyKey === null) {
       const rows = await this.sql.unsafe(
         `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
-         where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning ${columns}`,
+         where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning ${LICENSE_COLUMNS}`,
         [licenseKey, add, deadlineMs],
       );
-      return rows[0] ? toRow(rows[0]) : null;
+      return rows[0] ? licenseRowOf(rows[0]) : null;
     }
     // one statement: the purchase is recorded if and only if the quota is credited
     const rows = await this.sql.unsafe(
@@ -195,19 +196,19 @@ export class LicenseStore {
          returning license_key
        ), credited as (
          update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
-         where license_key in (select license_key from purchase) returning ${columns}
+         where license_key in (select license_key from purchase) returning ${LICENSE_COLUMNS}
        )
        select 'credited' as outcome, c.* from credited c
        union all
        select case when p.license_key = $1 and p.add = $2 then 'replayed' else 'reused' end, l.*
-       from quota_purchases p, lateral (select ${columns} from licenses where license_key = $1) l
+       from quota_purchases p, lateral (select ${LICENSE_COLUMNS} from licenses where license_key = $1) l
        where p.idempotency_key = $4 and not exists (select 1 from purchase)`,
       [licenseKey, add, deadlineMs, idempotencyKey],
     );
     const first = rows[0];
     if (!first) return null;
     if (first.outcome === 'reused') return 'reused';
-    return toRow(first);
+    return licenseRowOf(first);
   }
 
   /**
@@ -217,14 +218,14 @@ export class LicenseStore {
    */
   async forHydration(firmaId: string, queuedTokenIds: string[] = []): Promise<{ row: LicenseRow; nowMs: number; counted: number } | null> {
     const rows = await this.sql.unsafe(
-      `select ${columns}, extract(epoch from statement_timestamp()) * 1000 as now_ms,
+      `select ${LICENSE_COLUMNS}, extract(epoch from statement_timestamp()) * 1000 as now_ms,
          (select count(*) from token_redemptions where token_id = any($2::uuid[]))::int as counted
        from licenses where firma_id = $1 for share`,
       // an id that is no UUID cannot have been written (src/usage/persist.ts): not asked about
       [firmaId, queuedTokenIds.filter((id) => UUID.test(id)) as never],
     );
     const r = rows[0];
-    return r ? { row: toRow(r), nowMs: Math.floor(Number(r.now_ms)), counted: r.counted as number } : null;
+    return r ? { row: licenseRowOf(r), nowMs: Math.floor(Number(r.now_ms)), counted: r.counted as number } : null;
   }
 
   /** The license's token generation (access tokens of an older one are revoked); null: no such license. */

@@ -70,6 +70,27 @@ export const License = Type.Object({
   webhookSecretSet: Type.Boolean({ description: 'a signing secret is set (the secret itself is never shown)' }),
 }, closed);
 
+/** A page of a paged admin list: its items and the cursor of the next page (null: the last). */
+export function PageAnswer(item: TSchema) {
+  return Type.Object({
+    success: Type.Literal(true),
+    data: Type.Object({ items: Type.Array(item), nextCursor: Type.Union([Type.String({ minLength: 1 }), Type.Null()]) }, closed),
+  }, closed);
+}
+
+/** A sign token as the admin token list shows it. */
+export const IssuedToken = Type.Object({
+  tokenId: Uuid,
+  imzaTipi: Type.Union([Type.Literal(0), Type.Literal(1)]),
+  status: Type.Union([Type.Literal('issued'), Type.Literal('used'), Type.Literal('expired')], {
+    description: 'issued: not used and still valid; used: redeemed; expired: not used, past its expiry',
+  }),
+  issuedAt: Timestamp,
+  expiresAt: Type.Union([Timestamp, Type.Null()]),
+  usedAt: Type.Union([Timestamp, Type.Null()]),
+  origin: Type.Union([Type.String(), Type.Null()], { description: 'the origin the redemption named, as sent' }),
+}, closed);
+
 /** {success:true, data: License}: every admin success. */
 export const LicenseAnswer = Type.Object({ success: Type.Literal(true), data: License }, closed);
 

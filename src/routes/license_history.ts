@@ -6,23 +6,18 @@ import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf, Timestamp, Uuid } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest } from './replies.js';
+import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageLimit, pageOf, pageQueryFields } from './paging.js';
 import { bearer, ImzaTipi, isInstant, LicenseKey, licenseKeyParam, queryParser } from './schemas.js';
 
 /** ?limit=1..500 and the cursor the previous page handed out. */
-const HistoryQuery = Type.Object({
-  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'items per page, 1 to 500 (default 50)' })),
-  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,256}$', description: 'the nextCursor of the previous page' })),
-});
-
-const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 500;
+const HistoryQuery = Type.Object(pageQueryFields);
 
 //                    status  code                  message
 const invalidKey = coded(400, ...INVALID_LICENSE_KEY);
 const forbidden = coded(403, 'FORBIDDEN', 'Bu lisansın geçmişine erişim yetkiniz yok');
 
 function encodeCursor(c: Cursor): string {
-  return Buffer.from(`${c.usedAt}|${c.tokenId}`).toString('base64url');
+  return encodeParts(c.usedAt, c.tokenId);
 }
 
 /** What encodeCursor made: an instant as toISOString writes it, and a token id (a UUID). */
@@ -30,9 +25,9 @@ const CURSOR = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([0-9a-f]{8}-[0-
 
 /** The cursor, or null unless it decodes to exactly what this server hands out. */
 function decodeCursor(text: string): Cursor | null {
-  const m = CURSOR.exec(Buffer.from(text, 'base64url').toString('latin1'));
-  if (m === null) return null;
-  const [, usedAt, tokenId] = m as unknown as [string, string, string];
+  const parts = decodeParts(text, CURSOR);
+  if (parts === null) return null;
+  const [usedAt, tokenId] = parts as [string, string];
   // the years and days the server can have written (year 0000 is no Postgres date)
   if (!isInstant(usedAt) || new Date(usedAt).toISOString() !== usedAt) return null;
   return { usedAt, tokenId };
@@ -104,8 +99,8 @@ export function historyRoute(ctx: RouteContext): Route {
       if (licenseKey === null) return invalidKey;
       const query = parseQuery(req.query);
       if (!query.ok) return invalidRequest(query.field);
-      const limit = query.value.limit === undefined ? DEFAULT_LIMIT : Number(query.value.limit);
-      if (limit > MAX_LIMIT) return invalidRequest('limit');
+      const limit = pageLimit(query.value.limit);
+      if (limit === null) return invalidRequest('limit');
       const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
       if (query.value.cursor !== undefined && cursor === null) return invalidRequest('cursor');
       if ((await ctx.hot.firmaIdOf(licenseKey)) !== claims.firma_id) return forbidden;
@@ -114,11 +109,9 @@ export function historyRoute(ctx: RouteContext): Route {
       ]);
       // Postgres holds every admin change before any instance applies it: a token of an older generation is revoked
       if (generation !== claims.gen) return authReplies.INVALID_TOKEN;
-      const page = rows.slice(0, limit);
-      const last = page[page.length - 1];
-      const items = page.map((r) => ({ tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }));
-      const nextCursor = rows.length > limit && last ? encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }) : null;
-      return reply(200, { success: true, data: { items, nextCursor } });
+      const page = pageOf(rows, limit, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
+      const items = page.items.map((r) => ({ tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }));
+      return reply(200, { success: true, data: { items, nextCursor: page.nextCursor } });
     },
   };
 }

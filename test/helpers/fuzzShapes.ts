@@ -134,16 +134,17 @@ function decoded(text: string): string {
 
 /**
  * Where a request puts a C0 control character into something the endpoint reads: a body field,
- * a path segment or history's limit and cursor (percent-decoded). Such a request must not succeed.
+ * a path segment or a paged list's limit, cursor and status (percent-decoded). Such a request must not succeed.
  */
 export function controlCharacterIn(sent: Sent): string | null {
   const [rawPath = '', query = ''] = sent.path.split('?', 2) as [string?, string?];
   const path = rawPath.toLowerCase();
   for (const segment of rawPath.split('/')) if (C0.test(decoded(segment))) return `path segment ${JSON.stringify(segment)}`;
-  if (/^\/api\/license\/history\//.test(path)) {
+  // the paged lists: history, and the admin lists of licenses and of a license's tokens
+  if (/^\/api\/license\/history\/|^\/admin\/v1\/licenses(\/[^/]+\/tokens)?\/?$/.test(path)) {
     for (const pair of query.split('&')) {
       const [name = '', value = ''] = pair.split('=', 2) as [string?, string?];
-      if ((decoded(name) === 'limit' || decoded(name) === 'cursor') && C0.test(decoded(value))) return `query parameter ${JSON.stringify(pair)}`;
+      if (['limit', 'cursor', 'status'].includes(decoded(name)) && C0.test(decoded(value))) return `query parameter ${JSON.stringify(pair)}`;
     }
   }
   const rule = READ_FIELDS.find(([pattern, method]) => pattern.test(path) && method === sent.method);

@@ -180,7 +180,8 @@ t.test('bad input', async (t) => {
       ['DELETE', '/api/License/validate', /^POST, OPTIONS$/, 'message'],
       ['POST', `/api/License/check-quota/${key}`, /^GET, OPTIONS$/, 'code'],
       ['DELETE', `/admin/v1/licenses/${key}`, /^(GET, PATCH|PATCH, GET)$/, 'code'],
-      ['GET', '/admin/v1/licenses', /^POST$/, 'code'],
+      ['DELETE', '/admin/v1/licenses', /^(POST, GET|GET, POST)$/, 'code'],
+      ['POST', `/admin/v1/licenses/${key}/tokens`, /^GET$/, 'code'],
     ];
     for (const [method, path, allow, shape] of cases) {
       const res = await h.request(method, path, method === 'GET' ? undefined : {}, path.startsWith('/admin') ? adminAuth : {});

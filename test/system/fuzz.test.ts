@@ -253,6 +253,32 @@ const historyQuery: Arbitrary<string> = fc.oneof(
 const history = request('GET', fc.tuple(route('/api/License/history/'), keySegment(fc.oneof({ weight: 4, arbitrary: real('key') }, anyKey)), historyQuery).map((p) => new Cat(p)),
   fc.constant({ kind: 'none' as const }), { authorization: authorizationOf(accessTokens, tokenOf(accessTokens, crafted)) });
 
+/** The admin lists: ?limit=&cursor= (and &status= for a license's tokens), plausible or not. */
+const statusText: Arbitrary<string> = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom('issued', 'used', 'expired') },
+  { weight: 1, arbitrary: fc.constantFrom('', 'USED', 'all', '%00', 'used%00', 'used&status=issued', 'issued,used', '%75sed') },
+  { weight: 1, arbitrary: nastyString.map(percentEncode) },
+);
+function adminListQuery(withStatus: boolean): Arbitrary<string> {
+  return fc.oneof(
+    { weight: 1, arbitrary: fc.constant('') },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        limit: fc.option(limitText, { nil: undefined }),
+        cursor: fc.option(cursorText, { nil: undefined }),
+        status: withStatus ? fc.option(statusText, { nil: undefined }) : fc.constant(undefined),
+      }, { requiredKeys: [] }).map((q) => `?${Object.entries(q).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${v}`).join('&')}`),
+    },
+  );
+}
+const adminList = request('GET', fc.tuple(route('/admin/v1/licenses'), adminListQuery(false)).map((p) => new Cat(p)),
+  fc.constant({ kind: 'none' as const }), { authorization: adminAuth });
+const adminTokens = request('GET',
+  fc.tuple(route('/admin/v1/licenses/'), keySegment(fc.oneof({ weight: 4, arbitrary: real('key') }, anyKey)), route('/tokens'), adminListQuery(true))
+    .map((p) => new Cat(p)),
+  fc.constant({ kind: 'none' as const }), { authorization: adminAuth });
+
 const validLicense: Record<string, Arbitrary<FV>> = {
   organizationName: fc.oneof(fc.constantFrom('Fuzz A.Ş.', 'Örnek Sağlık', 'x'), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 })),
   password: fc.oneof(fc.constantFrom('fuzz-password-1', 'p'), fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 64 })),
@@ -313,6 +339,7 @@ const adminQuota = request('POST',
 const KNOWN_PATHS = [
   '/api/v1/auth/get-token', '/api/v1/auth/sign-token', '/api/license/validate', '/api/License/check-quota/{k}',
   '/api/License/history/{k}', '/admin/v1/licenses', '/admin/v1/licenses/{k}', '/admin/v1/licenses/{k}/quota', '/healthz',
+  '/admin/v1/licenses/{k}/tokens',
 ];
 const routingPath: Arbitrary<Tpl> = fc.oneof(
   {
@@ -533,6 +560,8 @@ t.test('fuzz every endpoint', async (t) => {
   await property(t, ctx, 'admin get', runsFor(0.5), adminGet);
   await property(t, ctx, 'admin patch', runsFor(0.5), adminPatch, KNOWN.adminPatch);
   await property(t, ctx, 'admin quota', runsFor(0.5), adminQuota);
+  await property(t, ctx, 'admin list', runsFor(0.5), adminList);
+  await property(t, ctx, 'admin tokens', runsFor(0.5), adminTokens);
   await property(t, ctx, 'validate', runsFor(1.5), validate, KNOWN.validate);
   await property(t, ctx, 'unknown paths and wrong methods', runsFor(1), routing);
   await property(t, ctx, 'HEAD', runsFor(0.2), headRequests);

@@ -7,6 +7,7 @@ import type { Client } from '../helpers/http.js';
 import { bearer, claimsOf, craftJwt, HS256_HEADER, ISSUER, nowSeconds } from '../helpers/jwt.js';
 import { checkedClient, Documented, type Media, type OpenApi } from '../helpers/openapi.js';
 import { getTokenPair, signOne } from '../helpers/tokens.js';
+import { pollUntil } from '../helpers/wait.js';
 
 // GET /openapi.json against the server that publishes it:
 //  (a) every route the server registers is in the document, and every operation of the
@@ -228,6 +229,20 @@ t.test('(d) the admin API', async (t) => {
   await expect(t, 400, 'quota: bad key', admin('POST', `${path}/quota`, { add: 1 }, { 'idempotency-key': 'x'.repeat(256) }));
   await expect(t, 404, 'quota: unknown', admin('POST', `/admin/v1/licenses/${randomUUID()}/quota`, { add: 1 }));
   await expect(t, 401, 'quota: no token', c.request('POST', `${path}/quota`, { add: 1 }));
+
+  await expect(t, 200, 'list', admin('GET', '/admin/v1/licenses?limit=2'));
+  await expect(t, 400, 'list: limit 501', admin('GET', '/admin/v1/licenses?limit=501'));
+  await expect(t, 400, 'list: a cursor not handed out', admin('GET', '/admin/v1/licenses?cursor=zzz'));
+  await expect(t, 401, 'list: no token', c.request('GET', '/admin/v1/licenses'));
+  const spender = await license();
+  const { signToken } = await getTokenPair(c, spender);
+  await expect(t, 200, 'a redemption to list', validate(signToken));
+  const tokens = `/admin/v1/licenses/${spender.licenseKey}/tokens`;
+  await pollUntil(() => admin('GET', tokens), (r) => (r.body as { data: { items: unknown[] } }).data.items.length > 0);
+  await expect(t, 200, 'tokens', admin('GET', `${tokens}?status=used`));
+  await expect(t, 400, 'tokens: status unknown', admin('GET', `${tokens}?status=lost`));
+  await expect(t, 404, 'tokens: unknown license', admin('GET', `/admin/v1/licenses/${randomUUID()}/tokens`));
+  await expect(t, 401, 'tokens: no token', c.request('GET', tokens));
 });
 
 t.test('(d) operations and documentation', async (t) => {

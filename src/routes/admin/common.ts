@@ -51,23 +51,25 @@ export function domainsOf(entries: string[] | undefined): string[] | Reply | und
 
 /** A license as the admin API shows it. */
 export function licenseReply(license: LicenseView, status = 200): Reply {
+  return reply(status, { success: true, data: licenseData(license) });
+}
+
+/** The License object of CONTRACT.md (never the password or its hash). */
+export function licenseData(license: LicenseView): Record<string, unknown> {
   const { totalQuota, usedQuota } = license;
-  return reply(status, {
-    success: true,
-    data: {
-      licenseKey: license.licenseKey,
-      firmaId: license.firmaId,
-      organizationName: license.organizationName,
-      totalQuota,
-      usedQuota,
-      remainingQuota: Math.max(0, totalQuota - usedQuota),
-      quotaPercentage: quotaPercentage(totalQuota, usedQuota),
-      expiryDate: license.expiryDate.toISOString(),
-      isActive: license.isActive,
-      domains: license.domains,
-      webhookUrl: license.webhookUrl,
-      // never the secret: only whether one is stored
-      webhookSecretSet: license.webhookSecretSet,
-    },
-  });
+  return {
+    licenseKey: license.licenseKey,
+    firmaId: license.firmaId,
+    organizationName: license.organizationName,
+    totalQuota,
+    usedQuota,
+    remainingQuota: Math.max(0, totalQuota - usedQuota),
+    quotaPercentage: quotaPercentage(totalQuota, usedQuota),
+    expiryDate: license.expiryDate.toISOString(),
+    isActive: license.isActive,
+    domains: license.domains,
+    webhookUrl: license.webhookUrl,
+    // never the secret: only whether one is stored
+    webhookSecretSet: license.webhookSecretSet,
+  };
 }

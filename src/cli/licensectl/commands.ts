@@ -1,0 +1,132 @@
+import { AdminApi, licensePath } from './api.js';
+import { UsageError } from './args.js';
+import { licenseBlock, licenseTable, tokenTable, type IssuedToken, type License, type Page } from './output.js';
+import { passwordFrom } from './password.js';
+import { domainsOf, expiryOf, wholeNumberOf } from './values.js';
+
+// Every command but import (import.ts): one call or a few to the admin API, and what to
+// print: `data` for --json (exactly the API's data), `human` otherwise.
+
+export interface Run {
+  api: AdminApi;
+  args: Record<string, string>;
+  options: Record<string, string | boolean | undefined>;
+}
+
+export interface Printed {
+  data: unknown;
+  human: string;
+}
+
+type Command = (run: Run) => Promise<Printed>;
+
+const str = (run: Run, name: string): string | undefined => {
+  const v = run.options[name];
+  return typeof v === 'string' ? v : undefined;
+};
+
+function required(run: Run, name: string): string {
+  const v = str(run, name);
+  if (v === undefined) throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function license(data: unknown, what: string): Printed {
+  return { data, human: `${what}\n${licenseBlock(data as License)}` };
+}
+
+/** ?limit=&cursor=(&more) from the options, checked here so a typo is a usage error. */
+function pageQuery(run: Run, cursor: string | null, extra: Record<string, string> = {}): string {
+  const query = new URLSearchParams(extra);
+  const limit = str(run, 'limit');
+  if (limit !== undefined) {
+    if (wholeNumberOf(limit, 1) === null || Number(limit) > 500) throw new UsageError('--limit must be a whole number from 1 to 500');
+    query.set('limit', limit);
+  }
+  if (cursor !== null) query.set('cursor', cursor);
+  const text = query.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+/** One page, or with --all every page following the cursors: {items, nextCursor}. */
+async function pages<T>(run: Run, path: string, extra: Record<string, string> = {}): Promise<Page<T>> {
+  if (run.options.all === true && str(run, 'cursor') !== undefined) throw new UsageError('give --cursor or --all, not both');
+  let cursor = str(run, 'cursor') ?? null;
+  const items: T[] = [];
+  for (;;) {
+    const page = await run.api.call<Page<T>>('GET', `${path}${pageQuery(run, cursor, extra)}`);
+    if (run.options.all !== true) return page;
+    items.push(...page.items);
+    if (page.nextCursor === null) return { items, nextCursor: null };
+    cursor = page.nextCursor;
+  }
+}
+
+function pageFooter(page: Page<unknown>, what: string, next: string): string {
+  const count = `${page.items.length} ${what}${page.items.length === 1 ? '' : 's'}`;
+  return page.nextCursor === null ? `(${count})\n` : `(${count}; next page: ${next} --cursor ${page.nextCursor})\n`;
+}
+
+export const commands: Record<string, Command> = {
+  async create(run) {
+    const quota = wholeNumberOf(required(run, 'quota'));
+    if (quota === null) throw new UsageError('--quota must be a whole number from 0 to 10^12');
+    const expiryDate = expiryOf(required(run, 'expiry'));
+    if (expiryDate === null) throw new UsageError('--expiry must be YYYY-MM-DD or an RFC 3339 date-time');
+    const body: Record<string, unknown> = {
+      organizationName: required(run, 'organization'),
+      totalQuota: quota,
+      expiryDate,
+      isActive: run.options.inactive !== true,
+      domains: domainsOf(str(run, 'domains') ?? '', ','),
+    };
+    if (str(run, 'key') !== undefined) body.licenseKey = str(run, 'key');
+    body.password = await passwordFrom(run.options);
+    return license(await run.api.call('POST', '/admin/v1/licenses', body), 'Created:');
+  },
+
+  async show(run) {
+    const data = await run.api.call('GET', licensePath(run.args.key as string));
+    return { data, human: licenseBlock(data as License) };
+  },
+
+  async list(run) {
+    const page = await pages<License>(run, '/admin/v1/licenses');
+    return { data: page, human: licenseTable(page.items) + pageFooter(page, 'license', 'licensectl list') };
+  },
+
+  async 'add-quota'(run) {
+    const add = wholeNumberOf(run.args.n as string, 1);
+    if (add === null) throw new UsageError('<n> must be a whole number from 1 to 10^12');
+    const key = str(run, 'idempotency-key');
+    const data = await run.api.call('POST', licensePath(run.args.key as string, '/quota'), { add }, key === undefined ? {} : { 'idempotency-key': key });
+    return license(data, `Added ${add}:`);
+  },
+
+  async activate(run) {
+    return license(await run.api.call('PATCH', licensePath(run.args.key as string), { isActive: true }), 'Activated:');
+  },
+
+  async deactivate(run) {
+    return license(await run.api.call('PATCH', licensePath(run.args.key as string), { isActive: false }), 'Deactivated:');
+  },
+
+  async 'set-domains'(run) {
+    const domains = domainsOf(run.args.domains as string, ',');
+    return license(await run.api.call('PATCH', licensePath(run.args.key as string), { domains }), 'Domains set:');
+  },
+
+  async 'set-password'(run) {
+    const password = await passwordFrom(run.options);
+    const data = await run.api.call('PATCH', licensePath(run.args.key as string), { password });
+    return { data, human: `Password changed for ${(data as License).licenseKey}; its access tokens no longer work.\n` };
+  },
+
+  async tokens(run) {
+    const status = str(run, 'status');
+    if (status !== undefined && !['issued', 'used', 'expired'].includes(status)) throw new UsageError('--status must be issued, used or expired');
+    const key = run.args.key as string;
+    const page = await pages<IssuedToken>(run, licensePath(key, '/tokens'), status === undefined ? {} : { status });
+    return { data: page, human: tokenTable(page.items) + pageFooter(page, 'token', `licensectl tokens ${key}`) };
+  },
+};

@@ -1,0 +1,84 @@
+// Human output: aligned tables and key-value blocks on stdout. (--json prints the API's
+// data instead: licensectl.ts.)
+
+/** A value as one cell: no line breaks or control characters (a name could hold them). */
+function cell(value: unknown): string {
+  const text = value === null || value === undefined ? '-' : String(value);
+  // eslint-disable-next-line no-control-regex -- a cell is one line of printable text
+  return text.replace(/[\u0000-\u001f\u007f]/g, ' ');
+}
+
+/** Columns padded to their widest cell, a header line first. */
+export function table(headers: readonly string[], rows: readonly (readonly unknown[])[]): string {
+  const cells = [headers.map(cell), ...rows.map((r) => r.map(cell))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => [...(r[i] ?? '')].length)));
+  return cells
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c + ' '.repeat((widths[i] ?? 0) - [...c].length))).join('  '))
+    .join('\n') + '\n';
+}
+
+/** "label  value" lines, the labels padded to the longest. */
+export function keyValues(pairs: readonly (readonly [string, unknown])[]): string {
+  const width = Math.max(...pairs.map(([k]) => k.length));
+  return pairs.map(([k, v]) => `${k.padEnd(width)}  ${cell(v)}`).join('\n') + '\n';
+}
+
+/** A License (CONTRACT.md) as the admin API answers it. */
+export interface License {
+  licenseKey: string;
+  firmaId: string;
+  organizationName: string;
+  totalQuota: number;
+  usedQuota: number;
+  remainingQuota: number;
+  quotaPercentage: number;
+  expiryDate: string;
+  isActive: boolean;
+  domains: string[];
+}
+
+export interface IssuedToken {
+  tokenId: string;
+  imzaTipi: number;
+  status: string;
+  issuedAt: string;
+  expiresAt: string | null;
+  usedAt: string | null;
+  origin: string | null;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+const domainsOf = (l: License): string => (l.domains.length === 0 ? '(any origin)' : l.domains.join(', '));
+
+export function licenseBlock(l: License): string {
+  return keyValues([
+    ['License key', l.licenseKey],
+    ['Firma id', l.firmaId],
+    ['Organization', l.organizationName],
+    ['Total quota', l.totalQuota],
+    ['Used', l.usedQuota],
+    ['Remaining', `${l.remainingQuota} (${l.quotaPercentage}%)`],
+    ['Expiry', l.expiryDate],
+    ['Active', l.isActive ? 'yes' : 'no'],
+    ['Domains', domainsOf(l)],
+  ]);
+}
+
+export function licenseTable(items: readonly License[]): string {
+  return table(
+    ['LICENSE KEY', 'ORGANIZATION', 'USED', 'TOTAL', 'LEFT', 'EXPIRY', 'ACTIVE', 'DOMAINS'],
+    items.map((l) => [l.licenseKey, l.organizationName, l.usedQuota, l.totalQuota, l.remainingQuota, l.expiryDate.slice(0, 10),
+      l.isActive ? 'yes' : 'no', domainsOf(l)]),
+  );
+}
+
+export function tokenTable(items: readonly IssuedToken[]): string {
+  return table(
+    ['TOKEN ID', 'TYPE', 'STATUS', 'ISSUED', 'EXPIRES', 'USED', 'ORIGIN'],
+    items.map((t) => [t.tokenId, t.imzaTipi, t.status, t.issuedAt, t.expiresAt, t.usedAt, t.origin]),
+  );
+}
