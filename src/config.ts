@@ -36,6 +36,10 @@ export interface Config {
   adminBodyLimitBytes: number;
   shutdownTimeoutMs: number;
   worker: { batchSize: number; blockMs: number; claimIdleMs: number; lingerMs: number; lingerEvents: number };
+  /** METRICS: record and serve GET /metrics (false: nothing is recorded, /metrics is 404) */
+  metrics: boolean;
+  /** METRICS_TOKEN: the bearer token /metrics asks for; null: open (on the bound interface) */
+  metricsToken: string | null;
 }
 
 export interface JwtKey {
@@ -133,6 +137,12 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL');
   }
+  const metrics = env.METRICS ?? '1';
+  if (metrics !== '0' && metrics !== '1') throw new ConfigError(`METRICS must be 1 (record and serve /metrics) or 0 (off), got "${metrics}"`);
+  const metricsToken = env.METRICS_TOKEN ? env.METRICS_TOKEN : null;
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,4096}$/.test(metricsToken)) {
+    throw new ConfigError('METRICS_TOKEN must be 16 to 4096 printable ASCII characters without spaces');
+  }
   const adminToken = env.ADMIN_TOKEN ? env.ADMIN_TOKEN : null;
   if (adminToken !== null && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
@@ -174,5 +184,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
       lingerMs: intVar(env, 'WORKER_LINGER_MS', 50, 0, 10000),
       lingerEvents: intVar(env, 'WORKER_LINGER_EVENTS', 1000, 1, 1000000),
     },
+    metrics: metrics === '1',
+    metricsToken,
   };
 }

@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from '../config.js';
 import { connectPostgres } from '../db/pg.js';
 import { createLogger, guardProcess } from '../log.js';
 import { createRedis } from '../redis/client.js';
+import { NO_METRICS } from '../metrics/registry.js';
 import { KeySpace } from '../redis/keys.js';
 import { closeAll, reportLeftovers, startWorker, STOP_FLUSH_MS } from '../service.js';
 
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 4);
   const redis = createRedis(config, 'license-worker');
   const keys = new KeySpace(config.redisPrefix);
-  const worker = await startWorker(config, log, redis, sql, keys);
+  const worker = await startWorker(config, log, redis, sql, keys, NO_METRICS);
   log.info({ consumer: worker.consumer }, 'usage worker running');
   let stopping = false;
   const stop = () => {
