@@ -137,7 +137,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL');
   }
-  const metrics = env.METRICS ?? '1';
+  const metrics = env.METRICS || '1';
   if (metrics !== '0' && metrics !== '1') throw new ConfigError(`METRICS must be 1 (record and serve /metrics) or 0 (off), got "${metrics}"`);
   const metricsToken = env.METRICS_TOKEN ? env.METRICS_TOKEN : null;
   if (metricsToken !== null && !/^[\x21-\x7e]{16,4096}$/.test(metricsToken)) {
