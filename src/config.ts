@@ -40,6 +40,8 @@ export interface Config {
   metrics: boolean;
   /** METRICS_TOKEN: the bearer token /metrics asks for; null: open (on the bound interface) */
   metricsToken: string | null;
+  /** METRICS_PORT: where the standalone worker (npm run worker) serves GET /metrics; null: nowhere */
+  metricsPort: number | null;
 }
 
 export interface JwtKey {
@@ -186,5 +188,6 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     },
     metrics: metrics === '1',
     metricsToken,
+    metricsPort: env.METRICS_PORT ? intVar(env, 'METRICS_PORT', 0, 0, 65535) : null,
   };
 }

@@ -1,12 +1,10 @@
-import { pino } from 'pino';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
-import { createRedis } from '../../src/redis/client.js';
-import { UsageWorker } from '../../src/usage/worker.js';
-import { NO_RATE_LIMITS, startHarness, testEnv, type TestLicense } from '../helpers/harness.js';
-import type { Answer } from '../helpers/http.js';
+import { DATABASE_URL, NO_RATE_LIMITS, startHarness, testEnv, type TestLicense } from '../helpers/harness.js';
+import { clientOf, type Answer } from '../helpers/http.js';
 import { claimsOf, craftJwt, HS256_HEADER, nowSeconds } from '../helpers/jwt.js';
 import { parseMetrics, scrape, type Scrape } from '../helpers/metrics.js';
+import { spawnWorker } from '../helpers/processes.js';
 import { getTokenPair, signOne } from '../helpers/tokens.js';
 import { pollUntil } from '../helpers/wait.js';
 
@@ -159,7 +157,7 @@ t.test('validate outcomes, answers by route and status, latency, issued tokens a
   t.ok(last.series.length > 0 && last.find('nodejs_heap_size_used_bytes').length === 1, "Node's process metrics too");
 });
 
-t.test('worker apart: the backlog read from Redis at scrape time; METRICS_TOKEN; the hasher queue', async (t) => {
+t.test('worker apart: the backlog read from Redis at scrape time, the standalone worker\'s /metrics, METRICS_TOKEN, the hasher queue', async (t) => {
   const token = 'metrics-token-0123456789';
   const h = await startHarness(t, 'metrics-apart', { ...NO_RATE_LIMITS, RUN_WORKER: '0', METRICS_TOKEN: token });
   const lic = await h.createLicense({ totalQuota: 100 });
@@ -179,13 +177,23 @@ t.test('worker apart: the backlog read from Redis at scrape time; METRICS_TOKEN;
   const aged = await pollUntil(() => scrape(h, token), (s) => s.value('license_usage_lag_seconds') > 0);
   t.ok(aged.value('license_usage_lag_seconds') > 0, 'the oldest event has waited');
 
-  // a worker elsewhere drains the streams: the server's gauges follow
-  const worker = new UsageWorker(createRedis(h.config, 'metrics-test-worker'), h.sql, h.keys, h.config.worker, pino({ level: 'silent' }));
-  await worker.start();
-  t.teardown(() => worker.stop());
+  // the standalone worker (npm run worker) drains the streams: the server's gauges follow,
+  // and the worker's own /metrics (METRICS_PORT) counts what it wrote
+  const worker = await spawnWorker(t, {
+    REDIS_URL: h.config.redisUrl, REDIS_PREFIX: h.prefix, DATABASE_URL, PG_SCHEMA: h.config.pgSchema,
+    METRICS_PORT: '0', METRICS_TOKEN: token,
+  });
+  const metricsPort = worker.records().find((r) => r.msg === 'usage worker running')?.metricsPort;
+  t.type(metricsPort, 'number', `the worker serves /metrics on port ${String(metricsPort)}`);
+  const workerClient = clientOf(`http://127.0.0.1:${String(metricsPort)}`);
   const drained = await pollUntil(() => scrape(h, token), (s) => s.value('license_usage_backlog_events') === 0);
   t.equal(drained.value('license_usage_backlog_events'), 0, 'backlog back to 0 once written');
   t.equal(drained.value('license_usage_lag_seconds'), 0);
+  const written = await pollUntil(() => scrape(workerClient, token), (s) => s.value('license_usage_events_written_total') >= 6);
+  t.equal(written.value('license_usage_events_written_total'), 6, 'the worker wrote the 6 events');
+  t.equal(written.value('license_usage_backlog_events'), 0, 'and reads the backlog as the server does');
+  t.equal((await workerClient.request('GET', '/metrics')).status, 401, 'its /metrics asks for METRICS_TOKEN too');
+  t.equal((await workerClient.request('GET', '/other', undefined, { authorization: `Bearer ${token}` })).status, 404, 'and serves nothing else');
 
   await h.redis.xadd(h.keys.deadLetters, '*', 'stream', h.keys.streams[0] as string, 'id', '1-1', 'error', 'test', 'code', '22P05', 'event', '[]');
   t.equal((await scrape(h, token)).value('license_usage_dead_letters'), 1, 'a dead letter in Redis: counted');
