@@ -37,6 +37,12 @@ export interface Config {
   shutdownTimeoutMs: number;
   worker: { batchSize: number; blockMs: number; claimIdleMs: number; lingerMs: number; lingerEvents: number };
   webhooks: WebhookConfig;
+  /** METRICS: record and serve GET /metrics (false: nothing is recorded, /metrics is 404) */
+  metrics: boolean;
+  /** METRICS_TOKEN: the bearer token /metrics asks for; null: open (on the bound interface) */
+  metricsToken: string | null;
+  /** METRICS_PORT: where the standalone worker (npm run worker) serves GET /metrics; null: nowhere */
+  metricsPort: number | null;
 }
 
 /** The webhooks the usage worker sends (README "Webhooks"). */
@@ -174,6 +180,12 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL');
   }
+  const metrics = env.METRICS || '1';
+  if (metrics !== '0' && metrics !== '1') throw new ConfigError(`METRICS must be 1 (record and serve /metrics) or 0 (off), got "${metrics}"`);
+  const metricsToken = env.METRICS_TOKEN ? env.METRICS_TOKEN : null;
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,4096}$/.test(metricsToken)) {
+    throw new ConfigError('METRICS_TOKEN must be 16 to 4096 printable ASCII characters without spaces');
+  }
   const adminToken = env.ADMIN_TOKEN ? env.ADMIN_TOKEN : null;
   if (adminToken !== null && adminToken.length < 16) {
     throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
@@ -216,5 +228,8 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
       lingerEvents: intVar(env, 'WORKER_LINGER_EVENTS', 1000, 1, 1000000),
     },
     webhooks: webhookConfig(env),
+    metrics: metrics === '1',
+    metricsToken,
+    metricsPort: env.METRICS_PORT ? intVar(env, 'METRICS_PORT', 0, 0, 65535) : null,
   };
 }

@@ -10,6 +10,7 @@ import { HotLicenses } from './licenses/hot.js';
 import { KnownKeys } from './licenses/knownKeys.js';
 import { Passwords } from './licenses/passwords.js';
 import { LicenseStore } from './licenses/store.js';
+import { Metrics } from './metrics/registry.js';
 import { createRedis, duplicateRedis, whenReady, type RedisClient } from './redis/client.js';
 import { RedisClock } from './redis/clock.js';
 import { KeySpace } from './redis/keys.js';
@@ -24,6 +25,7 @@ import { readyRoute } from './routes/readyz.js';
 import { checkQuotaRoute } from './routes/license_checkQuota.js';
 import { dashboardRoutes } from './routes/dashboard.js';
 import { historyRoute } from './routes/license_history.js';
+import { metricsRoute } from './routes/metrics.js';
 import { validateRoute } from './routes/license_validate.js';
 import { QuotaCache } from './routes/quotaCache.js';
 import { codedErrors } from './routes/replies.js';
@@ -32,7 +34,7 @@ import { signTokenRoute } from './routes/v1_auth_signToken.js';
 import { SignTokenIssuer } from './tokens/issueSignToken.js';
 import { TokenService } from './tokens/jwt.js';
 import { SignTokenRedeemer } from './tokens/redeemSignToken.js';
-import { usageLag } from './usage/lag.js';
+import { usageLag, usageLagMs } from './usage/lag.js';
 import { UsageWorker } from './usage/worker.js';
 import { WebhookWorker } from './webhooks/worker.js';
 
@@ -47,6 +49,7 @@ export interface Service {
 
 /** Connects everything, applies migrations, listens. Everything here is built once. */
 export async function startService(config: Config, log: Logger): Promise<Service> {
+  const metrics = new Metrics(config.metrics);
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema);
   const redis = createRedis(config, 'license-api', { offlineQueue: false });
   const keys = new KeySpace(config.redisPrefix);
@@ -54,6 +57,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   await whenReady(redis, 10_000);
   await restarts.ensure();
   const subscriber = duplicateRedis(redis);
+  watchMetrics(metrics, redis, keys, [redis, subscriber]);
   const clock = new RedisClock(redis, config.redisCommandTimeoutMs);
   await clock.start();
   const store = new LicenseStore(sql);
@@ -62,6 +66,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const tokens = new TokenService(config.jwtKeys, config.jwtIssuer);
   const hot = new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000);
   const passwords = new Passwords(config.passwordQueue);
+  metrics.watchHasher(passwords);
   const ctx: RouteContext = {
     config, log, sql, redis, keys, store, tokens, hot, passwords,
     quotaCache: new QuotaCache(config.quotaCacheSeconds * 1000),
@@ -69,6 +74,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot),
     redeemer: new SignTokenRedeemer(keys, new SlotBatcher(redis, redeemLayout, RATE_WINDOW_MS, clock, restarts), hot),
     admin: new LicenseAdmin(redis, keys, store, hot, passwords),
+    metrics,
   };
 
   // keys created on any instance are announced; after a reconnection (messages published
@@ -81,18 +87,19 @@ export async function startService(config: Config, log: Logger): Promise<Service
     connected = true;
   });
 
-  const worker = config.runWorker ? await startWorker(config, log, redis, sql, keys) : null;
+  const worker = config.runWorker ? await startWorker(config, log, redis, sql, keys, metrics) : null;
 
   const routes: Route[] = [
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
     healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
   ];
+  if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));
   const admin = adminRoutes(ctx, config.adminToken ?? ''); // documented even when not served
   if (config.adminToken) routes.push(...admin);
   routes.push(...documentationRoutes(routes, config.adminToken ? [] : admin, log)); // last: it documents every route before it
   const http = createHttpServer({
     routes, fallbackErrors: codedErrors, tls: config.tls, bodyLimit: config.bodyLimitBytes, trustProxy: config.trustProxy, log,
-    cors: config.corsOrigins === null ? null : new CorsPolicy(config.corsOrigins),
+    cors: config.corsOrigins === null ? null : new CorsPolicy(config.corsOrigins), metrics,
   });
   const port = await http.listen(config.host, config.port);
   log.info({ host: config.host, port, tls: config.tls !== null, worker: worker !== null }, 'listening');
@@ -149,11 +156,25 @@ export async function closeAll(...connections: (RedisClient | Sql)[]): Promise<v
   }));
 }
 
+/** What /metrics reads at scrape time: Node's own figures and the usage streams; and each connection's failed (re)connections. */
+export function watchMetrics(metrics: Metrics, redis: RedisClient, keys: KeySpace, connections: RedisClient[]): void {
+  metrics.collectProcessMetrics();
+  metrics.watchUsage(async () => {
+    const [backlog, lagMs, deadLetters] = await Promise.all([usageLag(redis, keys), usageLagMs(redis, keys), redis.xlen(keys.deadLetters)]);
+    return { backlog, lagMs, deadLetters };
+  });
+  for (const c of connections) metrics.watchRedisConnection(c);
+}
+
 /** The usage worker, and beside it the webhook sender on two connections of its own (never in the usage worker's way). */
-export async function startWorker(config: Config, log: Logger, redis: RedisClient, sql: Sql, keys: KeySpace): Promise<UsageWorker> {
+export async function startWorker(
+  config: Config, log: Logger, redis: RedisClient, sql: Sql, keys: KeySpace, metrics: Metrics,
+): Promise<UsageWorker> {
+  const connection = duplicateRedis(redis, WORKER_REDIS_TIMEOUT_MS);
+  metrics.watchRedisConnection(connection);
   const webhooks = new WebhookWorker(openPostgres(config.databaseUrl, config.pgSchema, 2, 'license-webhooks'), config.webhooks, log);
-  const worker = new UsageWorker(duplicateRedis(redis, WORKER_REDIS_TIMEOUT_MS), sql, keys,
-    { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, webhooks);
+  const worker = new UsageWorker(connection, sql, keys,
+    { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, webhooks, metrics);
   await worker.start();
   return worker;
 }

@@ -24,10 +24,11 @@ async function drained(lag: () => Promise<number>): Promise<boolean> {
 }
 
 /**
- * How the service runs, and (the last) the load: "worker inside, Idempotency-Key" is the
- * first deployment with every validate carrying an Idempotency-Key of its own.
+ * How the service runs, and the load: "worker inside, Idempotency-Key" is the first
+ * deployment with every validate carrying an Idempotency-Key of its own; "worker inside,
+ * METRICS=0" the first with metrics off (every other mode records them, as npm start does).
  */
-export type DeployedMode = 'worker inside' | 'worker apart' | 'worker inside, Idempotency-Key';
+export type DeployedMode = 'worker inside' | 'worker apart' | 'worker inside, Idempotency-Key' | 'worker inside, METRICS=0';
 
 export interface DeployedSample {
   mode: DeployedMode;
@@ -68,7 +69,7 @@ type DeploymentOptions = Pick<DeployedRun, 'mode' | 'serverCpu' | 'loadCpu' | 'e
 /** The service started as `mode` deploys it, warmed up on tokens of its own, drained. */
 async function startDeployment(run: DeploymentOptions): Promise<{ server: Pinned; worker: Pinned | null; stop(): Promise<void> }> {
   const inside = run.mode !== 'worker apart';
-  const env = { ...run.env, PORT: String(run.port), RUN_WORKER: inside ? '1' : '0' };
+  const env = { ...run.env, PORT: String(run.port), RUN_WORKER: inside ? '1' : '0', METRICS: run.mode === 'worker inside, METRICS=0' ? '0' : '1' };
   const server = await startService(run.serverCpu, env, run.port);
   const worker = inside ? null : await startPinned('worker', run.loadCpu, ['node', path.join(buildRoot, 'src/cli/worker.js')],
     { ...run.env, LOG_LEVEL: 'info' }, /usage worker running/, 0);
@@ -150,6 +151,49 @@ export async function measureKeyed(run: Omit<DeployedRun, 'mode' | 'tokens'> & {
     }
   } finally {
     await deployment.stop();
+  }
+  return samples;
+}
+
+/** How often the metrics A/B scrapes /metrics while it measures with metrics on (Prometheus's default is every 15 s). */
+const SCRAPE_EVERY_MS = 1_000;
+
+/**
+ * What metrics cost validate: two deployments as npm start runs them (worker inside), one
+ * with METRICS=1 (scraped every second while measured) and one with METRICS=0, started
+ * and warmed up once, then `pairs` pairs of runs, the order turning each pair, each run
+ * on fresh tokens. Both stay up throughout (the switch is read at start), so both workers
+ * share the usage streams whichever server is measured: the same for both modes.
+ */
+export async function measureMetrics(
+  run: Omit<DeployedRun, 'mode' | 'tokens' | 'port'> & { ports: [number, number]; pairs: number; mint(): Promise<string> },
+): Promise<DeployedSample[]> {
+  const on: DeployedMode = 'worker inside';
+  const off: DeployedMode = 'worker inside, METRICS=0';
+  const port = { [on]: run.ports[0], [off]: run.ports[1] } as Record<DeployedMode, number>;
+  const started: Deployment[] = [];
+  const samples: DeployedSample[] = [];
+  try {
+    // each warmed up on tokens of its own (on spent ones it would warm up the refusal instead)
+    for (const mode of [on, off]) {
+      started.push(await startDeployment({ ...run, mode, port: port[mode], warmupTokens: mode === on ? run.warmupTokens : await run.mint() }));
+    }
+    const [withMetrics, without] = started as [Deployment, Deployment];
+    for (let i = 0; i < run.pairs; i++) {
+      for (const mode of i % 2 === 0 ? [on, off] : [off, on]) {
+        const tokens = await run.mint();
+        const scraper = mode === on ? setInterval(() => {
+          void fetch(`http://127.0.0.1:${port[on]}/metrics`).then((r) => r.text(), () => '');
+        }, SCRAPE_EVERY_MS) : undefined;
+        const sample = await measureOn(mode === on ? withMetrics : without, { ...run, mode, port: port[mode], tokens })
+          .finally(() => clearInterval(scraper));
+        samples.push(sample);
+        process.stderr.write(`  metrics A/B, ${mode} c=${run.connections} ${Math.round(sample.rps)} req/s p99 ${(sample.p99 / 1000).toFixed(2)} ms ` +
+          `server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us\n`);
+      }
+    }
+  } finally {
+    await Promise.all(started.map((d) => d.stop()));
   }
   return samples;
 }

@@ -8,6 +8,8 @@ import { median, summarise, type Row, type Sample } from './table.js';
 const MODES: DeployedMode[] = ['worker inside', 'worker apart'];
 /** the Idempotency-Key A/B (deployed.ts measureKeyed): one deployment, with and without a key */
 const KEYED_MODES: DeployedMode[] = ['worker inside', 'worker inside, Idempotency-Key'];
+/** the metrics A/B (deployed.ts measureMetrics): two deployments, METRICS=0 and METRICS=1 (npm start's default) */
+const METRICS_MODES: DeployedMode[] = ['worker inside, METRICS=0', 'worker inside'];
 const ms = (us: number) => (us / 1000).toFixed(2);
 
 /** A mode's medians over its runs. */
@@ -35,27 +37,33 @@ export interface DeployedFigures {
   keyed: DeployedRow[];
   /** with ÷ without, req/s, of each pair of the A/B (its runs follow each other on one deployment) */
   keyedRatios: number[];
+  /** the metrics A/B: off, then on */
+  metrics: DeployedRow[];
+  /** on ÷ off, req/s, of each pair of the metrics A/B */
+  metricsRatios: number[];
 }
 
-/** with ÷ without of each pair, the samples in the order measureKeyed took them (two a pair) */
-function pairRatios(samples: DeployedSample[]): number[] {
+/** with ÷ without of each pair, the samples in the order measureKeyed (measureMetrics) took them (two a pair) */
+function pairRatios(samples: DeployedSample[], without: DeployedMode): number[] {
   const out: number[] = [];
   for (let i = 0; i + 1 < samples.length; i += 2) {
     const [a, b] = [samples[i] as DeployedSample, samples[i + 1] as DeployedSample];
-    const [plain, keyed] = a.mode === KEYED_MODES[0] ? [a, b] : [b, a];
-    out.push(keyed.rps / plain.rps);
+    const [plain, other] = a.mode === without ? [a, b] : [b, a];
+    out.push(other.rps / plain.rps);
   }
   return out;
 }
 
 export function deployedFigures(
   samples: Sample[], deployed: DeployedSample[], probes: SustainedProbe[], connections: number, keyed: DeployedSample[],
+  metered: DeployedSample[] = [],
 ): DeployedFigures {
   const all = summarise(samples);
   return {
     ceiling: all.find((r) => r.name === 'ceiling (c) +evalsha' && r.connections === connections),
     alone: all.find((r) => r.name === 'service validate' && r.connections === connections),
-    deployed: deployedRows(deployed), probes, keyed: deployedRows(keyed, KEYED_MODES), keyedRatios: pairRatios(keyed),
+    deployed: deployedRows(deployed), probes, keyed: deployedRows(keyed, KEYED_MODES), keyedRatios: pairRatios(keyed, 'worker inside'),
+    metrics: deployedRows(metered, METRICS_MODES), metricsRatios: pairRatios(metered, 'worker inside, METRICS=0'),
   };
 }
 
@@ -78,7 +86,8 @@ export function deployedReport(f: DeployedFigures, connections: number): string 
     out.push(`| service, request path alone (worker stopped) | ${a.runs} | ${Math.round(a.rps)} | ${ratio(a.rps, c?.rps)} | ${ms(a.p99)} | ${ratio(a.p99, c?.p99)} | ` +
       `${a.serverUs.toFixed(1)} | | ${a.redisUs.toFixed(1)} | | | | |`);
   }
-  for (const r of [...f.deployed, ...f.keyed.map((k) => ({ ...k, mode: `${k.mode} (key A/B)` as DeployedMode }))]) {
+  const labelled = (rows: DeployedRow[], ab: string) => rows.map((k) => ({ ...k, mode: `${k.mode} (${ab})` as DeployedMode }));
+  for (const r of [...f.deployed, ...labelled(f.keyed, 'key A/B'), ...labelled(f.metrics, 'metrics A/B')]) {
     const w = workerUs(f, r);
     const worker = r.workerUs !== null ? r.workerUs.toFixed(1) : w === null ? '(in server)' : `(in server: ${w.toFixed(1)})`;
     out.push(`| service as deployed, ${r.mode} | ${r.runs} | ${Math.round(r.rps)} | ${ratio(r.rps, c?.rps)} | ${ms(r.p99)} | ${ratio(r.p99, c?.p99)} | ` +
@@ -103,6 +112,11 @@ export function deployedReport(f: DeployedFigures, connections: number): string 
   if (f.keyedRatios.length > 0) {
     target(`with an Idempotency-Key req/s ÷ without (key A/B, worker inside; median of ${f.keyedRatios.length} pairs: ` +
       `${f.keyedRatios.map((r) => r.toFixed(2)).join(', ')})`, median(f.keyedRatios), 0.95, true);
+  }
+  // issue 12: metrics add no measurable cost to validate
+  if (f.metricsRatios.length > 0) {
+    target(`METRICS=1 (scraped every second) req/s ÷ METRICS=0 (metrics A/B, worker inside; median of ${f.metricsRatios.length} pairs: ` +
+      `${f.metricsRatios.map((r) => r.toFixed(2)).join(', ')})`, median(f.metricsRatios), 0.95, true);
   }
   for (const r of f.deployed) {
     if (c) target(`as deployed (${r.mode}) req/s ÷ ceiling (c)`, r.rps / c.rps, 0.75, true);

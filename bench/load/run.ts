@@ -13,7 +13,7 @@ import { luaDir, runWrk, type WrkResult } from './wrk.js';
 import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
 import { printTable, type Sample } from './table.js';
 import { api, createLicenses } from './licenses.js';
-import { findSustained, measureDeployed, measureKeyed, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
+import { findSustained, measureDeployed, measureKeyed, measureMetrics, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
 import { chartRows, deployedFigures, deployedReport } from './deployedReport.js';
 import { chartSvg } from './chart.js';
 import { usageLag } from '../../src/usage/lag.js';
@@ -28,18 +28,24 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '16,64,256').split(',').map(Number);
 const LICENSES = 32;
 // BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change);
-// BENCH_ONLY=idempotency: validate as deployed with and without an Idempotency-Key, nothing else
+// BENCH_ONLY=idempotency: validate as deployed with and without an Idempotency-Key, nothing else;
+// BENCH_ONLY=metrics: validate as deployed with METRICS=1 and METRICS=0, nothing else
 const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
 const ONLY_KEYED = process.env.BENCH_ONLY === 'idempotency';
+const ONLY_METRICS = process.env.BENCH_ONLY === 'metrics';
+/** an A/B alone: none of the other scenarios */
+const ONLY_AB = ONLY_KEYED || ONLY_METRICS;
 // pairs of runs (without and with an Idempotency-Key, one deployment) in the key's A/B
 // 7 pairs: single pairs swing by ±15 % when the machine is noisy (2026-11-25), the median of 7 far less
 const KEY_PAIRS = Number(process.env.BENCH_KEY_PAIRS ?? 7);
+// pairs of runs (METRICS=0 and METRICS=1, two deployments) in the metrics A/B
+const METRICS_PAIRS = Number(process.env.BENCH_METRICS_PAIRS ?? 7);
 // BENCH_PROFILE=<dir>: the measured service writes a CPU profile there; a second, unprofiled
 // instance on the same Redis and Postgres does the setup and mints the tokens
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
-const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106 };
+const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106, metricsOff: 9107 };
 // BENCH_DEPLOYED=0: skip the runs as deployed (usage worker running: bench/load/deployed.ts);
 // BENCH_SUSTAINED=0 skips only the open-loop search for the sustained rate
 const DEPLOYED = process.env.BENCH_DEPLOYED !== '0';
@@ -165,7 +171,7 @@ async function main(): Promise<void> {
 
   // validate: ceilings and service interleaved, each round with fresh tokens for the
   // redeemers, minted up front; ceiling (c) and the service take turns going first
-  for (const connections of ONLY_KEYED ? [] : CONNECTIONS) {
+  for (const connections of ONLY_AB ? [] : CONNECTIONS) {
     if (connections !== CONNECTIONS[0]) await refreshAccess();
     for (let run = 0; run < RUNS; run++) {
       const forCeiling = await mint();
@@ -186,13 +192,14 @@ async function main(): Promise<void> {
   // validate as deployed: the usage worker writing to Postgres while the load runs
   const deployed: DeployedSample[] = [];
   const keyed: DeployedSample[] = [];
+  const metered: DeployedSample[] = [];
   const probes: SustainedProbe[] = [];
   if (DEPLOYED) {
     await refreshAccess();
     const benchKeys = new KeySpace('bench');
     const lag = () => usageLag(redisClient as unknown as RedisClient, benchKeys);
     const common = { connections: 64, serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, env, port: PORTS.deployed, lag };
-    for (let run = 0; run < (ONLY_KEYED ? 0 : RUNS); run++) {
+    for (let run = 0; run < (ONLY_AB ? 0 : RUNS); run++) {
       const modes: DeployedMode[] = run % 2 === 0 ? ['worker inside', 'worker apart'] : ['worker apart', 'worker inside'];
       for (const mode of modes) {
         const [tokens, warmupTokens] = [await mint(), await mint()];
@@ -204,19 +211,26 @@ async function main(): Promise<void> {
         await drain();
       }
     }
+    const freshTokens = async () => {
+      const file = await mint();
+      await drain();
+      return file;
+    };
     // validate with and without an Idempotency-Key, in pairs on one deployment
-    await refreshAccess();
-    keyed.push(...await measureKeyed({
-      ...common, seconds: SECONDS, redis, warmupTokens: await mint(), pairs: KEY_PAIRS,
-      mint: async () => {
-        const file = await mint();
-        await drain();
-        return file;
-      },
-    }));
+    if (!ONLY_METRICS) {
+      await refreshAccess();
+      keyed.push(...await measureKeyed({ ...common, seconds: SECONDS, redis, warmupTokens: await mint(), pairs: KEY_PAIRS, mint: freshTokens }));
+    }
+    // validate with metrics on and off, in pairs on two deployments
+    if (!ONLY_KEYED) {
+      await refreshAccess();
+      metered.push(...await measureMetrics({
+        ...common, ports: [PORTS.deployed, PORTS.metricsOff], seconds: SECONDS, redis, warmupTokens: await mint(), pairs: METRICS_PAIRS, mint: freshTokens,
+      }));
+    }
     const ceiling64 = samples.filter((s) => s.name === 'ceiling (c) +evalsha' && s.connections === 64).map((s) => s.rps).sort((a, b) => a - b);
     const baseRps = ceiling64[Math.floor(ceiling64.length / 2)];
-    if (SUSTAINED && !ONLY_KEYED && baseRps !== undefined) {
+    if (SUSTAINED && !ONLY_AB && baseRps !== undefined) {
       const probeSeconds = 2 * SECONDS;
       for (const mode of ['worker inside', 'worker apart'] as DeployedMode[]) {
         await refreshAccess();
@@ -233,15 +247,15 @@ async function main(): Promise<void> {
       }
     }
   }
-  const figures = deployedFigures(samples, deployed, probes, 64, keyed);
-  const deployedReportText = deployed.length + keyed.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '';
+  const figures = deployedFigures(samples, deployed, probes, 64, keyed, metered);
+  const deployedReportText = deployed.length + keyed.length + metered.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '';
   /** The chart of every scenario measured, written when the tables are printed. */
   const writeChart = () => {
     writeFileSync(CHART, chartSvg(`make bench, ${new Date().toISOString().slice(0, 10)}: ${SECONDS} s runs, medians of ${RUNS}`, chartRows(samples, figures)));
     process.stderr.write(`bench: chart written to ${CHART}\n`);
   };
 
-  if (ONLY_VALIDATE || ONLY_KEYED) {
+  if (ONLY_VALIDATE || ONLY_AB) {
     writeChart();
     printTable(samples, { books, memory: '' });
     process.stdout.write(deployedReportText);

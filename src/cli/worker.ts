@@ -2,8 +2,10 @@ import { ConfigError, loadConfig } from '../config.js';
 import { connectPostgres } from '../db/pg.js';
 import { createLogger, guardProcess } from '../log.js';
 import { createRedis } from '../redis/client.js';
+import { serveMetrics } from '../metrics/endpoint.js';
+import { Metrics } from '../metrics/registry.js';
 import { KeySpace } from '../redis/keys.js';
-import { closeAll, reportLeftovers, startWorker, STOP_FLUSH_MS } from '../service.js';
+import { closeAll, reportLeftovers, startWorker, STOP_FLUSH_MS, watchMetrics } from '../service.js';
 
 // npm run worker: the usage worker alone (any number of copies may run).
 async function main(): Promise<void> {
@@ -22,12 +24,21 @@ async function main(): Promise<void> {
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 4);
   const redis = createRedis(config, 'license-worker');
   const keys = new KeySpace(config.redisPrefix);
-  const worker = await startWorker(config, log, redis, sql, keys);
-  log.info({ consumer: worker.consumer }, 'usage worker running');
+  // its own counters and the backlog on GET /metrics at METRICS_PORT, when set
+  const serving = config.metrics && config.metricsPort !== null;
+  const metrics = new Metrics(serving);
+  const worker = await startWorker(config, log, redis, sql, keys, metrics);
+  let endpoint: Awaited<ReturnType<typeof serveMetrics>> | null = null;
+  if (serving) {
+    watchMetrics(metrics, redis, keys, [redis]);
+    endpoint = await serveMetrics(metrics, config.host, config.metricsPort ?? 0, config.metricsToken);
+  }
+  log.info({ consumer: worker.consumer, metricsPort: endpoint?.port ?? null }, 'usage worker running');
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
+    endpoint?.close();
     void worker.stop(STOP_FLUSH_MS).then(async () => {
       await reportLeftovers(redis, keys, log);
       await closeAll(redis, sql);

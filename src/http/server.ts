@@ -1,6 +1,8 @@
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ServiceUnavailable } from '../errors.js';
+import { HttpMeters, type RequestMeter } from '../metrics/http.js';
+import type { Metrics } from '../metrics/registry.js';
 import { clientAddress } from './clientAddress.js';
 import { CorsPolicy } from './cors.js';
 import { LogThrottle } from './logThrottle.js';
@@ -23,6 +25,9 @@ interface RequestState {
   fixed: Headers;
   /** the CORS headers for an allowed Origin, else null */
   cors: Headers | null;
+  /** where the answer is counted (/metrics), and when the request arrived (metrics.now()) */
+  meter: RequestMeter;
+  startedAt: number;
 }
 
 export interface HttpServerOptions {
@@ -36,6 +41,8 @@ export interface HttpServerOptions {
   /** CORS_ORIGINS; null: no CORS header is ever sent and every preflight is refused */
   cors: CorsPolicy | null;
   log: Logger;
+  /** every answer is counted and timed here (GET /metrics) */
+  metrics: Metrics;
 }
 
 export interface HttpServer {
@@ -81,14 +88,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile })
     : uWS.App();
   const hsts = options.tls !== null;
-  const { cors } = options;
+  const { cors, metrics } = options;
   const fixedHeaders = new Map(options.routes.map((r) => [r, routeHeaders(r, cors !== null)]));
+  const meters = new HttpMeters(metrics, options.routes);
   let inFlight = 0;
   let listenSocket: uWS.us_listen_socket | null = null;
   let idle: (() => void) | null = null;
 
-  /** The status line and every header of an answer but its own (Reply.headers). */
+  /** The status line and every header of an answer but its own (Reply.headers); every answer passes here once, and is counted. */
   function writeHead(res: uWS.HttpResponse, state: RequestState, status: string): void {
+    state.meter.answered(status, state.startedAt);
     res.writeStatus(status);
     for (const [name, value] of state.fixed) res.writeHeader(name, value);
     if (state.cors) for (const [name, value] of state.cors) res.writeHeader(name, value);
@@ -152,6 +161,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         (r) => send(res, state, r),
         (err: unknown) => {
           if (state.gone) return; // nobody to answer, nothing worth a log line (a dropped job)
+          metrics.dependencyError(err, 'request');
           const busy = err instanceof ServiceUnavailable;
           const suppressed = failureLog.take(`${route.method} ${route.path} ${failureKind(err)}`);
           if (suppressed >= 0) {
@@ -198,6 +208,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     inFlight++;
     const state: RequestState = {
       done: false, head: false, gone: false, lingering: false, lingerTimer: null, discarded: 0, req: null, fixed: PLAIN, cors: null,
+      meter: meters.unmatched, startedAt: metrics.now(),
     };
     res.onAborted(() => {
       state.gone = true;
@@ -220,6 +231,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const { entry, params } = match;
     const route = entry.routes.find((r) => r.method === method || (state.head && r.answersHead === true));
     if (!route) {
+      state.meter = meters.otherMethod((entry.routes[0] as Route).path, method);
       if (method === 'options' && entry.cors) {
         if (cors !== null) state.fixed = [NOSNIFF, VARY_ORIGIN];
         answerOptions(res, state, entry, uReq.getHeader('origin'));
@@ -229,6 +241,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       return;
     }
     state.fixed = fixedHeaders.get(route) as Headers;
+    state.meter = meters.of(route);
     if (cors !== null && route.cors) {
       const origin = uReq.getHeader('origin');
       if (origin !== '' && cors.allows(origin)) state.cors = CorsPolicy.answerHeaders(origin);

@@ -48,6 +48,16 @@ export class Passwords {
     private readonly concurrency = Math.min(4, availableParallelism()),
   ) {}
 
+  /** jobs waiting for the hasher (/metrics) */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** jobs the hasher holds (/metrics) */
+  get hashing(): number {
+    return this.running.size;
+  }
+
   hash(password: string, requester?: Requester): Promise<string> {
     return this.call('hash', password, undefined, requester) as Promise<string>;
   }

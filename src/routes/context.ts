@@ -5,6 +5,7 @@ import type { LicenseAdmin } from '../licenses/changes.js';
 import type { Passwords } from '../licenses/passwords.js';
 import type { LicenseStore } from '../licenses/store.js';
 import type { FailedLogins } from '../licenses/failedLogins.js';
+import type { Metrics } from '../metrics/registry.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { TokenService } from '../tokens/jwt.js';
@@ -30,4 +31,6 @@ export interface RouteContext {
   issuer: SignTokenIssuer;
   redeemer: SignTokenRedeemer;
   admin: LicenseAdmin;
+  /** what the routes count (GET /metrics); recording is a no-op with METRICS=0 */
+  metrics: Metrics;
 }

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
+import type { Count as MetricCount } from '../metrics/cells.js';
 import { Outcome } from '../redis/scripts.js';
 import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
 import { EXAMPLE } from '../openapi/examples.js';
@@ -32,17 +33,20 @@ const replies = {
   KEY_REUSED: reply(422, { success: false, message: 'Bu işlem anahtarı başka bir token için kullanıldı.' }),
 } as const;
 
-/** redeem.lua's refusals, as validate answers them. */
-const refusals: Record<RedeemRefusal, Reply> = {
-  [Outcome.TOKEN_SPENT]: replies.TOKEN_USED,
-  [Outcome.TOKEN_EXPIRED]: replies.TOKEN_EXPIRED,
-  [Outcome.LICENSE_EXPIRED]: replies.TOKEN_INVALID, // an expired or inactive license: "invalid" (CONTRACT)
-  [Outcome.LICENSE_INACTIVE]: replies.TOKEN_INVALID,
-  [Outcome.ORIGIN_NOT_ALLOWED]: replies.ORIGIN_DENIED,
-  [Outcome.NO_QUOTA_LEFT]: replies.QUOTA_EXHAUSTED,
-  [Outcome.NO_SUCH_LICENSE]: replies.TOKEN_INVALID,
-  [Outcome.IDEMPOTENCY_KEY_REUSED]: replies.KEY_REUSED,
+/** redeem.lua's refusals, as validate answers them, and as /metrics counts them (license_validate_outcomes_total{outcome}). */
+const refusals: Record<RedeemRefusal, readonly [Reply, string]> = {
+  [Outcome.TOKEN_SPENT]: [replies.TOKEN_USED, 'already_used'],
+  [Outcome.TOKEN_EXPIRED]: [replies.TOKEN_EXPIRED, 'token_expired'],
+  [Outcome.LICENSE_EXPIRED]: [replies.TOKEN_INVALID, 'license_expired'], // an expired or inactive license: "invalid" (CONTRACT)
+  [Outcome.LICENSE_INACTIVE]: [replies.TOKEN_INVALID, 'license_inactive'],
+  [Outcome.ORIGIN_NOT_ALLOWED]: [replies.ORIGIN_DENIED, 'origin_refused'],
+  [Outcome.NO_QUOTA_LEFT]: [replies.QUOTA_EXHAUSTED, 'quota_exhausted'],
+  [Outcome.NO_SUCH_LICENSE]: [replies.TOKEN_INVALID, 'unknown_license'],
+  [Outcome.IDEMPOTENCY_KEY_REUSED]: [replies.KEY_REUSED, 'idempotency_key_reused'],
 };
+
+/** The outcomes validate finds before redeem.lua runs, as /metrics counts them. */
+const early = ['redeemed', 'rate_limited', 'token_empty', 'token_invalid', 'token_expired', 'bad_request'] as const;
 
 function badRequest(field: string): Reply {
   return reply(400, { success: false, message: `Geçersiz istek: ${field === 'body' ? 'gövde bir JSON nesnesi olmalı' : field}` });
@@ -112,11 +116,29 @@ export function validateRoute(ctx: RouteContext): Route {
   const parse = bodyParser(ValidateBody);
   const limit = ctx.config.rate.validate;
   const fields = new RateLimitFields('validate', limit);
+  // every outcome's series bound once: the request path adds to a number
+  const counted = (outcome: string) => ctx.metrics.validateOutcomes.series({ outcome });
+  const count = Object.fromEntries(early.map((o) => [o, counted(o)])) as Record<(typeof early)[number], MetricCount>;
+  const refused: { reply: Reply; count: MetricCount }[] = [];
+  for (const [outcome, [answer, label]] of Object.entries(refusals)) refused[Number(outcome)] = { reply: answer, count: counted(label) };
 
   function replyTo(out: RedeemOutcome): Reply {
-    if (out.outcome === Outcome.DONE) return fields.on(redeemed(out.usedQuota, out.remainingQuota), out.rate);
-    if (out.outcome === Outcome.OVER_RATE_LIMIT) return fields.on(rateLimited(out.waitMs), out.rate);
-    return fields.on(refusals[out.outcome], out.rate);
+    if (out.outcome === Outcome.DONE) {
+      count.redeemed.inc();
+      return fields.on(redeemed(out.usedQuota, out.remainingQuota), out.rate);
+    }
+    if (out.outcome === Outcome.OVER_RATE_LIMIT) {
+      count.rate_limited.inc();
+      return fields.on(rateLimited(out.waitMs), out.rate);
+    }
+    const r = refused[out.outcome] as { reply: Reply; count: MetricCount };
+    r.count.inc();
+    return fields.on(r.reply, out.rate);
+  }
+
+  function invalid(field: string): Reply {
+    count.bad_request.inc();
+    return badRequest(field);
   }
 
   return {
@@ -128,13 +150,20 @@ export function validateRoute(ctx: RouteContext): Route {
     doc,
     handler(req) {
       const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
-      if (idempotencyKey === false) return badRequest('Idempotency-Key');
+      if (idempotencyKey === false) return invalid('Idempotency-Key');
       const parsed = parse(req.body);
-      if (!parsed.ok) return badRequest(parsed.field);
+      if (!parsed.ok) return invalid(parsed.field);
       const { token, origin } = parsed.value;
-      if (token === undefined || token === null || token.trim() === '') return replies.TOKEN_EMPTY;
+      if (token === undefined || token === null || token.trim() === '') {
+        count.token_empty.inc();
+        return replies.TOKEN_EMPTY;
+      }
       const verified = ctx.tokens.verifySignToken(token.trim());
-      if (verified.claims === undefined) return verified.expired ? replies.TOKEN_EXPIRED : replies.TOKEN_INVALID;
+      if (verified.claims === undefined) {
+        if (verified.expired) count.token_expired.inc();
+        else count.token_invalid.inc();
+        return verified.expired ? replies.TOKEN_EXPIRED : replies.TOKEN_INVALID;
+      }
       return ctx.redeemer.redeem(verified.claims, origin ?? null, limit, idempotencyKey).then(replyTo);
     },
   };

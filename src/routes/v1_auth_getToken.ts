@@ -4,6 +4,7 @@ import { addressBucket } from '../http/clientAddress.js';
 import { reply, type Reply } from '../http/reply.js';
 import type { Request, Route } from '../http/route.js';
 import type { Credentials } from '../licenses/hot.js';
+import type { Count as MetricCount } from '../metrics/cells.js';
 import { Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { ACCESS_TOKEN_SECONDS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
@@ -84,12 +85,14 @@ export function getTokenRoute(ctx: RouteContext): Route {
   // two limits: per license key (counted by lua/credentials.lua), and failed attempts per client address
   const fields = new RateLimitFields('get-token', limit);
   const addressFields = new RateLimitFields('failed-logins', ctx.config.rate.getTokenFailures);
+  const issuedCount = [0, 1].map((t) => ctx.metrics.tokensIssued.series({ route: 'get-token', imza_tipi: String(t) }));
 
   /** After the password checked out: the attempt's slot goes back to its client. */
   async function credentialsAccepted(client: string, cred: Credentials, imzaTipi: 0 | 1): Promise<Reply> {
     const [issued] = await Promise.all([ctx.issuer.issue(cred.firmaId, imzaTipi, 0, cred.generation), failed.giveBack(client)]);
     if (issued.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(issued.waitMs);
     if (issued.outcome !== Outcome.DONE) return refusals[issued.outcome];
+    (issuedCount[imzaTipi] as MetricCount).inc();
     return reply(200, {
       success: true,
       accessToken: ctx.tokens.signAccessToken(cred.firmaId, issued.iat, Number(cred.generation)),

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
+import type { Count as MetricCount } from '../metrics/cells.js';
 import { Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
@@ -60,6 +61,7 @@ export function signTokenRoute(ctx: RouteContext): Route {
   const parse = bodyParser(SignTokenBody);
   const limit = ctx.config.rate.signToken;
   const fields = new RateLimitFields('sign-token', limit);
+  const issuedCount = [0, 1].map((t) => ctx.metrics.tokensIssued.series({ route: 'sign-token', imza_tipi: String(t) }));
   return {
     method: 'post',
     path: '/api/v1/auth/sign-token',
@@ -78,6 +80,7 @@ export function signTokenRoute(ctx: RouteContext): Route {
       const issued = await ctx.issuer.issue(claims.firma_id, parsed.value.imzaTipi, limit, String(claims.gen));
       if (issued.outcome === Outcome.OVER_RATE_LIMIT) return fields.on(rateLimited(issued.waitMs), issued.rate);
       if (issued.outcome !== Outcome.DONE) return fields.on(refusals[issued.outcome], issued.rate);
+      (issuedCount[parsed.value.imzaTipi] as MetricCount).inc();
       return fields.on(reply(200, {
         success: true,
         signToken: issued.signToken,

@@ -2,6 +2,8 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Sql } from '../db/pg.js';
+import type { Count, Observe } from '../metrics/cells.js';
+import { NO_METRICS, type Metrics } from '../metrics/registry.js';
 import { isCluster, type RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import { DeadLetters, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
@@ -63,8 +65,11 @@ export class UsageWorker {
   private full = false;
   readonly consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   readonly deadLetters: DeadLetters;
+  private readonly written: Count;
+  private readonly deadLettered: Count;
+  private readonly batchSeconds: Observe;
 
-  /** redis: a connection of its own, since reads block */
+  /** redis: a connection of its own, since reads block; metrics: where batches, events and failures are counted */
   constructor(
     private readonly redis: RedisClient,
     private readonly sql: Sql,
@@ -72,8 +77,12 @@ export class UsageWorker {
     private readonly options: WorkerOptions,
     private readonly log: Logger,
     private readonly companion: Companion | null = null,
+    private readonly metrics: Metrics = NO_METRICS,
   ) {
     this.deadLetters = new DeadLetters(redis, keys.deadLetters);
+    this.written = metrics.usageWritten.series({});
+    this.deadLettered = metrics.usageDeadLettered.series({});
+    this.batchSeconds = metrics.usageBatchDuration.series({});
   }
 
   async start(): Promise<void> {
@@ -132,7 +141,9 @@ export class UsageWorker {
           if (!this.running) break;
           continue;
         }
+        const flushedFrom = this.metrics.now();
         await this.flush(events);
+        this.batchSeconds.observe((this.metrics.now() - flushedFrom) / 1000);
         backoff = 100;
         // the events read gathered since the read before: at that rate, lingerEvents take this long
         const gathering = (this.options.lingerEvents * Math.max(1, readAt - lastReadAt)) / events.length;
@@ -141,6 +152,7 @@ export class UsageWorker {
         if (this.running && !this.full && linger > 0) await this.sleep(linger);
       } catch (err) {
         if (!this.running) break; // what is left stays in Redis for the next worker
+        this.metrics.dependencyError(err, 'worker');
         // a read that timed out may still have been served (a Redis paused, then resumed):
         // its events are ours and pending, so read our own pending ones first
         this.ownPendingFirst = true;
@@ -171,11 +183,13 @@ export class UsageWorker {
     refused.push(...refusedByPostgres);
     if (refused.length > 0) {
       await this.deadLetters.bury(refused);
+      this.deadLettered.inc(refused.length);
       for (const { event, error, code } of refused) {
         this.log.warn({ stream: event.stream, id: event.id, code, error }, 'usage event refused for good: moved to dead letters');
       }
     }
     await this.ack(events, counts);
+    this.written.inc(writable.length - refusedByPostgres.length);
   }
 
   private async persistIsolating(events: UsageEvent[], counts: UsedCounts): Promise<Refused[]> {
@@ -204,6 +218,7 @@ export class UsageWorker {
         return;
       } catch (err) {
         if (isPermanent(err) || (!this.running && attempt >= 3)) throw err;
+        this.metrics.dependencyError(err, 'worker');
         this.log.warn({ err, events: events.length }, 'usage worker: Postgres write failed, retrying');
         await this.sleep(Math.min(100 * 2 ** attempt, 5000));
       }

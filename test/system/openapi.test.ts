@@ -247,6 +247,7 @@ t.test('(d) the admin API', async (t) => {
 
 t.test('(d) operations and documentation', async (t) => {
   await expect(t, 200, 'healthz', c.request('GET', '/healthz'));
+  await expect(t, 200, 'metrics', c.request('GET', '/metrics'));
   await expect(t, 200, 'readyz', c.request('GET', '/readyz'));
   await expect(t, 200, 'openapi.json', c.request('GET', '/openapi.json'));
   await expect(t, 200, 'docs', c.request('GET', '/docs'));
