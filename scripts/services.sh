@@ -63,7 +63,7 @@ install_packages() {
   if [ "$(id -u)" != 0 ]; then
     if sudo -n true 2>/dev/null; then as=(sudo -n); else
       # a fresh machine or container may have no package lists yet: update first
-      say "Run: sudo apt-get update && sudo apt-get install -y $*"
+      say "Run: sudo apt-get update && sudo apt-get install -y --no-install-recommends $*"
       exit 1
     fi
   fi
@@ -72,7 +72,7 @@ install_packages() {
   "${get[@]}" >/dev/null 2>&1 || {
     "${as[@]}" apt-get update >/dev/null 2>&1 || true
     "${get[@]}" >/dev/null 2>&1 || {
-      say "apt-get could not install $*. Run: sudo apt-get update && sudo apt-get install -y $*"; exit 1; }
+      say "apt-get could not install $*. Run: sudo apt-get update && sudo apt-get install -y --no-install-recommends $*"; exit 1; }
   }
 }
 

@@ -61,7 +61,7 @@ t.test('no redis-server, no rights to install: the one command to run, exit 1, n
   withAptGet(m);
   const r = runServices(m, { REDIS_URL: `redis://127.0.0.1:${await freeLoopbackPort()}`, DATABASE_URL: SHARED_POSTGRES });
   t.equal(r.status, 1, 'stops');
-  t.match(r.stderr, /redis-server \(Redis is not answering on 127\.0\.0\.1:\d+\) is not installed\.\n.*Run: sudo apt-get update && sudo apt-get install -y redis-server\n/);
+  t.match(r.stderr, /redis-server \(Redis is not answering on 127\.0\.0\.1:\d+\) is not installed\.\n.*Run: sudo apt-get update && sudo apt-get install -y --no-install-recommends redis-server\n/);
   t.same(aptCalls(m), [], 'apt-get never called');
 });
 
@@ -79,7 +79,7 @@ t.test('no Postgres server binaries, no rights to install: the one command to ru
     REDIS_URL: SHARED_REDIS, DATABASE_URL: `postgres://postgres@127.0.0.1:${await freeLoopbackPort()}/test`, PG_BINDIR: path.join(m.dir, 'none'),
   });
   t.equal(r.status, 1);
-  t.match(r.stderr, /Postgres's server \(not answering on 127\.0\.0\.1:\d+\) is not installed\.\n.*Run: sudo apt-get update && sudo apt-get install -y postgresql\n/);
+  t.match(r.stderr, /Postgres's server \(not answering on 127\.0\.0\.1:\d+\) is not installed\.\n.*Run: sudo apt-get update && sudo apt-get install -y --no-install-recommends postgresql\n/);
   t.same(aptCalls(m), [], 'apt-get never called');
 });
 
@@ -109,7 +109,7 @@ t.test('neither Redis nor Postgres installed: one command names both, with an ap
     DATABASE_URL: `postgres://postgres@127.0.0.1:${await freeLoopbackPort()}/test`, PG_BINDIR: path.join(m.dir, 'none'),
   });
   t.equal(r.status, 1);
-  t.match(r.stderr, /Run: sudo apt-get update && sudo apt-get install -y redis-server postgresql\n/);
+  t.match(r.stderr, /Run: sudo apt-get update && sudo apt-get install -y --no-install-recommends redis-server postgresql\n/);
   t.same(aptCalls(m), [], 'apt-get never called');
 });
 
