@@ -53,9 +53,10 @@ t.test('licensectl commands', async (t) => {
     const human = await runCli(h, ['show', key]);
     expectOk(t, human);
     const lines = human.stdout.trimEnd().split('\n');
-    t.equal(lines.length, 9);
+    t.equal(lines.length, 10);
     t.match(human.stdout, new RegExp(`License key\\s+${key}\\n`));
     t.match(human.stdout, /Total quota\s+25\nUsed\s+0\nRemaining\s+25 \(100%\)\n/);
+    t.match(human.stdout, /\nWebhook\s+-\n/, 'no webhook yet');
     const valueColumn = lines.map((l) => /^(\S+(?: \S+)*\s+)/.exec(l)?.[1]?.length);
     t.equal(new Set(valueColumn).size, 1, 'values aligned in one column');
     const json = await runCli(h, ['show', key.toUpperCase(), '--json']);
@@ -107,6 +108,30 @@ t.test('licensectl commands', async (t) => {
     t.equal((await h.getToken(key, 'new password 2')).status, 200);
   });
 
+  t.test('set-webhook: the URL with a secret from stdin; the URL alone; "" removes both; the secret never printed', async (t) => {
+    const secret = 'a-webhook-secret-of-32-characters';
+    const first = await runCli(h, ['set-webhook', key, 'https://hooks.example.com/imza'], {});
+    expectFailure(t, first, 1, /^licensectl: INVALID_REQUEST: webhookSecret: .+\n$/);
+    const set = await runCli(h, ['set-webhook', key, 'https://hooks.example.com/imza', '--secret-stdin'], { input: `${secret}\n` });
+    expectOk(t, set);
+    t.match(set.stdout, /^Webhook set:\n[\s\S]*Webhook\s+https:\/\/hooks\.example\.com\/imza \(secret set\)\n/);
+    t.notMatch(set.stdout + set.stderr, secret, 'the secret is never printed');
+    t.equal((await read()).webhookUrl, 'https://hooks.example.com/imza');
+    t.equal((await read()).webhookSecretSet, true);
+    const moved = await runCli(h, ['set-webhook', key, 'https://hooks.example.com/v2', '--json']);
+    expectOk(t, moved);
+    t.equal(jsonOf(moved).webhookUrl, 'https://hooks.example.com/v2', 'the URL alone changes; the secret stays');
+    t.equal(jsonOf(moved).webhookSecretSet, true);
+    expectFailure(t, await runCli(h, ['set-webhook', key, 'ftp://hooks.example.com', '--secret', secret]), 1, /^licensectl: INVALID_REQUEST: webhookUrl: .+\n$/);
+    expectFailure(t, await runCli(h, ['set-webhook', key, '', '--secret', secret]), 2, /"" removes the webhook: give no secret with it/);
+    expectFailure(t, await runCli(h, ['set-webhook', key, 'https://x.example.com', '--ask-secret']), 2, /no terminal to ask the secret on: use --secret-stdin/);
+    const removed = await runCli(h, ['set-webhook', key, '']);
+    expectOk(t, removed);
+    t.match(removed.stdout, /Webhook\s+-\n/);
+    t.equal((await read()).webhookUrl, null);
+    t.equal((await read()).webhookSecretSet, false, 'removing the URL removes its secret');
+  });
+
   t.test('exit 1: the API\'s code and message on stderr', async (t) => {
     const unknown = randomUUID();
     for (const args of [['show', unknown], ['add-quota', unknown, '1'], ['activate', unknown], ['tokens', unknown], ['show', 'not-a-key']]) {
@@ -151,7 +176,7 @@ t.test('licensectl commands', async (t) => {
   t.test('--help: the main help and each command\'s, exit 0', async (t) => {
     const main = await runCli(null, ['--help']);
     expectOk(t, main);
-    const commands = ['create', 'show', 'list', 'add-quota', 'activate', 'deactivate', 'set-domains', 'set-password', 'tokens', 'import'];
+    const commands = ['create', 'show', 'list', 'add-quota', 'activate', 'deactivate', 'set-domains', 'set-password', 'set-webhook', 'tokens', 'import'];
     for (const c of commands) t.match(main.stdout, new RegExp(`\\n  ${c} +\\S`), `lists ${c}`);
     t.match(main.stdout, /Exit codes: 0 ok, 1 .*, 2 usage error/);
     expectOk(t, await runCli(null, []));

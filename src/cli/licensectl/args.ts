@@ -84,6 +84,19 @@ ${PASSWORD_HELP}`,
     summary: 'change the password (its access tokens stop working)',
     help: `<licenseKey> [--password-stdin]\n${PASSWORD_HELP}`,
   },
+  'set-webhook': {
+    args: ['key', 'url'],
+    options: { secret: { type: 'string' }, 'secret-stdin': { type: 'boolean' }, 'ask-secret': { type: 'boolean' } },
+    summary: 'set the webhook URL and its signing secret ("" removes both)',
+    help: `<licenseKey> <https://...> [--secret-stdin | --ask-secret]
+  <url>                where the worker POSTs quota.low, quota.exhausted and
+                       license.expiring (README "Webhooks"); "" removes the URL and secret
+  --secret-stdin       read the signing secret (16-256 characters) from standard input
+  --ask-secret         ask for it on the terminal, not echoed, twice
+  --secret <s>         the secret on the command line: visible to other users
+                       in the process list and kept in the shell history; avoid
+  (none of them: the URL alone changes; a first URL needs a secret)`,
+  },
   tokens: {
     args: ['key'],
     options: { status: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' } },

@@ -1,7 +1,7 @@
 import { AdminApi, licensePath } from './api.js';
 import { UsageError } from './args.js';
 import { licenseBlock, licenseTable, tokenTable, type IssuedToken, type License, type Page } from './output.js';
-import { passwordFrom } from './password.js';
+import { hiddenValueFrom, passwordFrom } from './password.js';
 import { domainsOf, expiryOf, wholeNumberOf } from './values.js';
 
 // Every command but import (import.ts): one call or a few to the admin API, and what to
@@ -120,6 +120,16 @@ export const commands: Record<string, Command> = {
     const password = await passwordFrom(run.options);
     const data = await run.api.call('PATCH', licensePath(run.args.key as string), { password });
     return { data, human: `Password changed for ${(data as License).licenseKey}; its access tokens no longer work.\n` };
+  },
+
+  async 'set-webhook'(run) {
+    const url = run.args.url as string;
+    const o = run.options;
+    const wantsSecret = typeof o.secret === 'string' || o['secret-stdin'] === true || o['ask-secret'] === true;
+    if (url === '' && wantsSecret) throw new UsageError('"" removes the webhook: give no secret with it');
+    const body: Record<string, unknown> = { webhookUrl: url === '' ? null : url };
+    if (wantsSecret) body.webhookSecret = await hiddenValueFrom(o, 'secret');
+    return license(await run.api.call('PATCH', licensePath(run.args.key as string), body), url === '' ? 'Webhook removed:' : 'Webhook set:');
   },
 
   async tokens(run) {

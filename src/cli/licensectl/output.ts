@@ -35,6 +35,9 @@ export interface License {
   expiryDate: string;
   isActive: boolean;
   domains: string[];
+  /** where the worker POSTs this license's events; null: none (README "Webhooks") */
+  webhookUrl: string | null;
+  webhookSecretSet: boolean;
 }
 
 export interface IssuedToken {
@@ -65,6 +68,7 @@ export function licenseBlock(l: License): string {
     ['Expiry', l.expiryDate],
     ['Active', l.isActive ? 'yes' : 'no'],
     ['Domains', domainsOf(l)],
+    ['Webhook', l.webhookUrl === null ? '-' : `${l.webhookUrl} (secret ${l.webhookSecretSet ? 'set' : 'not set'})`],
   ]);
 }
 
