@@ -92,3 +92,36 @@ export function errorResponses(
   }
   return out;
 }
+
+/** What a page or one of its files is called and answers, for pageDoc and fileDoc. */
+export interface StaticDoc {
+  summary: string;
+  description?: string;
+  tag: string;
+  example: Example;
+  /** the headers its answers carry */
+  headers: string[];
+}
+
+/** The doc of a page the service serves (/docs, /dashboard): an HTML answer, nothing else. */
+export function pageDoc(d: StaticDoc): RouteDoc {
+  return {
+    summary: d.summary, description: d.description, tags: [d.tag], auth: 'none',
+    responses: { 200: { description: 'the HTML page', contentType: 'text/html', schema: Type.String(), examples: [d.example], headers: d.headers } },
+  };
+}
+
+/**
+ * The doc of a page's files at <page>/:asset: the names it serves, each with its own
+ * Content-Type, and the 404 (`notFound`, in the route's error family `schemaOf`) of any other.
+ */
+export function fileDoc(d: StaticDoc, names: string[], notFound: Reply, schemaOf: (bodies: unknown[]) => TSchema): RouteDoc {
+  return {
+    summary: d.summary, description: d.description, tags: [d.tag], auth: 'none',
+    params: { asset: { description: 'the file name, as the page links it', schema: Type.Union(names.map((n) => Type.Literal(n))) } },
+    responses: {
+      200: { description: 'the file, with its Content-Type', contentType: '*/*', schema: Type.String(), examples: [d.example], headers: d.headers },
+      ...errorResponses(schemaOf, [['no such file', notFound]]),
+    },
+  };
+}

@@ -1,10 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { Type } from '@sinclair/typebox';
 import { rawReply, type Headers } from '../http/reply.js';
 import type { Route } from '../http/route.js';
-import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { fileDoc, pageDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf } from '../openapi/schemas.js';
 import { projectRoot } from '../paths.js';
 import type { RouteContext } from './context.js';
@@ -65,41 +64,21 @@ export function renderPage(template: string, config: Pick<Config, 'quotaCacheSec
 
 const notFound = codedErrors('NOT_FOUND');
 
-const pageDoc: RouteDoc = {
+const DASHBOARD_PAGE_DOC = pageDoc({
   summary: 'The quota dashboard (a page for license holders)',
   description: 'A license key shows its quota, expiry and status (check-quota); an access token adds its redemptions '
     + '(history). Plain HTML and scripts from this service only (Content-Security-Policy); answers HEAD too.',
-  tags: ['dashboard'],
-  auth: 'none',
-  responses: {
-    200: {
-      description: 'the HTML page',
-      contentType: 'text/html',
-      schema: Type.String(),
-      examples: [{ summary: 'the page', value: '<!doctype html>\n<html lang="tr">…<main id="dashboard">…</main>…</html>' }],
-      headers: ['Cache-Control', 'Content-Security-Policy'],
-    },
-  },
-};
+  tag: 'dashboard',
+  example: { summary: 'the page', value: '<!doctype html>\n<html lang="tr">…<main id="dashboard">…</main>…</html>' },
+  headers: ['Cache-Control', 'Content-Security-Policy'],
+});
 
-function assetDoc(names: string[]): RouteDoc {
-  return {
-    summary: 'A file of the dashboard page (script, style sheet, icon)',
-    tags: ['dashboard'],
-    auth: 'none',
-    params: { asset: { description: 'the file name, as the page links it', schema: Type.Union(names.map((n) => Type.Literal(n))) } },
-    responses: {
-      200: {
-        description: 'the file, with its Content-Type',
-        contentType: '*/*',
-        schema: Type.String(),
-        examples: [{ summary: 'a style sheet', value: 'body { … }' }],
-        headers: ['Cache-Control', 'Content-Security-Policy'],
-      },
-      ...errorResponses(codedErrorOf, [['no such file', notFound]]),
-    },
-  };
-}
+const DASHBOARD_FILE_DOC = {
+  summary: 'A file of the dashboard page (script, style sheet, icon)',
+  tag: 'dashboard',
+  example: { summary: 'a style sheet', value: 'body { … }' },
+  headers: ['Cache-Control', 'Content-Security-Policy'],
+};
 
 /**
  * The dashboard's routes, every answer built here once: the page at /dashboard, and each
@@ -115,9 +94,9 @@ export function dashboardRoutes(ctx: RouteContext): Route[] {
     return [file, rawReply(200, read(file), type, HEADERS)] as const;
   }));
   return [
-    { method: 'get', path: '/dashboard', errors: codedErrors, answersHead: true, doc: pageDoc, handler: () => page },
+    { method: 'get', path: '/dashboard', errors: codedErrors, answersHead: true, doc: DASHBOARD_PAGE_DOC, handler: () => page },
     {
-      method: 'get', path: '/dashboard/:asset', errors: codedErrors, answersHead: true, doc: assetDoc([...assets.keys()]),
+      method: 'get', path: '/dashboard/:asset', errors: codedErrors, answersHead: true, doc: fileDoc(DASHBOARD_FILE_DOC, [...assets.keys()], notFound, codedErrorOf),
       handler: (req) => assets.get(req.params[0] ?? '') ?? notFound,
     },
   ];

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { rawReply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { buildDocument } from '../openapi/document.js';
-import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { fileDoc, pageDoc, type RouteDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf } from '../openapi/schemas.js';
 import { DOCS_CSP, loadViewer } from '../openapi/viewer.js';
 import { projectRoot } from '../paths.js';
@@ -37,40 +37,20 @@ const openApiDoc: RouteDoc = {
   },
 };
 
-const pageDoc: RouteDoc = {
+const DOCS_PAGE_DOC = pageDoc({
   summary: 'This document, rendered (Swagger UI)',
   description: 'Served by the service itself, no CDN; the page loads only from this service (Content-Security-Policy).',
-  tags: ['documentation'],
-  auth: 'none',
-  responses: {
-    200: {
-      description: 'the HTML page',
-      contentType: 'text/html',
-      schema: Type.String(),
-      examples: [{ summary: 'the page', value: '<!doctype html>\n<html lang="en">…<div id="swagger-ui"></div>…</html>' }],
-      headers: ['Cache-Control', 'Content-Security-Policy'],
-    },
-  },
-};
+  tag: 'documentation',
+  example: { summary: 'the page', value: '<!doctype html>\n<html lang="en">…<div id="swagger-ui"></div>…</html>' },
+  headers: ['Cache-Control', 'Content-Security-Policy'],
+});
 
-function assetDoc(names: string[]): RouteDoc {
-  return {
-    summary: 'A file of the /docs page',
-    tags: ['documentation'],
-    auth: 'none',
-    params: { asset: { description: 'the file name, as the page links it', schema: Type.Union(names.map((n) => Type.Literal(n))) } },
-    responses: {
-      200: {
-        description: 'the file (style sheet, script or icon), with its Content-Type',
-        contentType: '*/*',
-        schema: Type.String(),
-        examples: [{ summary: 'the initializer script', value: "window.addEventListener('load', function () { … })" }],
-        headers: ['Cache-Control'],
-      },
-      ...errorResponses(codedErrorOf, [['no such file', assetNotFound]]),
-    },
-  };
-}
+const DOCS_FILE_DOC = {
+  summary: 'A file of the /docs page',
+  tag: 'documentation',
+  example: { summary: 'the initializer script', value: "window.addEventListener('load', function () { … })" },
+  headers: ['Cache-Control'],
+};
 
 /**
  * The documentation routes. `served`: every other route the server registers; `unserved`:
@@ -84,9 +64,9 @@ export function documentationRoutes(served: Route[], unserved: Route[], log: Log
   let document: Reply = { status: '200 OK', body: '{}' };
   const own: Route[] = [
     { method: 'get', path: '/openapi.json', errors: codedErrors, doc: openApiDoc, handler: () => document },
-    { method: 'get', path: '/docs', errors: codedErrors, doc: pageDoc, handler: () => page },
+    { method: 'get', path: '/docs', errors: codedErrors, doc: DOCS_PAGE_DOC, handler: () => page },
     {
-      method: 'get', path: '/docs/:asset', errors: codedErrors, doc: assetDoc([...viewer.assets.keys()]),
+      method: 'get', path: '/docs/:asset', errors: codedErrors, doc: fileDoc(DOCS_FILE_DOC, [...viewer.assets.keys()], assetNotFound, codedErrorOf),
       handler: (req) => assets.get((req.params[0] ?? '').toLowerCase()) ?? assetNotFound,
     },
   ];

@@ -1,4 +1,5 @@
 import t from 'tap';
+import type { IssuedToken } from '../../src/cli/licensectl/output.js';
 import { tokensStatement } from '../../src/licenses/listing.js';
 import { startHarness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
@@ -9,15 +10,7 @@ import { pollUntil, sleep } from '../helpers/wait.js';
 // sign tokens, newest first, each issued / used / expired, once the usage worker has
 // written them to Postgres.
 
-interface Item {
-  tokenId: string;
-  imzaTipi: number;
-  status: string;
-  issuedAt: string;
-  expiresAt: string | null;
-  usedAt: string | null;
-  origin: string | null;
-}
+type Item = IssuedToken;
 
 const FIELDS = ['expiresAt', 'imzaTipi', 'issuedAt', 'origin', 'status', 'tokenId', 'usedAt'];
 const NO_LIMITS = { RATE_GET_TOKEN_PER_MIN: '0', RATE_SIGN_TOKEN_PER_MIN: '0', RATE_VALIDATE_PER_MIN: '0' };
