@@ -1,12 +1,11 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
 import t from 'tap';
 import { NO_RATE_LIMITS, startHarness, type Harness } from '../helpers/harness.js';
+import { servePages, type PageServer } from '../helpers/pageServer.js';
 
 // The built SDK (dist/src/sdk, what the package exports as ./sdk) in a browser: headless
 // Chromium loads a page whose module script imports it as it is, and the page calls the
@@ -24,8 +23,8 @@ const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>imza</titl
 </head><body>imza</body></html>`;
 
 /** The page and the SDK's modules, on a free port of 127.0.0.1. */
-async function pageServer(): Promise<{ origin: string; close: () => Promise<void> }> {
-  const server = http.createServer((req, res) => {
+function pageServer(): Promise<PageServer> {
+  return servePages((req, res) => {
     const module = /^\/sdk\/([a-z]+\.js)$/.exec(req.url ?? '');
     if (req.url === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
@@ -38,14 +37,6 @@ async function pageServer(): Promise<{ origin: string; close: () => Promise<void
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any -- the page's window.sdk is the module, untyped there */

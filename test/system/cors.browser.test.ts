@@ -1,9 +1,8 @@
 import { existsSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
 import t from 'tap';
 import { startHarness } from '../helpers/harness.js';
+import { servePages, type PageServer } from '../helpers/pageServer.js';
 import { getTokenPair } from '../helpers/tokens.js';
 
 // CORS as a browser sees it (cors.test.ts sends the same requests by hand): headless
@@ -41,18 +40,10 @@ window.callService = async (url, body) => {
 </script></head><body>imza</body></html>`;
 
 /** A page server of the test's own, on a free port of 127.0.0.1. */
-async function pageServer(): Promise<{ port: number; close: () => Promise<void> }> {
-  const server = http.createServer((_req, res) => {
+function pageServer(): Promise<PageServer> {
+  return servePages((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
 }
 
 async function browserTests(): Promise<void> {
