@@ -115,8 +115,8 @@ t.test('an evicting policy refuses the start with one line, before any key is wr
     const env = envOf('rcfg-evict', { REDIS_URL: redis.url });
     const reason = `Redis 127.0.0.1:${redis.port} has maxmemory-policy ${policy}: ${policy.startsWith('allkeys') ? ALLKEYS : VOLATILE}`;
     await assertRefused(t, SERVER_SCRIPT, env, `license-service: cannot start: ${reason}`);
-    t.equal(await redis.cli('dbsize'), '0', `${policy}: no key written`);
     await assertRefused(t, WORKER_SCRIPT, env, `license-worker: cannot start: ${reason}`);
+    t.equal(await redis.cli('dbsize'), '0', `${policy}: no key written`);
   }
 });
 
@@ -174,6 +174,7 @@ t.test('Redis Cluster: every master is read; one evicting master refuses, named'
   t.equal(await cli(bad, 'config', 'set', 'maxmemory-policy', 'allkeys-lfu'), 'OK');
   await assertRefused(t, SERVER_SCRIPT, envOf('rcfg-cluster', { REDIS_CLUSTER_NODES: cluster.nodes }),
     `license-service: cannot start: Redis 127.0.0.1:${bad} has maxmemory-policy allkeys-lfu: ${ALLKEYS}`);
+  t.same(await Promise.all(cluster.ports.map((p) => cli(p, 'dbsize'))), cluster.ports.map(() => '0'), 'no key written on any master');
   t.equal(await cli(bad, 'config', 'set', 'maxmemory-policy', 'noeviction'), 'OK');
   const server = await spawnServer(t, envOf('rcfg-cluster-ok', { REDIS_CLUSTER_NODES: cluster.nodes }, { NODE_ENV: 'production' }));
   await assertServes(t, server.url);
