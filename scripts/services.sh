@@ -81,8 +81,9 @@ start_redis() {
   redis_up && return 0
   say "Redis not answering on $redis_host:$redis_port: starting a private one ($shown/redis)"
   mkdir -p "$run/redis"
+  # noeviction: the service refuses to start on a Redis that may evict its keys
   redis-server --daemonize yes --bind "$redis_host" --port "$redis_port" --save '' --appendonly no \
-    --dir "$run/redis" --logfile "$run/redis/redis.log" --pidfile "$run/redis/redis.pid" >/dev/null
+    --maxmemory-policy noeviction --dir "$run/redis" --logfile "$run/redis/redis.log" --pidfile "$run/redis/redis.pid" >/dev/null
   for _ in $(seq 50); do redis_up && return 0; sleep 0.1; done
   say "the private Redis did not start; see $shown/redis/redis.log"; exit 1
 }

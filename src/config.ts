@@ -12,6 +12,10 @@ export interface Config {
   redisPrefix: string;
   /** a Redis call slower than this fails (503), never hangs */
   redisCommandTimeoutMs: number;
+  /** REDIS_CONFIG_CHECK: what the start-up check of Redis's configuration does (src/redis/configCheck.ts) */
+  redisConfigCheck: RedisConfigCheck;
+  /** NODE_ENV=production: warn when Redis runs without persistence (appendonly no) */
+  production: boolean;
   databaseUrl: string;
   pgSchema: string;
   /** the HMAC keys of the tokens: the first signs, every one verifies (JWT_SECRETS, or JWT_SECRET alone) */
@@ -43,6 +47,20 @@ export interface Config {
   metricsToken: string | null;
   /** METRICS_PORT: where the standalone worker (npm run worker) serves GET /metrics; null: nowhere */
   metricsPort: number | null;
+}
+
+/**
+ * refuse: an evicting maxmemory-policy refuses the start, an unreadable configuration is
+ * a warning; strict: both refuse; warn: both are warnings; off: no check.
+ */
+export const REDIS_CONFIG_CHECKS = ['refuse', 'strict', 'warn', 'off'] as const;
+export type RedisConfigCheck = (typeof REDIS_CONFIG_CHECKS)[number];
+
+function redisConfigCheck(env: Env): RedisConfigCheck {
+  const raw = env.REDIS_CONFIG_CHECK || 'refuse';
+  const mode = REDIS_CONFIG_CHECKS.find((m) => m === raw);
+  if (!mode) throw new ConfigError(`REDIS_CONFIG_CHECK must be one of ${REDIS_CONFIG_CHECKS.join(', ')}, got "${raw}"`);
+  return mode;
 }
 
 /** The webhooks the usage worker sends (README "Webhooks"). */
@@ -197,6 +215,8 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
     redisPrefix: prefix,
     redisCommandTimeoutMs: intVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60000),
+    redisConfigCheck: redisConfigCheck(env),
+    production: env.NODE_ENV === 'production',
     databaseUrl,
     pgSchema: schema,
     jwtKeys: keys,

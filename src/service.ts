@@ -13,6 +13,7 @@ import { LicenseStore } from './licenses/store.js';
 import { Metrics } from './metrics/registry.js';
 import { createRedis, duplicateRedis, whenReady, type RedisClient } from './redis/client.js';
 import { RedisClock } from './redis/clock.js';
+import { checkRedisConfig } from './redis/configCheck.js';
 import { KeySpace } from './redis/keys.js';
 import { RedisRestarts } from './redis/restarts.js';
 import { issueLayout, redeemLayout } from './redis/scripts.js';
@@ -53,8 +54,13 @@ export async function startService(config: Config, log: Logger): Promise<Service
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema);
   const redis = createRedis(config, 'license-api', { offlineQueue: false });
   const keys = new KeySpace(config.redisPrefix);
-  const restarts = new RedisRestarts(redis, keys, log);
   await whenReady(redis, 10_000);
+  // before the first key is written (RedisRestarts writes one when Redis is ready): a Redis that may evict them refuses the start
+  await checkRedisConfig(redis, config.redisConfigCheck, config.production, log).catch(async (err: unknown) => {
+    await closeAll(redis, sql);
+    throw err;
+  });
+  const restarts = new RedisRestarts(redis, keys, log);
   await restarts.ensure();
   const subscriber = duplicateRedis(redis);
   watchMetrics(metrics, redis, keys, [redis, subscriber]);

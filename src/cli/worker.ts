@@ -1,7 +1,8 @@
 import { ConfigError, loadConfig } from '../config.js';
 import { connectPostgres } from '../db/pg.js';
-import { createLogger, guardProcess } from '../log.js';
+import { createLogger, guardProcess, scrub } from '../log.js';
 import { createRedis } from '../redis/client.js';
+import { checkRedisConfig } from '../redis/configCheck.js';
 import { serveMetrics } from '../metrics/endpoint.js';
 import { Metrics } from '../metrics/registry.js';
 import { KeySpace } from '../redis/keys.js';
@@ -21,8 +22,13 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
   guardProcess(log);
-  const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 4);
   const redis = createRedis(config, 'license-worker');
+  // before the first key is written (README "Redis configuration check")
+  await checkRedisConfig(redis, config.redisConfigCheck, config.production, log).catch((err: Error) => {
+    process.stderr.write(`license-worker: cannot start: ${scrub(err.message)}\n`);
+    process.exit(1);
+  });
+  const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 4);
   const keys = new KeySpace(config.redisPrefix);
   // its own counters and the backlog on GET /metrics at METRICS_PORT, when set
   const serving = config.metrics && config.metricsPort !== null;

@@ -72,7 +72,11 @@ export class RedisRestarts {
   private async keepsEveryWrite(node: Redis): Promise<boolean> {
     const [appendonly, appendfsync] = await Promise.all([
       node.config('GET', 'appendonly') as Promise<string[]>, node.config('GET', 'appendfsync') as Promise<string[]>,
-    ]);
+    ]).catch((err: unknown) => {
+      // CONFIG renamed or forbidden (managed Redis): not known to keep every write, so recover
+      if (err instanceof Error && err.name === 'ReplyError') return [null, null];
+      throw err;
+    });
     return appendonly?.[1] === 'yes' && appendfsync?.[1] === 'always';
   }
 
