@@ -4,14 +4,18 @@ import postgres from 'postgres';
 // worker let Redis's and Postgres's errors travel up unchanged to the one place that
 // answers 503 (src/http/server.ts) or retries (src/usage/worker.ts), and there they are
 // counted. ioredis fails a command with a ReplyError (Redis refused it), a timeout
-// (REDIS_COMMAND_TIMEOUT_MS) or a closed or unwritable connection; postgres fails a query
+// (REDIS_COMMAND_TIMEOUT_MS), a closed or unwritable connection, or, on a Cluster, a plain
+// Error once its redirections run out (a slot being moved answers TRYAGAIN until it has
+// moved: test/system/cluster.reshard.test.ts); postgres fails a query
 // with a PostgresError (the server refused it), one of its own connection codes, or the
 // socket's error (ECONNREFUSED...), which ioredis never passes to a command.
 
 export type Dependency = 'redis' | 'postgres';
 
 const REDIS_ERROR_NAMES = new Set(['ReplyError', 'MaxRetriesPerRequestError', 'ClusterAllFailedError']);
-const REDIS_MESSAGES = ['Command timed out', 'Connection is closed', "Stream isn't writeable", 'Failed to refresh slots cache'];
+const REDIS_MESSAGES = [
+  'Command timed out', 'Connection is closed', "Stream isn't writeable", 'Failed to refresh slots cache', 'Too many Cluster redirections',
+];
 const POSTGRES_CODES = new Set([
   'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT',
   'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
