@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker soak profile profile-deployed load-tools browser-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -84,6 +84,12 @@ bench-lag: build load-tools
 bench-worker: build
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/worker.js
+
+# Redis memory per license, outstanding token, queued event, idempotency record and rate-limit key
+# (MEMORY USAGE per key kind, used_memory per phase), against a private redis-server: docs/redis.md.
+bench-memory: build load-tools
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	node dist/bench/memory.js
 
 # The 10-minute soak at a third of the peak rate.
 soak: build load-tools
