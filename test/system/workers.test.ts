@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLicense, testEnv, testStorage, type TestLicense } from '../helpers/harness.js';
 import { clientOf, type Client } from '../helpers/http.js';
 import { claimsOf } from '../helpers/jwt.js';
-import { freeLoopbackPort, spawnServer, type ExitStatus, type LogLine, type ServerProcess } from '../helpers/processes.js';
+import { exitOf, freeLoopbackPort, SERVER_SCRIPT, spawnLogged, spawnServer, type ExitStatus, type LogLine, type ServerProcess } from '../helpers/processes.js';
 import { oneRequestPerConnection, parentOf, type OneShotAnswer } from '../helpers/sockets.js';
 import { TokenSource } from '../helpers/tokens.js';
 import { pollUntil } from '../helpers/wait.js';
@@ -129,4 +129,24 @@ t.test('WORKERS=3: one token, one license and one rate limit hammered from every
     const [all] = await sql<{ n: number }[]>`select coalesce(sum(used_quota), 0)::int as n from licenses`;
     t.equal(all?.n, okTotal.reduce((a, b) => a + b, 0), 'across the test, the units spent in Postgres equal the 200s');
   });
+});
+
+t.test('WORKERS refused unless a whole number from 1; children that cannot start stop the primary', async (t) => {
+  for (const bad of ['0', 'two', '-1', '1.5']) {
+    const server = spawnLogged(t, SERVER_SCRIPT, testEnv('workersbad', { WORKERS: bad }));
+    const exit = await exitOf(server.child, 15_000);
+    await server.stop();
+    t.same([exit.code, exit.signal], [1, null], `WORKERS=${bad}: exit 1`);
+    t.match(server.text('stderr'), /^license-service: refusing to start: WORKERS must be (a whole number|between 1 and 1024)[^\n]*$/, `WORKERS=${bad}: one line naming WORKERS`);
+  }
+
+  // Postgres refuses at once: every child says why and exits 1, and so does the primary
+  const server = spawnLogged(t, SERVER_SCRIPT, testEnv('workersdown', { WORKERS: '2', LOG_LEVEL: 'info', DATABASE_URL: 'postgres://postgres@127.0.0.1:1/test' }));
+  const exit = await exitOf(server.child, 30_000);
+  await server.stop();
+  t.same([exit.timedOut, exit.code], [false, 1], 'the primary exited 1');
+  t.match(server.text('stderr'), /license-service: cannot start: /, 'a child said why');
+  const children = server.records().filter((r) => r.msg === 'child started').map((r) => r.pid as number);
+  t.equal(children.length, 2, 'two children were started');
+  t.same(await Promise.all(children.map(parentOf)), [null, null], 'neither is left running');
 });
