@@ -150,3 +150,27 @@ t.test('WORKERS refused unless a whole number from 1; children that cannot start
   t.equal(children.length, 2, 'two children were started');
   t.same(await Promise.all(children.map(parentOf)), [null, null], 'neither is left running');
 });
+
+t.test('a child that keeps dying soon after its start: restarted with a doubling wait, then the primary gives up', async (t) => {
+  const env = testEnv('workersloop', { WORKERS: '2', PORT: String(await freeLoopbackPort()), LOG_LEVEL: 'info' });
+  testStorage(t, loadConfig(env));
+  const server = await spawnServer(t, env, 30_000);
+  const listeningChild1 = (except: number[]) => server.lineMatching((l) => {
+    const r = record(l);
+    return r?.msg === 'listening' && r.child === 1 && !except.includes(r.pid as number);
+  }, 30_000, 'child 1 listening');
+  const killed: number[] = [];
+  for (let death = 1; death <= 6; death++) {
+    const pid = record(await listeningChild1(killed))?.pid as number;
+    killed.push(pid);
+    process.kill(pid, 'SIGKILL');
+  }
+  const exit = await exitOf(server.child, 30_000);
+  await server.stop();
+  t.same([exit.timedOut, exit.code], [false, 1], 'the primary exited 1');
+  const records = server.records();
+  t.same(records.filter((r) => r.msg === 'child died: restarting it').map((r) => r.restartInMs), [250, 500, 1000, 2000, 4000],
+    'five restarts, the wait doubling');
+  t.ok(records.some((r) => r.msg === 'a child keeps dying soon after its start: giving up'), 'the sixth death in a row: given up');
+  t.same(records.filter((r) => r.msg === 'child stopped').map((r) => [r.child, r.code]), [[0, 0]], 'child 0 stopped gracefully');
+});
