@@ -155,6 +155,8 @@ t.test('a child that keeps dying soon after its start: restarted with a doubling
   const env = testEnv('workersloop', { WORKERS: '2', PORT: String(await freeLoopbackPort()), LOG_LEVEL: 'info' });
   testStorage(t, loadConfig(env));
   const server = await spawnServer(t, env, 30_000);
+  // a child that dies before the primary heard from every child stops the start instead
+  await server.lineMatching((l) => record(l)?.msg === 'listening: all children', 30_000, 'every child listening');
   const listeningChild1 = (except: number[]) => server.lineMatching((l) => {
     const r = record(l);
     return r?.msg === 'listening' && r.child === 1 && !except.includes(r.pid as number);
