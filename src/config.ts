@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { parseCorsOrigins } from './http/cors.js';
 
 // Configuration comes from the environment only, validated once at start so that a
@@ -7,6 +8,8 @@ import { parseCorsOrigins } from './http/cors.js';
 export interface Config {
   port: number;
   host: string;
+  /** WORKERS: server processes sharing the port (src/cli/primary.ts); 1: this process serves alone */
+  workers: number;
   redisUrl: string;
   redisClusterNodes: { host: string; port: number }[];
   redisPrefix: string;
@@ -210,6 +213,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
   }
   return {
     port: intVar(env, 'PORT', 8080, 0, 65535),
+    workers: intVar(env, 'WORKERS', availableParallelism(), 1, 1024),
     host: env.HOST || '127.0.0.1',
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),

@@ -17,6 +17,7 @@ import { findSustained, measureDeployed, measureKeyed, measureMetrics, type Depl
 import { chartRows, deployedFigures, deployedReport } from './deployedReport.js';
 import { chartSvg } from './chart.js';
 import { usageLag } from '../../src/usage/lag.js';
+import { measureWorkers, workersReport, type WorkersSample } from './workers.js';
 import type { RedisClient } from '../../src/redis/client.js';
 
 // make bench: the service against its ceilings, interleaved in one run, same connections,
@@ -29,12 +30,17 @@ const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '16,64,256').split(',').ma
 const LICENSES = 32;
 // BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change);
 // BENCH_ONLY=idempotency: validate as deployed with and without an Idempotency-Key, nothing else;
-// BENCH_ONLY=metrics: validate as deployed with METRICS=1 and METRICS=0, nothing else
+// BENCH_ONLY=metrics: validate as deployed with METRICS=1 and METRICS=0, nothing else;
+// BENCH_ONLY=workers: validate as deployed with WORKERS=1 and WORKERS=2, nothing else
 const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
 const ONLY_KEYED = process.env.BENCH_ONLY === 'idempotency';
 const ONLY_METRICS = process.env.BENCH_ONLY === 'metrics';
+const ONLY_WORKERS = process.env.BENCH_ONLY === 'workers';
 /** an A/B alone: none of the other scenarios */
-const ONLY_AB = ONLY_KEYED || ONLY_METRICS;
+const ONLY_AB = ONLY_KEYED || ONLY_METRICS || ONLY_WORKERS;
+// the WORKERS=N comparison: the counts, and the cores the server processes may use
+const WORKER_COUNTS = (process.env.BENCH_WORKER_COUNTS ?? '1,2').split(',').map(Number);
+const WORKERS_CPUS = process.env.BENCH_WORKERS_CPUS ?? `${SERVER_CPU},${LOAD_CPU}`;
 // pairs of runs (without and with an Idempotency-Key, one deployment) in the key's A/B
 // 7 pairs: single pairs swing by ±15 % when the machine is noisy (2026-11-25), the median of 7 far less
 const KEY_PAIRS = Number(process.env.BENCH_KEY_PAIRS ?? 7);
@@ -45,7 +51,7 @@ const METRICS_PAIRS = Number(process.env.BENCH_METRICS_PAIRS ?? 7);
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
-const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106, metricsOff: 9107 };
+const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106, metricsOff: 9107, workers: 9108 };
 // BENCH_DEPLOYED=0: skip the runs as deployed (usage worker running: bench/load/deployed.ts);
 // BENCH_SUSTAINED=0 skips only the open-loop search for the sustained rate
 const DEPLOYED = process.env.BENCH_DEPLOYED !== '0';
@@ -193,6 +199,7 @@ async function main(): Promise<void> {
   const deployed: DeployedSample[] = [];
   const keyed: DeployedSample[] = [];
   const metered: DeployedSample[] = [];
+  const workerSamples: WorkersSample[] = [];
   const probes: SustainedProbe[] = [];
   if (DEPLOYED) {
     await refreshAccess();
@@ -217,15 +224,31 @@ async function main(): Promise<void> {
       return file;
     };
     // validate with and without an Idempotency-Key, in pairs on one deployment
-    if (!ONLY_METRICS) {
+    if (!ONLY_METRICS && !ONLY_WORKERS) {
       await refreshAccess();
       keyed.push(...await measureKeyed({ ...common, seconds: SECONDS, redis, warmupTokens: await mint(), pairs: KEY_PAIRS, mint: freshTokens }));
     }
     // validate with metrics on and off, in pairs on two deployments
-    if (!ONLY_KEYED) {
+    if (!ONLY_KEYED && !ONLY_WORKERS) {
       await refreshAccess();
       metered.push(...await measureMetrics({
         ...common, ports: [PORTS.deployed, PORTS.metricsOff], seconds: SECONDS, redis, warmupTokens: await mint(), pairs: METRICS_PAIRS, mint: freshTokens,
+      }));
+    }
+    // validate with WORKERS=1 and WORKERS=2, each round on fresh deployments
+    if (!ONLY_KEYED && !ONLY_METRICS) {
+      await refreshAccess();
+      workerSamples.push(...await measureWorkers({
+        counts: WORKER_COUNTS, rounds: RUNS, seconds: SECONDS, connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU, env,
+        port: PORTS.workers, redis,
+        mint: async (atLeast) => {
+          const file = await mint(atLeast);
+          await drain();
+          return file;
+        },
+        drained: async () => {
+          while ((await lag()) > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        },
       }));
     }
     const ceiling64 = samples.filter((s) => s.name === 'ceiling (c) +evalsha' && s.connections === 64).map((s) => s.rps).sort((a, b) => a - b);
@@ -248,7 +271,8 @@ async function main(): Promise<void> {
     }
   }
   const figures = deployedFigures(samples, deployed, probes, 64, keyed, metered);
-  const deployedReportText = deployed.length + keyed.length + metered.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '';
+  const deployedReportText = (deployed.length + keyed.length + metered.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '') +
+    (workerSamples.length > 0 ? `\n${workersReport(workerSamples, { connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU })}` : '');
   /** The chart of every scenario measured, written when the tables are printed. */
   const writeChart = () => {
     writeFileSync(CHART, chartSvg(`make bench, ${new Date().toISOString().slice(0, 10)}: ${SECONDS} s runs, medians of ${RUNS}`, chartRows(samples, figures)));

@@ -55,6 +55,8 @@ export async function startRedis(cpu: string, port: number): Promise<Pinned> {
 export function serviceEnv(redisPort: number, databaseUrl: string, port: number): Record<string, string> {
   return {
     ALLOW_HTTP: '1', JWT_SECRET, ADMIN_TOKEN, PORT: String(port), HOST: '127.0.0.1',
+    // one server process, pinned to its core (BENCH_ONLY=workers measures more)
+    WORKERS: '1',
     REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_PREFIX: 'bench', DATABASE_URL: databaseUrl, PG_SCHEMA: 'bench',
     // the rate-limit step runs (as in production) but never refuses
     RATE_VALIDATE_PER_MIN: '1000000000', RATE_SIGN_TOKEN_PER_MIN: '1000000000',

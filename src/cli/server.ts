@@ -1,8 +1,11 @@
+import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
 import { startService, STOP_FLUSH_MS } from '../service.js';
+import { CHILD_ENV, runPrimary, type ListeningMessage } from './primary.js';
 
-// npm start: the HTTP server and the usage worker in one process.
+// npm start: the HTTP server and the usage worker in one process; with WORKERS > 1 a
+// primary that runs that many of them on one port (src/cli/primary.ts).
 async function main(): Promise<void> {
   let config;
   try {
@@ -14,9 +17,19 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = createLogger(config.logLevel);
+  const child = process.env[CHILD_ENV] !== undefined;
+  // a child's every line says which child (and process) wrote it
+  const log = child ? createLogger(config.logLevel).child({ child: Number(process.env[CHILD_ENV]), pid: process.pid }) : createLogger(config.logLevel);
   guardProcess(log);
-  if (!config.tls) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
+  if (!child && config.workers > 1) {
+    if (!config.tls) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
+    await runPrimary(config, log, fileURLToPath(import.meta.url)).catch((err: Error) => {
+      process.stderr.write(`license-service: cannot start: ${scrub(err.message)}\n`);
+      process.exit(1);
+    });
+    return;
+  }
+  if (!config.tls && !child) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
   const service = await startService(config, log).catch((err: Error) => {
     process.stderr.write(`license-service: cannot start: ${scrub(err.message)}\n`);
     process.exit(1);
@@ -45,6 +58,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  if (child) {
+    // a primary that is gone (killed) leaves no orphan serving on its port
+    process.on('disconnect', () => stop('primary gone'));
+    const listening: ListeningMessage = { type: 'listening', port: service.port };
+    process.send?.(listening);
+  }
 }
 
 void main();

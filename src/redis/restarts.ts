@@ -5,6 +5,8 @@ import type { KeySpace } from './keys.js';
 
 /** Keys looked at per SCAN while dropping the license copies after a restart. */
 const SCAN_COUNT = 1000;
+/** How long one process may hold the right to recover before another may take it over. */
+const RECOVERY_LOCK_MS = 30_000;
 
 /**
  * Notices that the Redis holding this service's data has restarted, or failed over to a
@@ -56,13 +58,32 @@ export class RedisRestarts {
   }
 
   private async check(): Promise<void> {
-    for (const node of this.masters()) {
-      const runId = /run_id:(\w+)/.exec(await node.info('server'))?.[1] ?? '';
+    for (const node of this.masters()) await this.checkNode(node);
+    this.verified = true;
+  }
+
+  /**
+   * One process at a time looks and recovers; the others wait until it has recorded the
+   * run id. Processes start and reconnect together (WORKERS=N on a host, or many hosts),
+   * and a second recovery would raise the epochs again: tokens issued in between by the
+   * process that recovered first would be refused as used.
+   */
+  private async checkNode(node: Redis): Promise<void> {
+    const runId = /run_id:(\w+)/.exec(await node.info('server'))?.[1] ?? '';
+    const lock = `${this.keys.runId}:lock`;
+    for (;;) {
+      if ((await node.get(this.keys.runId)) === runId) return;
+      // expires on its own: a process that dies while recovering does not hold the others for long
+      if ((await node.set(lock, String(process.pid), 'PX', RECOVERY_LOCK_MS, 'NX')) === 'OK') break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    try {
       const seen = await node.get(this.keys.runId);
       if (seen !== null && seen !== runId && !(await this.keepsEveryWrite(node))) await this.recover(node, seen, runId);
       if (seen !== runId) await node.set(this.keys.runId, runId);
+    } finally {
+      await node.del(lock);
     }
-    this.verified = true;
   }
 
   /**

@@ -165,13 +165,14 @@ export interface LoggedProcess {
 }
 
 /**
- * Runs `node <script>` with exactly `env` (plus PATH) and keeps every line it writes on
+ * Runs `node <script>` with exactly `env` (plus PATH, and WORKERS=1 unless given) and keeps every line it writes on
  * stdout and stderr. The process is SIGKILLed at teardown if it is still running.
  */
 export function spawnLogged(t: Teardown, script: string, env: Record<string, string>): LoggedProcess {
   const born = Date.now();
   const child = spawn(process.execPath, [script], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    // one server process, as before WORKERS existed, unless the test asks for more
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', WORKERS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.teardown(() => killChild(child));

@@ -1,0 +1,89 @@
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import net from 'node:net';
+import { waitFor } from './wait.js';
+
+// Many server processes on one port (WORKERS=N): which process the kernel gave a connection
+// to, read from /proc (the server's side of the connection is a socket in that process's
+// file table), so a test shows that requests reached every process without the service
+// having to say who answered.
+
+/** Which of `pids` holds the server's side of each established loopback connection to `port`, keyed by the client's port. */
+export async function connectionOwners(port: number, pids: number[]): Promise<Map<number, number>> {
+  const byInode = new Map<string, number>();
+  for (const pid of pids) {
+    for (const fd of await readdir(`/proc/${pid}/fd`).catch(() => [] as string[])) {
+      const inode = /^socket:\[(\d+)\]$/.exec(await readlink(`/proc/${pid}/fd/${fd}`).catch(() => ''))?.[1];
+      if (inode !== undefined) byInode.set(inode, pid);
+    }
+  }
+  const owners = new Map<number, number>();
+  for (const line of (await readFile('/proc/net/tcp', 'utf8')).split('\n').slice(1)) {
+    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10 || f[3] !== '01') continue; // 01: ESTABLISHED
+    const local = parseInt(f[1]?.split(':')[1] ?? '', 16);
+    const remote = parseInt(f[2]?.split(':')[1] ?? '', 16);
+    const pid = byInode.get(f[9] ?? '');
+    if (local === port && pid !== undefined) owners.set(remote, pid);
+  }
+  return owners;
+}
+
+/** The parent pid of a process (/proc/<pid>/stat, the field after the state). */
+export async function parentOf(pid: number): Promise<number | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
+  if (stat === null) return null;
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+export interface OneShotAnswer {
+  status: number;
+  body: string;
+  /** the server process that held the connection */
+  pid: number;
+}
+
+/**
+ * Opens `requests.length` connections to `port`, waits until the kernel has handed each to
+ * one of `pids` (and notes which), then sends one request on each (Connection: close) and
+ * resolves with every answer; a connection that closes without one rejects. afterSend runs
+ * once every request is written (e.g. a signal while they are in flight).
+ */
+export async function oneRequestPerConnection(
+  port: number, pids: number[], requests: { method: string; path: string; body?: unknown }[], afterSend?: () => void,
+): Promise<OneShotAnswer[]> {
+  const sockets = await Promise.all(requests.map(() => new Promise<net.Socket>((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
+  })));
+  try {
+    let owners = new Map<number, number>();
+    await waitFor('every connection accepted by a server process', async () => {
+      owners = await connectionOwners(port, pids);
+      return sockets.every((s) => owners.has(s.localPort as number));
+    }, 10_000);
+    const answers = sockets.map((socket, i) => {
+      const { method, path, body } = requests[i] as { method: string; path: string; body?: unknown };
+      const payload = body === undefined ? '' : JSON.stringify(body);
+      const pid = owners.get(socket.localPort as number) as number; // read now: a closed socket has no local port
+      const chunks: Buffer[] = [];
+      return new Promise<OneShotAnswer>((resolve, reject) => {
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.once('error', reject);
+        socket.once('close', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const split = text.indexOf('\r\n\r\n');
+          if (split < 0) reject(new Error(`connection closed without an answer: ${JSON.stringify(text)}`));
+          else resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4), pid });
+        });
+        socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n`
+          + `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+      });
+    });
+    afterSend?.();
+    return await Promise.all(answers);
+  } finally {
+    for (const s of sockets) s.destroy();
+  }
+}
