@@ -1,25 +1,15 @@
-import { ConfigError, loadConfig } from '../config.js';
+import type { Config } from '../config.js';
 import { createRedis } from '../redis/client.js';
 import { KeySpace } from '../redis/keys.js';
 import { DeadLetters } from '../usage/deadLetters.js';
+import { runOperatorCommand } from './operatorCommand.js';
 
 // npm run dead-letters -- list | count | replay [id ...]
 // Usage events Postgres refused for good wait in the dead-letter stream. `list` prints
 // them (one JSON line each: where the event was queued, its fields and Postgres's error),
 // `replay` puts them back on their usage streams once the cause is fixed (all, or the
 // dead-letter or original ids given); the running workers then write them.
-async function main(): Promise<number> {
-  const [command = 'list', ...ids] = process.argv.slice(2);
-  let config;
-  try {
-    config = loadConfig(process.env, 'worker');
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`dead-letters: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
+async function main(config: Config, command: string, ids: string[]): Promise<number> {
   const redis = createRedis(config, 'license-dead-letters');
   const letters = new DeadLetters(redis, new KeySpace(config.redisPrefix).deadLetters);
   try {
@@ -40,7 +30,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (err: Error) => {
-  process.stderr.write(`dead-letters: ${err.message}\n`);
-  process.exit(1);
-});
+runOperatorCommand('dead-letters', 'list', main);

@@ -1,6 +1,7 @@
-import { ConfigError, loadConfig } from '../config.js';
+import type { Config } from '../config.js';
 import { connectPostgres } from '../db/pg.js';
 import { WebhookOutbox } from '../webhooks/outbox.js';
+import { runOperatorCommand } from './operatorCommand.js';
 
 // npm run webhook-events -- count | list | replay [id ...]
 // Webhook events whose every attempt failed are kept in the outbox. `count` prints how
@@ -8,18 +9,7 @@ import { WebhookOutbox } from '../webhooks/outbox.js';
 // line each: id, type, attempts, the last status and error); `replay` puts them back in
 // line (all, or the ids or event keys given) with a fresh count of attempts, and the
 // running workers send them again.
-async function main(): Promise<number> {
-  const [command = 'count', ...ids] = process.argv.slice(2);
-  let config;
-  try {
-    config = loadConfig(process.env, 'worker');
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`webhook-events: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
+async function main(config: Config, command: string, ids: string[]): Promise<number> {
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 1);
   const outbox = new WebhookOutbox(sql);
   try {
@@ -39,7 +29,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => process.exit(code), (err: Error) => {
-  process.stderr.write(`webhook-events: ${err.message}\n`);
-  process.exit(1);
-});
+runOperatorCommand('webhook-events', 'count', main);
