@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { reply } from '../../http/reply.js';
+import { reply, type Reply } from '../../http/reply.js';
 import type { Handler, Route } from '../../http/route.js';
 import { AdminListing, type LicenseCursor } from '../../licenses/listing.js';
 import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
@@ -15,6 +15,19 @@ const ListQuery = Type.Object(pageQueryFields);
 
 export const LIMIT_WHY = 'en az 1, en çok 500 olan bir tam sayı olmalı';
 export const CURSOR_WHY = 'önceki sayfanın nextCursor değeri olmalı';
+
+/**
+ * The page an admin list was asked for: its size and the parts of its cursor (the time in
+ * microseconds and the id of the previous page's last item; null for the first page), or
+ * the 400 naming the bad parameter.
+ */
+export function adminPage(query: { limit?: string; cursor?: string }): { limit: number; after: [string, string] | null } | Reply {
+  const limit = pageLimit(query.limit);
+  if (limit === null) return invalid('limit', LIMIT_WHY);
+  if (query.cursor === undefined) return { limit, after: null };
+  const parts = decodeCursor(query.cursor, MICROS_AND_ID);
+  return parts === null ? invalid('cursor', CURSOR_WHY) : { limit, after: [parts[0] as string, parts[1] as string] };
+}
 
 /** The paging refusals both admin lists answer. */
 export const pagingCases = [
@@ -50,14 +63,10 @@ export function listLicensesRoute(ctx: RouteContext, guard: (h: Handler) => Hand
     handler: guard(async (req) => {
       const query = parseQuery(req.query);
       if (!query.ok) return invalid(query.field, query.field === 'limit' ? LIMIT_WHY : CURSOR_WHY);
-      const limit = pageLimit(query.value.limit);
-      if (limit === null) return invalid('limit', LIMIT_WHY);
-      let after: LicenseCursor | null = null;
-      if (query.value.cursor !== undefined) {
-        const parts = decodeCursor(query.value.cursor, MICROS_AND_ID);
-        if (parts === null) return invalid('cursor', CURSOR_WHY);
-        after = { createdMicros: parts[0] as string, firmaId: parts[1] as string };
-      }
+      const asked = adminPage(query.value);
+      if ('status' in asked) return asked;
+      const { limit } = asked;
+      const after: LicenseCursor | null = asked.after && { createdMicros: asked.after[0], firmaId: asked.after[1] };
       const page = pageOf(await listing.licenses(limit + 1, after), limit, (last) => encodeCursor(last.createdMicros, last.row.firmaId));
       const views = await ctx.admin.views(page.items.map((l) => l.row));
       return reply(200, { success: true, data: { items: views.map(licenseData), nextCursor: page.nextCursor } });

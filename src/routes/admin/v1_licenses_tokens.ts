@@ -6,12 +6,12 @@ import { EXAMPLE } from '../../openapi/examples.js';
 import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf, IssuedToken as IssuedTokenSchema, PageAnswer } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
-import { decodeCursor, encodeCursor, MICROS_AND_ID, pageLimit, pageOf, pageQueryFields } from '../paging.js';
+import { encodeCursor, pageOf, pageQueryFields } from '../paging.js';
 import { codedErrors } from '../replies.js';
 import { licenseKeyParam, queryParser } from '../schemas.js';
 import { adminReplies, invalid } from './common.js';
 import { licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
-import { CURSOR_WHY, LIMIT_WHY, pagingCases } from './v1_licenses_list.js';
+import { adminPage, CURSOR_WHY, LIMIT_WHY, pagingCases } from './v1_licenses_list.js';
 
 const TokensQuery = Type.Object({
   ...pageQueryFields,
@@ -81,14 +81,10 @@ export function licenseTokensRoute(ctx: RouteContext, guard: (h: Handler) => Han
       if (key === null) return adminReplies.LICENSE_NOT_FOUND;
       const query = parseQuery(req.query);
       if (!query.ok) return invalid(query.field, WHY[query.field]);
-      const limit = pageLimit(query.value.limit);
-      if (limit === null) return invalid('limit', LIMIT_WHY);
-      let after: TokenCursor | null = null;
-      if (query.value.cursor !== undefined) {
-        const parts = decodeCursor(query.value.cursor, MICROS_AND_ID);
-        if (parts === null) return invalid('cursor', CURSOR_WHY);
-        after = { issuedMicros: parts[0] as string, tokenId: parts[1] as string };
-      }
+      const asked = adminPage(query.value);
+      if ('status' in asked) return asked;
+      const { limit } = asked;
+      const after: TokenCursor | null = asked.after && { issuedMicros: asked.after[0], tokenId: asked.after[1] };
       const firmaId = (await ctx.store.byKey(key))?.firmaId;
       if (firmaId === undefined) return adminReplies.LICENSE_NOT_FOUND;
       const rows = await listing.tokens(firmaId, limit + 1, after, query.value.status ?? null);
