@@ -164,15 +164,24 @@ export interface LoggedProcess {
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<ExitStatus>;
 }
 
+/** As a WORKERS value of spawnLogged's env: leave WORKERS unset, so the default (one per core) applies, as with `npm start`. */
+export const DEFAULT_WORKERS = 'default';
+
+/** The environment of a spawned process: WORKERS=1 unless given; DEFAULT_WORKERS leaves it unset. */
+function processEnv(env: Record<string, string>): Record<string, string> {
+  const full: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', WORKERS: '1', ...env };
+  if (full.WORKERS === DEFAULT_WORKERS) delete full.WORKERS;
+  return full;
+}
+
 /**
- * Runs `node <script>` with exactly `env` (plus PATH, and WORKERS=1 unless given) and keeps every line it writes on
- * stdout and stderr. The process is SIGKILLed at teardown if it is still running.
+ * Runs `node <script>` with exactly `env` (plus PATH, and WORKERS=1 unless given; WORKERS=DEFAULT_WORKERS: unset) and
+ * keeps every line it writes on stdout and stderr. The process is SIGKILLed at teardown if it is still running.
  */
 export function spawnLogged(t: Teardown, script: string, env: Record<string, string>): LoggedProcess {
   const born = Date.now();
   const child = spawn(process.execPath, [script], {
-    // one server process, as before WORKERS existed, unless the test asks for more
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', WORKERS: '1', ...env },
+    env: processEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.teardown(() => killChild(child));
@@ -264,12 +273,15 @@ export interface ServerProcess extends LoggedProcess {
 /**
  * Runs `node dist/src/cli/server.js` with exactly `env` (plus PATH), keeps every line it
  * writes on stdout and stderr, and resolves with the port of its "listening" line (use
- * PORT=0). The process is SIGKILLed at teardown if it is still running.
+ * PORT=0): with several processes (WORKERS other than 1, DEFAULT_WORKERS included), the
+ * primary's "listening: all children", so every child serves. LOG_LEVEL must let info
+ * lines through. The process is SIGKILLed at teardown if it is still running.
  */
 export async function spawnServer(t: Teardown, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
   const server = spawnLogged(t, SERVER_SCRIPT, env);
+  const ready = (env.WORKERS ?? '1') === '1' ? 'listening' : 'listening: all children';
   const portOf = (line: LogLine): number | null => {
-    if (line.stream !== 'stdout' || !line.text.includes('listening')) return null;
+    if (line.stream !== 'stdout' || !line.text.includes(ready)) return null;
     const m = /"port":(\d+)/.exec(line.text);
     return m ? Number(m[1]) : null;
   };
