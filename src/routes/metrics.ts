@@ -1,7 +1,6 @@
 import { rawReply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { metricsAuthorizer } from '../metrics/endpoint.js';
-import type { Metrics } from '../metrics/registry.js';
 import { Type } from '@sinclair/typebox';
 import type { RouteDoc } from '../openapi/routeDoc.js';
 import { coded, codedErrors } from './replies.js';
@@ -33,12 +32,18 @@ const UNAUTHORIZED: Reply = {
   headers: [['WWW-Authenticate', 'Bearer realm="metrics"']],
 };
 
+/** Where the text comes from: the process itself (src/metrics/registry.ts), or, in a child, the whole instance (src/metrics/childScrape.ts). */
+export interface MetricsSource {
+  readonly contentType: string;
+  scrape(): Promise<string>;
+}
+
 /**
- * GET /metrics: the Prometheus text (src/metrics/registry.ts). Open on the bound interface
- * unless METRICS_TOKEN is set: then "Authorization: Bearer <METRICS_TOKEN>" (compared in
- * constant time), as Prometheus's bearer_token sends it.
+ * GET /metrics: the Prometheus text. Open on the bound interface unless METRICS_TOKEN is
+ * set: then "Authorization: Bearer <METRICS_TOKEN>" (compared in constant time), as
+ * Prometheus's bearer_token sends it.
  */
-export function metricsRoute(metrics: Metrics, token: string | null): Route {
+export function metricsRoute(metrics: MetricsSource, token: string | null): Route {
   const authorized = metricsAuthorizer(token);
   return {
     method: 'get',
