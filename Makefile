@@ -60,7 +60,7 @@ browser-tools:
 	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null; }; \
 	  [ -x /usr/bin/chromium ] || { echo "chromium did not install: apt-get install -y chromium"; exit 1; }; }
 
-# The metrics test (test/system/metrics.instance.test.ts) checks a scrape with promtool, from
+# The metrics test (test/system/metrics.workers.test.ts) checks a scrape with promtool, from
 # Debian's prometheus package: installed when missing, as root or through passwordless sudo;
 # otherwise the one command to run is printed. Only promtool is used: on a machine with
 # systemd the package also starts a Prometheus server (systemctl disable --now prometheus).

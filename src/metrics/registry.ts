@@ -18,7 +18,7 @@ import { metricsJson, type MetricJson } from './merge.js';
 export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 /** A usage batch: one Postgres statement and one acknowledgement, milliseconds; seconds while Postgres struggles. */
 const BATCH_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-/** How long a scrape waits for Redis (the backlog gauges): a hung Redis must not hang /metrics. */
+/** How long a scrape waits for Redis (the backlog gauges) and for each process of the instance: a hung Redis or process must not hang /metrics. */
 export const SCRAPE_TIMEOUT_MS = 1_000;
 
 /** Where a Redis or Postgres error was met. */
