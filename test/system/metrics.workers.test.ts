@@ -115,3 +115,18 @@ t.test('WORKERS as npm start leaves it: one scrape sums every child, counters ne
   t.ok(last.find('license_child_up').every((s) => s.value === 1), 'every child answers again');
   t.ok(scrapes.length >= 7, `${scrapes.length} scrapes, none went back`);
 });
+
+// one process on purpose: what WORKERS=1 leaves unchanged is the subject
+t.test('WORKERS=1: the process answers for itself, as before', async (t) => {
+  const { h } = await startServerHarness(t, 'metricsone', { ...NO_RATE_LIMITS, WORKERS: '1' });
+  const before = await scrape(h);
+  for (let i = 0; i < 5; i++) t.equal((await h.request('GET', '/healthz')).status, 200);
+  const after = await scrape(h);
+  t.equal(after.value(REQUESTS, HEALTHZ) - before.value(REQUESTS, HEALTHZ), 5, 'its answers counted');
+  t.same(after.series.filter((s) => 'child' in s.labels).map((s) => s.name), [], 'no child label');
+  t.same(after.find('license_child_up'), [], 'no license_child_ series: there is no primary');
+  t.equal(after.find('nodejs_heap_size_used_bytes').length, 1, 'Node\'s figures of the one process');
+  t.equal(after.find('license_usage_backlog_events').length, 1);
+  const linted = await promtool(after.text);
+  t.same(linted.problems.filter((p) => !EXPLAINED.has(p)), [], 'promtool: nothing unexplained');
+});
