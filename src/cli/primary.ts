@@ -66,12 +66,12 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
     // advanced: the metrics cross the channel as they are (NaN stays NaN; JSON would make it null)
     const child = fork(script, process.argv.slice(2), { env, serialization: 'advanced' });
     slot.child = child;
-    metrics.started(slot.index, child);
     log.info({ child: slot.index, pid: child.pid }, 'child started');
     child.on('message', (message: Partial<ListeningMessage> | null) => {
       if (metrics.received(slot.index, child, message)) return;
       if (message?.type !== 'listening' || typeof message.port !== 'number') return;
       slot.listening = true;
+      metrics.started(slot.index, child); // asked for its figures from now on (a child still starting could not answer)
       if (!up && slots.every((s) => s.listening)) {
         up = true;
         log.info({ host: config.host, port, workers: slots.length, pids: slots.map((s) => s.child?.pid) }, 'listening: all children');

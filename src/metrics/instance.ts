@@ -52,7 +52,7 @@ export class InstanceMetrics {
       ({ index, child: null, latest: null, latestAsk: 0, gone: NOTHING, restarts: 0, waiting: new Map() }));
   }
 
-  /** A child was started in slot index. */
+  /** The child of slot index serves (it said it listens): a scrape asks it from now on. */
   started(index: number, child: ChildProcess): void {
     const slot = this.slot(index);
     slot.child = child;
