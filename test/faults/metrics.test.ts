@@ -87,7 +87,10 @@ t.test('Postgres cut: a request that needed it and the worker\'s writes are coun
   t.equal(delta(before, failing, 'license_redis_errors_total'), 0, `no Redis error (${errorDeltas(before, failing)})`);
 
   proxy.restore();
-  const drained = await pollUntil(() => scrape(client), (s) => s.value('license_usage_backlog_events') === 0, { timeoutMs: 30_000 });
+  // the backlog (read from Redis) and the worker's counter (reported by its process) are read at nearly the same
+  // instant, not at one: the worker counts a batch once Redis has acknowledged it, so wait for both
+  const drained = await pollUntil(() => scrape(client),
+    (s) => s.value('license_usage_backlog_events') === 0 && delta(before, s, 'license_usage_events_written_total') >= 2, { timeoutMs: 30_000 });
   t.equal(drained.value('license_usage_backlog_events'), 0, 'drained once Postgres is back');
   t.ok(delta(before, drained, 'license_usage_events_written_total') >= 2, 'the issued and the redeemed event written');
 });
