@@ -12,7 +12,8 @@ import { sleep, waitFor } from './wait.js';
 
 // The one harness: every test file runs its own service against the real local Redis and
 // Postgres, isolated by its own REDIS_PREFIX and PG_SCHEMA, and removes both when it ends
-// (startHarness, or testStorage for a test that runs the service as a child process).
+// (startHarness in this process; startServerHarness runs the built server as `npm start`
+// does; testStorage alone for a test that runs the service as a child process itself).
 
 export const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
