@@ -94,7 +94,9 @@ t.test('WORKERS as npm start leaves it: one scrape sums every child, counters ne
   const victim = pids[victimIndex] as number;
   const beforeKill = await next('before the kill');
   process.kill(victim, 'SIGKILL');
-  await next('right after the kill');
+  // once the primary saw it die (a connection handed to it before that is reset: README "Many processes")
+  await server.lineMatching((l) => record(l)?.msg === 'child died: restarting it' && record(l)?.pid === victim, 10_000, 'the death seen');
+  await next('right after the death');
   const again = record(await server.lineMatching((l) => {
     const r = record(l);
     return r?.msg === 'listening' && r.child === victimIndex && r.pid !== victim;
