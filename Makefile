@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -32,7 +32,7 @@ run: build
 	  echo ""; \
 	  exec node dist/src/cli/server.js
 
-test: browser-tools build
+test: browser-tools metrics-tools build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
@@ -59,6 +59,19 @@ browser-tools:
 	  $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1 || \
 	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null; }; \
 	  [ -x /usr/bin/chromium ] || { echo "chromium did not install: apt-get install -y chromium"; exit 1; }; }
+
+# The metrics test (test/system/metrics.workers.test.ts) checks a scrape with promtool, from
+# Debian's prometheus package: installed when missing, as root or through passwordless sudo;
+# otherwise the one command to run is printed. Only promtool is used: on a machine with
+# systemd the package also starts a Prometheus server (systemctl disable --now prometheus).
+metrics-tools:
+	@command -v promtool >/dev/null || { \
+	  if [ "$$(id -u)" -eq 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as="sudo -n"; \
+	  else echo "promtool is missing (the metrics test needs it): sudo apt-get install -y prometheus"; exit 1; fi; \
+	  echo "installing promtool (Debian package prometheus)"; \
+	  $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus >/dev/null 2>&1 || \
+	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus >/dev/null; }; \
+	  command -v promtool >/dev/null || { echo "promtool did not install: apt-get install -y prometheus"; exit 1; }; }
 
 # Performance (bench/README.md): wrk from Debian's packages, installed when missing.
 load-tools:

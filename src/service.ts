@@ -10,6 +10,7 @@ import { HotLicenses } from './licenses/hot.js';
 import { KnownKeys } from './licenses/knownKeys.js';
 import { Passwords } from './licenses/passwords.js';
 import { LicenseStore } from './licenses/store.js';
+import { ChildScrape } from './metrics/childScrape.js';
 import { Metrics } from './metrics/registry.js';
 import { createRedis, duplicateRedis, whenReady, type RedisClient } from './redis/client.js';
 import { RedisClock } from './redis/clock.js';
@@ -48,8 +49,13 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+export interface ServiceOptions {
+  /** a child of a primary (WORKERS > 1, src/cli/primary.ts): GET /metrics answers for the whole instance, through the primary */
+  child?: boolean;
+}
+
 /** Connects everything, applies migrations, listens. Everything here is built once. */
-export async function startService(config: Config, log: Logger): Promise<Service> {
+export async function startService(config: Config, log: Logger, options: ServiceOptions = {}): Promise<Service> {
   const metrics = new Metrics(config.metrics);
   const sql = await connectPostgres(config.databaseUrl, config.pgSchema);
   const redis = createRedis(config, 'license-api', { offlineQueue: false });
@@ -99,7 +105,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
     healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
   ];
-  if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));
+  if (config.metrics) routes.push(metricsRoute(options.child ? new ChildScrape(metrics) : metrics, config.metricsToken));
   const admin = adminRoutes(ctx, config.adminToken ?? ''); // documented even when not served
   if (config.adminToken) routes.push(...admin);
   routes.push(...documentationRoutes(routes, config.adminToken ? [] : admin, log)); // last: it documents every route before it

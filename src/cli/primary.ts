@@ -2,14 +2,16 @@ import { fork, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { InstanceMetrics } from '../metrics/instance.js';
 import { STOP_FLUSH_MS } from '../service.js';
 
 // WORKERS=N > 1: this process serves nothing itself. It forks N copies of the server
 // (the same entry, marked by CHILD_ENV), which all listen on one port: uWebSockets.js
 // listens with SO_REUSEPORT, so the kernel spreads the connections over them (Node's
 // cluster module would not help: uWS does not use node:net, whose handles cluster shares).
-// The primary restarts a child that dies, forwards SIGTERM/SIGINT, and exits when all
-// have stopped.
+// The primary restarts a child that dies, forwards SIGTERM/SIGINT, exits when all have
+// stopped, and adds up the children's metrics when one of them is scraped
+// (src/metrics/instance.ts).
 
 /** Set in a child's environment to its index: that process serves (src/cli/server.ts). */
 export const CHILD_ENV = 'LICENSE_SERVICE_CHILD';
@@ -50,6 +52,7 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
   const port = config.port === 0 ? await freePort(config.host) : config.port;
   const slots: Slot[] = Array.from({ length: config.workers }, (_, index) =>
     ({ index, child: null, startedAt: 0, crashes: 0, listening: false, restartTimer: null }));
+  const metrics = new InstanceMetrics(slots.length);
   let up = false;
   let stopping = false;
   let exitCode = 0;
@@ -60,12 +63,15 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
     slot.startedAt = Date.now();
     const env: NodeJS.ProcessEnv = { ...process.env, [CHILD_ENV]: String(slot.index), PORT: String(port) };
     if (slot.index !== 0) env.RUN_WORKER = '0';
-    const child = fork(script, process.argv.slice(2), { env });
+    // advanced: the metrics cross the channel as they are (NaN stays NaN; JSON would make it null)
+    const child = fork(script, process.argv.slice(2), { env, serialization: 'advanced' });
     slot.child = child;
     log.info({ child: slot.index, pid: child.pid }, 'child started');
-    child.on('message', (message: Partial<ListeningMessage>) => {
+    child.on('message', (message: Partial<ListeningMessage> | null) => {
+      if (metrics.received(slot.index, child, message)) return;
       if (message?.type !== 'listening' || typeof message.port !== 'number') return;
       slot.listening = true;
+      metrics.started(slot.index, child); // asked for its figures from now on (a child still starting could not answer)
       if (!up && slots.every((s) => s.listening)) {
         up = true;
         log.info({ host: config.host, port, workers: slots.length, pids: slots.map((s) => s.child?.pid) }, 'listening: all children');
@@ -77,6 +83,7 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
   const onExit = (slot: Slot, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => {
     if (slot.child !== child) return;
     slot.child = null;
+    metrics.exited(slot.index, child);
     if (stopping) {
       log.info({ child: slot.index, pid: child.pid, code, signal }, 'child stopped');
       if (code !== 0) exitCode = 1;
@@ -99,6 +106,7 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
     }
     const delay = Math.min(RESTART_BACKOFF_MS * 2 ** (slot.crashes - 1), RESTART_BACKOFF_MAX_MS);
     log.warn({ child: slot.index, pid: child.pid, code, signal, restartInMs: delay }, 'child died: restarting it');
+    metrics.restarting(slot.index);
     slot.restartTimer = setTimeout(() => start(slot), delay);
   };
 

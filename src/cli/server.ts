@@ -30,7 +30,7 @@ async function main(): Promise<void> {
     return;
   }
   if (!config.tls && !child) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
-  const service = await startService(config, log).catch((err: Error) => {
+  const service = await startService(config, log, { child }).catch((err: Error) => {
     process.stderr.write(`license-service: cannot start: ${scrub(err.message)}\n`);
     process.exit(1);
   });

@@ -1,18 +1,24 @@
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import { CounterFamily, HistogramFamily, type Count } from './cells.js';
 import { dependencyOf } from './errors.js';
+import { metricsJson, type MetricJson } from './merge.js';
 
-// The service's metrics (GET /metrics), in a Registry of their own (never prom-client's
+// The service's metrics (GET /metrics), in registries of their own (never prom-client's
 // global one), built once at start (src/service.ts) and handed to what records. Names:
 // license_ prefix, _total counters, _seconds durations (Prometheus's conventions). Labels
 // are bounded by construction: route patterns, never paths (a license key in a label would
 // leak it and grow without end); outcomes and statuses from fixed tables.
+//
+// Three registries, by how several processes of one instance (WORKERS) add up
+// (src/metrics/instance.ts): what this process counts, summed over the processes; Node's
+// own figures of this process, one series per process (labelled by child); and the usage
+// gauges read from Redis, which are the instance's already and are read once per scrape.
 
 /** Answers of this service take well under a millisecond; a hung dependency, up to a second (REDIS_COMMAND_TIMEOUT_MS). */
 export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 /** A usage batch: one Postgres statement and one acknowledgement, milliseconds; seconds while Postgres struggles. */
 const BATCH_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-/** How long a scrape waits for Redis (the backlog gauges): a hung Redis must not hang /metrics. */
+/** How long a scrape waits for Redis (the backlog gauges) and for each process of the instance: a hung Redis or process must not hang /metrics. */
 export const SCRAPE_TIMEOUT_MS = 1_000;
 
 /** Where a Redis or Postgres error was met. */
@@ -28,9 +34,22 @@ export interface UsageState {
   deadLetters: number;
 }
 
+/** What a process of an instance reports to the primary (src/metrics/instance.ts). */
+export interface ProcessReport {
+  /** what this process counted and its hasher queue: summed over the processes */
+  summed: MetricJson[];
+  /** Node's figures of this process (process_, nodejs_): one series per process */
+  perProcess: MetricJson[];
+}
+
 export class Metrics {
-  readonly registry = new Registry();
-  readonly contentType = this.registry.contentType;
+  /** what this process counts (and its hasher queue) */
+  private readonly counted = new Registry();
+  /** Node's figures of this process */
+  private readonly node = new Registry();
+  /** read from Redis at scrape time: the instance's figures whichever process reads them */
+  private readonly fromRedis = new Registry();
+  readonly contentType = this.counted.contentType;
 
   // ---- the HTTP layer (src/http/server.ts), one place for every answer ----
   readonly httpRequests: CounterFamily;
@@ -93,7 +112,7 @@ export class Metrics {
 
   /** Node's process metrics (CPU, memory, event-loop lag, GC) under their usual names (process_, nodejs_), into this registry. */
   collectProcessMetrics(): void {
-    if (this.enabled) collectDefaultMetrics({ register: this.registry });
+    if (this.enabled) collectDefaultMetrics({ register: this.node });
   }
 
   /**
@@ -114,7 +133,7 @@ export class Metrics {
       return this.usageRead;
     };
     const gauge = (name: string, help: string, pick: (s: UsageState) => number) => new Gauge({
-      name, help, registers: [this.registry],
+      name, help, registers: [this.fromRedis],
       async collect() {
         const s = await state();
         this.set(s === null ? NaN : pick(s));
@@ -130,7 +149,7 @@ export class Metrics {
     if (!this.enabled) return;
     new Gauge({
       name: 'license_hasher_jobs', help: 'Password hashes waiting for the hasher (queued) and being hashed (hashing)', labelNames: ['state'],
-      registers: [this.registry],
+      registers: [this.counted],
       collect() {
         this.set({ state: 'queued' }, hasher.queued);
         this.set({ state: 'hashing' }, hasher.hashing);
@@ -138,25 +157,42 @@ export class Metrics {
     });
   }
 
-  /** The text of GET /metrics. */
-  scrape(): Promise<string> {
-    return this.registry.metrics();
+  /** The text of GET /metrics of a process that answers for itself (WORKERS=1, the standalone worker). */
+  async scrape(): Promise<string> {
+    const [own, redis] = await Promise.all([Promise.all([this.counted.metrics(), this.node.metrics()]), this.scrapeRedis()]);
+    return joinTexts([...own, redis]);
+  }
+
+  /** What this process has counted and measured so far, for the primary to add up (never Redis: a hung Redis cannot stall it). */
+  async report(): Promise<ProcessReport> {
+    const [summed, perProcess] = await Promise.all([metricsJson(this.counted), metricsJson(this.node)]);
+    return { summed, perProcess };
+  }
+
+  /** The text of the usage gauges read from Redis (within SCRAPE_TIMEOUT_MS): once per scrape, by the process that answers it. */
+  scrapeRedis(): Promise<string> {
+    return this.fromRedis.metrics();
   }
 
   private counter(name: string, help: string): CounterFamily {
     const family = new CounterFamily(name, help, this.enabled);
-    this.registry.registerMetric(family.asMetric());
+    this.counted.registerMetric(family.asMetric());
     return family;
   }
 
   private histogram(name: string, help: string, bounds: number[]): HistogramFamily {
     const family = new HistogramFamily(name, help, this.enabled, bounds);
-    this.registry.registerMetric(family.asMetric());
+    this.counted.registerMetric(family.asMetric());
     return family;
   }
 }
 
-function withinTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+/** Prometheus texts one after the other (each as a registry writes it, blocks apart; an empty one adds nothing). */
+export function joinTexts(texts: readonly string[]): string {
+  return texts.filter((text) => text.trim() !== '').map((text) => text.endsWith('\n') ? text : `${text}\n`).join('\n');
+}
+
+export function withinTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('timed out')), ms); });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));

@@ -1,14 +1,17 @@
 import { rawReply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { metricsAuthorizer } from '../metrics/endpoint.js';
-import type { Metrics } from '../metrics/registry.js';
 import { Type } from '@sinclair/typebox';
 import type { RouteDoc } from '../openapi/routeDoc.js';
 import { coded, codedErrors } from './replies.js';
 
 const doc: RouteDoc = {
-  summary: 'Prometheus metrics of this instance',
-  description: 'Prometheus text format (README "Metrics": the metric names). Open on the bound interface; with METRICS_TOKEN '
+  summary: 'Prometheus metrics of the whole instance',
+  description: 'Prometheus text format (README "Metrics": the metric names). Whichever process of the instance (WORKERS) a scrape '
+    + 'reaches, it answers for all of them: counters and histograms summed over the processes, Node\'s process_ and nodejs_ '
+    + 'series one per process (label child), the usage gauges read from Redis once; a counter never goes back, also when a '
+    + 'process dies and is started again. A process that does not answer within 1 s is counted as it last reported '
+    + '(license_child_up 0); 503 when the figures cannot be gathered within 2 s. Open on the bound interface; with METRICS_TOKEN '
     + 'set it asks for "Authorization: Bearer <METRICS_TOKEN>" and answers 401 {success:false, error:{code:"UNAUTHORIZED"}} '
     + 'without it. With METRICS=0 nothing is recorded and this route is not served (404).',
   tags: ['operations'],
@@ -19,9 +22,11 @@ const doc: RouteDoc = {
       contentType: 'text/plain',
       schema: Type.String(),
       examples: [{
-        summary: 'two series (abridged)',
+        summary: 'a summed series and a per-process one (abridged)',
         value: '# HELP license_validate_outcomes_total Answers of validate by outcome: …\n# TYPE license_validate_outcomes_total counter\n'
-          + 'license_validate_outcomes_total{outcome="redeemed"} 1234\n',
+          + 'license_validate_outcomes_total{outcome="redeemed"} 1234\n\n'
+          + '# HELP nodejs_heap_size_used_bytes Process heap size used from Node.js in bytes.\n# TYPE nodejs_heap_size_used_bytes gauge\n'
+          + 'nodejs_heap_size_used_bytes{child="0"} 25509816\nnodejs_heap_size_used_bytes{child="1"} 24971128\n',
       }],
       headers: ['Cache-Control'],
     },
@@ -33,12 +38,18 @@ const UNAUTHORIZED: Reply = {
   headers: [['WWW-Authenticate', 'Bearer realm="metrics"']],
 };
 
+/** Where the text comes from: the process itself (src/metrics/registry.ts), or, in a child, the whole instance (src/metrics/childScrape.ts). */
+export interface MetricsSource {
+  readonly contentType: string;
+  scrape(): Promise<string>;
+}
+
 /**
- * GET /metrics: the Prometheus text (src/metrics/registry.ts). Open on the bound interface
- * unless METRICS_TOKEN is set: then "Authorization: Bearer <METRICS_TOKEN>" (compared in
- * constant time), as Prometheus's bearer_token sends it.
+ * GET /metrics: the Prometheus text. Open on the bound interface unless METRICS_TOKEN is
+ * set: then "Authorization: Bearer <METRICS_TOKEN>" (compared in constant time), as
+ * Prometheus's bearer_token sends it.
  */
-export function metricsRoute(metrics: Metrics, token: string | null): Route {
+export function metricsRoute(metrics: MetricsSource, token: string | null): Route {
   const authorized = metricsAuthorizer(token);
   return {
     method: 'get',

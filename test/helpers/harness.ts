@@ -7,11 +7,13 @@ import { createLogger } from '../../src/log.js';
 import { KeySpace } from '../../src/redis/keys.js';
 import { startService, type Service } from '../../src/service.js';
 import { answerOf, call, type Answer, type Client } from './http.js';
+import { DEFAULT_WORKERS, spawnServer, type ServerProcess } from './processes.js';
 import { sleep, waitFor } from './wait.js';
 
 // The one harness: every test file runs its own service against the real local Redis and
 // Postgres, isolated by its own REDIS_PREFIX and PG_SCHEMA, and removes both when it ends
-// (startHarness, or testStorage for a test that runs the service as a child process).
+// (startHarness in this process; startServerHarness runs the built server as `npm start`
+// does; testStorage alone for a test that runs the service as a child process itself).
 
 export const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -72,6 +74,8 @@ export class Harness implements Client {
   readonly url: string;
   /** the service's key names (src/redis/keys.ts) */
   readonly keys: KeySpace;
+  /** each request on a connection of its own (Connection: close), so that requests spread over a server's processes */
+  freshConnections = false;
 
   constructor(
     readonly service: ServiceHandle,
@@ -93,7 +97,8 @@ export class Harness implements Client {
 
   /** One request (a string body is sent as it is, any other as JSON); throws when no answer comes. */
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-    return answerOf(await call(this.url, method, path, body, headers, REQUEST_TIMEOUT_MS), `${method} ${path}`);
+    const sent = this.freshConnections ? { connection: 'close', ...headers } : headers;
+    return answerOf(await call(this.url, method, path, body, sent, REQUEST_TIMEOUT_MS), `${method} ${path}`);
   }
 
   admin(method: string, path: string, body?: unknown): Promise<Answer> {
@@ -228,4 +233,25 @@ export async function startHarness(
   const service = await startService(config, logger);
   t.teardown(() => service.stop()); // before the storage's cleanup (last in, first out)
   return new Harness(service, config, redis, sql, logs);
+}
+
+/**
+ * The service as `npm start` runs it, for one test file: the built server as a child process
+ * with WORKERS unset (one process per core) unless overrides set it, its requests each on a
+ * connection of its own (so they spread over the processes), the harness's storage and
+ * cleanup; stopped with SIGTERM at teardown. The harness has no in-process worker (drainWorker
+ * throws): poll /metrics or the streams instead.
+ */
+export async function startServerHarness(
+  t: Teardown, label: string, overrides: Record<string, string> = {},
+): Promise<{ h: Harness; server: ServerProcess }> {
+  const env = testEnv(label, { LOG_LEVEL: 'info', WORKERS: DEFAULT_WORKERS, ...overrides });
+  const { WORKERS: workers, ...unset } = env;
+  const config = loadConfig(workers === DEFAULT_WORKERS ? unset : env); // as the server reads it
+  const { redis, sql } = testStorage(t, config);
+  const server = await spawnServer(t, env, 30_000);
+  t.teardown(() => server.stop('SIGTERM')); // before the storage's cleanup (last in, first out)
+  const h = new Harness({ port: server.port, worker: null, stop: async () => void await server.stop('SIGTERM') }, config, redis, sql);
+  h.freshConnections = true;
+  return { h, server };
 }

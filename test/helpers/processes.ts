@@ -1,7 +1,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -166,6 +166,12 @@ export interface LoggedProcess {
 
 /** As a WORKERS value of spawnLogged's env: leave WORKERS unset, so the default (one per core) applies, as with `npm start`. */
 export const DEFAULT_WORKERS = 'default';
+
+/**
+ * As a WORKERS value, for a test about several processes: DEFAULT_WORKERS (as `npm start`
+ * runs) where the default gives several (one per core), 2 on a machine of one core.
+ */
+export const SEVERAL_WORKERS = availableParallelism() >= 2 ? DEFAULT_WORKERS : '2';
 
 /** The environment of a spawned process: WORKERS=1 unless given; DEFAULT_WORKERS leaves it unset. */
 function processEnv(env: Record<string, string>): Record<string, string> {

@@ -36,6 +36,13 @@ export async function parentOf(pid: number): Promise<number | null> {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
+export interface OneRequest {
+  method: string;
+  path: string;
+  /** sent as JSON */
+  body?: unknown;
+}
+
 export interface OneShotAnswer {
   status: number;
   body: string;
@@ -50,7 +57,7 @@ export interface OneShotAnswer {
  * once every request is written (e.g. a signal while they are in flight).
  */
 export async function oneRequestPerConnection(
-  port: number, pids: number[], requests: { method: string; path: string; body?: unknown }[], afterSend?: () => void,
+  port: number, pids: number[], requests: OneRequest[], afterSend?: () => void,
 ): Promise<OneShotAnswer[]> {
   const sockets = await Promise.all(requests.map(() => new Promise<net.Socket>((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
@@ -63,27 +70,55 @@ export async function oneRequestPerConnection(
       owners = await connectionOwners(port, pids);
       return sockets.every((s) => owners.has(s.localPort as number));
     }, 10_000);
-    const answers = sockets.map((socket, i) => {
-      const { method, path, body } = requests[i] as { method: string; path: string; body?: unknown };
-      const payload = body === undefined ? '' : JSON.stringify(body);
-      const pid = owners.get(socket.localPort as number) as number; // read now: a closed socket has no local port
-      const chunks: Buffer[] = [];
-      return new Promise<OneShotAnswer>((resolve, reject) => {
-        socket.on('data', (c: Buffer) => chunks.push(c));
-        socket.once('error', reject);
-        socket.once('close', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          const split = text.indexOf('\r\n\r\n');
-          if (split < 0) reject(new Error(`connection closed without an answer: ${JSON.stringify(text)}`));
-          else resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4), pid });
-        });
-        socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n`
-          + `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
-      });
-    });
+    // the pid read now: a closed socket has no local port
+    const answers = sockets.map((socket, i) => exchange(socket, owners.get(socket.localPort as number) as number, requests[i] as OneRequest));
     afterSend?.();
     return await Promise.all(answers);
   } finally {
     for (const s of sockets) s.destroy();
   }
+}
+
+/**
+ * One request on a connection the kernel gave to process `pid` (Connection: close): opens
+ * connections a few at a time until one is held by `pid` and sends the request on it,
+ * closing the others unused. For a test that must reach one process while another, hung,
+ * accepts nothing (the connections handed to that one never show in /proc).
+ */
+export async function requestVia(port: number, pid: number, request: OneRequest, rounds = 20): Promise<OneShotAnswer> {
+  for (let round = 0; round < rounds; round++) {
+    const sockets = await Promise.all(Array.from({ length: 4 }, () => new Promise<net.Socket>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => resolve(socket));
+      socket.once('error', reject);
+    })));
+    let chosen: net.Socket | undefined;
+    await waitFor(`a connection held by ${pid}`, async () => {
+      const owners = await connectionOwners(port, [pid]);
+      chosen = sockets.find((s) => owners.get(s.localPort as number) === pid);
+      return chosen !== undefined;
+    }, 1_000).catch(() => {});
+    for (const s of sockets) if (s !== chosen) s.destroy();
+    if (!chosen) continue;
+    return await exchange(chosen, pid, request);
+  }
+  throw new Error(`no connection to ${port} reached process ${pid} in ${rounds} rounds`);
+}
+
+/** Sends one request (Connection: close) on a connected socket and reads the answer until the server closes it. */
+function exchange(socket: net.Socket, pid: number, { method, path, body }: OneRequest): Promise<OneShotAnswer> {
+  const payload = body === undefined ? '' : JSON.stringify(body);
+  const chunks: Buffer[] = [];
+  return new Promise<OneShotAnswer>((resolve, reject) => {
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.once('error', reject);
+    socket.once('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const split = text.indexOf('\r\n\r\n');
+      if (split < 0) reject(new Error(`connection closed without an answer: ${JSON.stringify(text)}`));
+      else resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4), pid });
+    });
+    socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n`
+      + `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+  });
 }

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
-import { DATABASE_URL, NO_RATE_LIMITS, startHarness, testEnv, type TestLicense } from '../helpers/harness.js';
+import { DATABASE_URL, NO_RATE_LIMITS, startServerHarness, testEnv, type TestLicense } from '../helpers/harness.js';
 import { clientOf, type Answer } from '../helpers/http.js';
 import { claimsOf, craftJwt, HS256_HEADER, nowSeconds } from '../helpers/jwt.js';
 import { parseMetrics, scrape, type Scrape } from '../helpers/metrics.js';
@@ -13,6 +13,9 @@ import { pollUntil } from '../helpers/wait.js';
 // every answer once under its route pattern and status, and once in the latency histogram;
 // every issued token and every usage event the worker wrote. No license key, password or
 // token ever appears in the text. The usage backlog is read from Redis at scrape time.
+// The service runs as `npm start` runs it (WORKERS unset: one process per core), each
+// request on a connection of its own, so the deltas are the whole instance's
+// (test/system/metrics.workers.test.ts shows the requests reach every process).
 
 const VALIDATE = '/api/license/validate';
 const OUTCOMES = 'license_validate_outcomes_total';
@@ -52,7 +55,7 @@ const delta = (before: Scrape, after: Scrape, name: string, labels: Record<strin
 
 t.test('validate outcomes, answers by route and status, latency, issued tokens and written events: exact deltas', async (t) => {
   // 4 validations per license and minute: the fifth answers 429
-  const h = await startHarness(t, 'metrics', { ...NO_RATE_LIMITS, RATE_VALIDATE_PER_MIN: '4' });
+  const { h } = await startServerHarness(t, 'metrics', { ...NO_RATE_LIMITS, RATE_VALIDATE_PER_MIN: '4' });
   const secret = h.config.jwtKeys[0]?.secret as string;
   const [a, b, c, d, r] = [
     await h.createLicense(), await h.createLicense({ domains: ['imza.ornek.com.tr'] }), await h.createLicense({ totalQuota: 1 }),
@@ -128,7 +131,7 @@ t.test('validate outcomes, answers by route and status, latency, issued tokens a
   const issuedTotal = delta(before, after, 'license_sign_tokens_issued_total');
   t.equal(delta(before, after, REQUESTS, { route: '/api/v1/auth/sign-token', status: '200' }), issued['sign-token'].reduce((x, y) => x + y));
 
-  // the worker of this process writes one event per issued token and per redemption
+  // the usage worker (in child 0) writes one event per issued token and per redemption
   const redeemed = seen.outcomes.get('redeemed') ?? 0;
   const written = await pollUntil(async () => delta(before, await scrape(h), 'license_usage_events_written_total'),
     (n) => n >= issuedTotal + redeemed);
@@ -154,12 +157,12 @@ t.test('validate outcomes, answers by route and status, latency, issued tokens a
   const leaked = secrets.filter((s) => last.text.includes(s));
   t.same(leaked, [], 'no license key, firma id, password, token or token id in the metrics text');
   t.notOk(last.text.includes(secret), 'nor the JWT secret');
-  t.ok(last.series.length > 0 && last.find('nodejs_heap_size_used_bytes').length === 1, "Node's process metrics too");
+  t.equal(last.find('nodejs_heap_size_used_bytes').length, h.config.workers, "Node's process metrics too, one series per process");
 });
 
 t.test('worker apart: the backlog read from Redis at scrape time, the standalone worker\'s /metrics, METRICS_TOKEN, the hasher queue', async (t) => {
   const token = 'metrics-token-0123456789';
-  const h = await startHarness(t, 'metrics-apart', { ...NO_RATE_LIMITS, RUN_WORKER: '0', METRICS_TOKEN: token });
+  const { h } = await startServerHarness(t, 'metrics-apart', { ...NO_RATE_LIMITS, RUN_WORKER: '0', METRICS_TOKEN: token });
   const lic = await h.createLicense({ totalQuota: 100 });
 
   t.equal((await h.request('GET', '/metrics')).status, 401, 'no token: 401');
@@ -209,7 +212,7 @@ t.test('worker apart: the backlog read from Redis at scrape time, the standalone
 });
 
 t.test('METRICS=0: nothing recorded, /metrics is 404; the switch and the token are validated at start', async (t) => {
-  const h = await startHarness(t, 'metrics-off', { ...NO_RATE_LIMITS, METRICS: '0' });
+  const { h } = await startServerHarness(t, 'metrics-off', { ...NO_RATE_LIMITS, METRICS: '0' });
   const lic = await h.createLicense();
   t.equal((await h.validate((await getTokenPair(h, lic)).signToken)).status, 200, 'the service serves as usual');
   t.equal((await h.request('GET', '/metrics')).status, 404);
