@@ -1,34 +1,76 @@
 --[[
-  get-token, step one: count the attempt against the license key's limit, then read the
-  credentials. The limit is counted before any password is hashed, so guessing is bounded.
-  check-quota and history use it with no limit to find a key's firma id.
+  get-token, step one: read a license key's credentials and, when they exist, take the
+  attempt's place in the failed-login budget that applies to it (includes/slowDown.lua),
+  before any password is hashed. check-quota and history use it with every limit off to
+  find a key's firma id.
 
-    KEYS[1] credentials hash    {k:<licenseKey>}:c   fields f firma id, h password hash, g token generation, z fence
-    KEYS[2] rate-limit counter  {k:<licenseKey>}:rg
-    KEYS[3] unknown-key marker  {k:<licenseKey>}:u   set when Postgres had no such key
+  Which budget: an address that got a token for this key within the trust window is
+  trusted there, and held only to the budget of its own failures at this key (KEYS[5]);
+  any other address shares the key's budget (KEYS[4]), and is held to its own address
+  budget as well (failures.lua, called next by the caller). So nobody's failures slow down
+  a trusted address, and a stranger who knows the key cannot lock its holder out.
 
-    ARGV[1] rate limit per window (0 = off)
-    ARGV[2] rate window, ms
+  The tokens-issued limit (RATE_GET_TOKEN_PER_MIN) counts logins that got through
+  (loginGranted.lua); here it is only read, so a key already at its limit is refused before
+  a hash is spent on it.
 
-  Returns {outcome, left, reset, ...}: left and reset are what the rate-limit step counted
-  (attempts the window still allows, ms until it resets; 0, 0 when the limit is off).
+    KEYS[1] credentials hash       {k:<licenseKey>}:c    fields f firma id, h password hash, g token generation, z fence
+    KEYS[2] tokens-issued counter  {k:<licenseKey>}:rg
+    KEYS[3] unknown-key marker     {k:<licenseKey>}:u    set when Postgres had no such key
+    KEYS[4] key failure budget     {k:<licenseKey>}:fk
+    KEYS[5] pair failure budget    {k:<licenseKey>}:fp:<address>
+    KEYS[6] trusted addresses      {k:<licenseKey>}:ta   sorted set, address -> ms of its last token
+
+    ARGV[1] tokens per window (0 = off)
+    ARGV[2] window, ms
+    ARGV[3] client address ("" = unknown: trusted nowhere, no pair budget)
+    ARGV[4] key failures per window (0 = no budget taken)
+    ARGV[5] trust window, ms (0 = no address is trusted; with ARGV[4] 0 as well: a plain look-up)
+    ARGV[6] longest delay, ms
+    ARGV[7] "1" when the caller knows the address is refused for now (failures.lua): an untrusted
+            attempt is then refused here without taking the key's budget
+
+  Returns {outcome, left, reset, ...}: left and reset are the tokens-issued counter's (tokens
+  the window still allows, ms until it resets; 0, 0 when the limit is off).
   Outcomes (names: src/redis/scripts.ts):
-    {DONE, left, reset, firmaId, passwordHash, generation ("0" when the copy has none)}
-    {OVER_RATE_LIMIT, 0, ms until the window resets}
+    {DONE, left, reset, firmaId, passwordHash, generation ("0" when none), trusted (1/0),
+           delay ms (>= 0: place taken; < 0: refused for -delay ms, nothing taken; "": no budget),
+           budget remaining, ms until the budget is whole}
+    {OVER_RATE_LIMIT, 0, ms until the window resets}   tokens-issued limit reached
     {COPY_MISSING, left, reset}      no copy, or a fenced one (fence.lua): the caller reads Postgres
     {NO_SUCH_LICENSE, left, reset}   Postgres said so lately: no look-up
 ]]
 -- @include outcomes
--- @include rateLimit
+-- @include slowDown
 
 local limit = tonumber(ARGV[1])
 local left, reset = 0, 0
 if limit > 0 then
-  local over
-  over, left, reset = rateStep(KEYS[2], limit, ARGV[2])
-  if over then return {OVER_RATE_LIMIT, 0, reset} end
+  local issued = tonumber(redis.call('GET', KEYS[2]) or '0')
+  reset = redis.call('PTTL', KEYS[2])
+  if reset < 0 then reset = 0 end
+  if issued >= limit and reset > 0 then return {OVER_RATE_LIMIT, 0, reset} end
+  left = limit - issued
+  if left < 0 or reset == 0 then left = limit end
 end
 local cred = redis.call('HMGET', KEYS[1], 'f', 'h', 'z', 'g')
-if cred[1] and not cred[3] then return {DONE, left, reset, cred[1], cred[2], cred[4] or '0'} end
-if redis.call('EXISTS', KEYS[3]) == 1 then return {NO_SUCH_LICENSE, left, reset} end
-return {COPY_MISSING, left, reset}
+if not cred[1] or cred[3] then
+  if redis.call('EXISTS', KEYS[3]) == 1 then return {NO_SUCH_LICENSE, left, reset} end
+  return {COPY_MISSING, left, reset}
+end
+local budget, trustMs = tonumber(ARGV[4]), tonumber(ARGV[5])
+if budget == 0 and trustMs == 0 then return {DONE, left, reset, cred[1], cred[2], cred[4] or '0', 0, '', 0, 0} end
+
+local now = redisNow()
+local address = ARGV[3]
+local trusted = 0
+if address ~= '' and trustMs > 0 then
+  local last = redis.call('ZSCORE', KEYS[6], address)
+  if last and tonumber(last) > now - trustMs then trusted = 1 end
+end
+if budget == 0 then return {DONE, left, reset, cred[1], cred[2], cred[4] or '0', trusted, '', 0, 0} end
+if trusted == 0 and ARGV[7] == '1' then
+  return {DONE, left, reset, cred[1], cred[2], cred[4] or '0', 0, -1, 0, 0}
+end
+local delay, remaining, fullIn = failureTake(trusted == 1 and KEYS[5] or KEYS[4], budget, tonumber(ARGV[2]), now, tonumber(ARGV[6]))
+return {DONE, left, reset, cred[1], cred[2], cred[4] or '0', trusted, delay, remaining, fullIn}

@@ -1,36 +1,33 @@
 --[[
-  Failed get-tokens per client address (unknown keys and wrong passwords). Every attempt
-  takes a slot before any work is done for it, and gives it back when it succeeds, so a
-  burst sent at once cannot pass a check that is counted only afterwards. Fixed window,
-  as rateLimit.lua.
+  Failed get-tokens per client address (unknown keys, and wrong passwords for keys the
+  address is not trusted at: credentials.lua), a slow-down budget (includes/slowDown.lua):
+  RATE_GET_TOKEN_FAILURES_PER_MIN at once and per minute after, each further attempt held
+  for its turn up to the longest delay, refused beyond it. An attempt takes its place before
+  any work is done for it; a successful one gives it back.
 
-    KEYS[1] failure counter  {a:<address>}:fg
+    KEYS[1] budget state (TAT)  {a:<address>}:fg; or, to give a place back, a key's budget
+                                {k:<licenseKey>}:fk or :fp:<address> (credentials.lua)
 
     ARGV[1] "take" or "give" (the attempt succeeded)
-    ARGV[2] failures allowed per window (> 0)
+    ARGV[2] failures per window (> 0)
     ARGV[3] window, ms
-    ARGV[4] deadline of a take, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua):
-            later, its request has had its 503, and no slot is taken
+    ARGV[4] longest delay, ms
+    ARGV[5] deadline of a take, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua):
+            later, its request has had its 503, and no place is taken
 
-  The counter holds failures and attempts under way; a refused attempt is not counted.
-
-  Returns {DONE} allowed (or given back), {OVER_RATE_LIMIT, ms until the window resets}.
+  Returns {DONE, delay ms (0: at once), remaining, ms until whole}
+          {OVER_RATE_LIMIT, ms until an attempt would be held no longer than the longest delay, 0, ms until whole}
 ]]
 -- @include outcomes
 -- @include deadline
+-- @include slowDown
 
+local now = redisNow()
 if ARGV[1] == 'give' then
-  if tonumber(redis.call('GET', KEYS[1]) or '0') > 0 then redis.call('DECR', KEYS[1]) end
-  return {DONE}
+  failureGive(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), now)
+  return {DONE, 0, 0, 0}
 end
-if pastDeadline(ARGV[4]) then return {DONE} end
-local count = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  ttl = tonumber(ARGV[3])
-end
-if count <= tonumber(ARGV[2]) then return {DONE} end
--- refused: no work is done for it, so it is no failure either
-redis.call('DECR', KEYS[1])
-return {OVER_RATE_LIMIT, ttl}
+if pastDeadline(ARGV[5]) then return {DONE, 0, 0, 0} end
+local delay, remaining, fullIn = failureTake(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]), now, tonumber(ARGV[4]))
+if delay < 0 then return {OVER_RATE_LIMIT, -delay, 0, fullIn} end
+return {DONE, delay, remaining, fullIn}

@@ -29,7 +29,14 @@ export interface Config {
   corsOrigins: Exclude<ReturnType<typeof parseCorsOrigins>, string> | null;
   adminToken: string | null;
   tls: { certFile: string; keyFile: string } | null;
-  rate: { getToken: number; getTokenFailures: number; signToken: number; validate: number; checkQuota: number };
+  /**
+   * per minute, 0 = off. getToken: tokens get-token issues per license key (correct credentials only);
+   * getTokenFailures: failed get-tokens per client address; getTokenKeyFailures: failed get-tokens per license
+   * key from addresses not trusted there, and per key and address for a trusted one (src/licenses/loginLimits.ts)
+   */
+  rate: { getToken: number; getTokenFailures: number; getTokenKeyFailures: number; signToken: number; validate: number; checkQuota: number };
+  /** get-token's failure budgets: how long an address stays trusted at a key it logged in to (0: never), the longest an attempt is held before it is refused */
+  logins: { trustMs: number; maxDelayMs: number };
   /** X-Forwarded-For hops to trust for the client address */
   trustProxy: number;
   /** how long Redis remembers that a license key does not exist (every instance) */
@@ -231,9 +238,14 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     rate: {
       getToken: intVar(env, 'RATE_GET_TOKEN_PER_MIN', 10, 0, 1e9),
       getTokenFailures: intVar(env, 'RATE_GET_TOKEN_FAILURES_PER_MIN', 30, 0, 1e9),
+      getTokenKeyFailures: intVar(env, 'RATE_GET_TOKEN_KEY_FAILURES_PER_MIN', 10, 0, 1e9),
       signToken: intVar(env, 'RATE_SIGN_TOKEN_PER_MIN', 100, 0, 1e9),
       validate: intVar(env, 'RATE_VALIDATE_PER_MIN', 100, 0, 1e9),
       checkQuota: intVar(env, 'RATE_CHECK_QUOTA_PER_MIN', 10, 0, 1e9),
+    },
+    logins: {
+      trustMs: intVar(env, 'GET_TOKEN_TRUST_DAYS', 30, 0, 3650) * 86_400_000,
+      maxDelayMs: intVar(env, 'GET_TOKEN_MAX_DELAY_MS', 10_000, 0, 60_000),
     },
     quotaCacheSeconds: intVar(env, 'QUOTA_CACHE_SECONDS', 30, 0, 86400),
     trustProxy: intVar(env, 'TRUST_PROXY', 0, 0, 16),

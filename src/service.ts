@@ -5,7 +5,7 @@ import { CorsPolicy } from './http/cors.js';
 import type { Route } from './http/route.js';
 import { createHttpServer } from './http/server.js';
 import { LicenseAdmin } from './licenses/changes.js';
-import { FailedLogins } from './licenses/failedLogins.js';
+import { LoginLimits } from './licenses/loginLimits.js';
 import { HotLicenses } from './licenses/hot.js';
 import { KnownKeys } from './licenses/knownKeys.js';
 import { Passwords } from './licenses/passwords.js';
@@ -82,7 +82,7 @@ export async function startService(config: Config, log: Logger, options: Service
   const ctx: RouteContext = {
     config, log, sql, redis, keys, store, tokens, hot, passwords,
     quotaCache: new QuotaCache(config.quotaCacheSeconds * 1000),
-    failedLogins: new FailedLogins(redis, keys, config.rate.getTokenFailures, clock),
+    logins: new LoginLimits(redis, keys, config, clock),
     issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot),
     redeemer: new SignTokenRedeemer(keys, new SlotBatcher(redis, redeemLayout, RATE_WINDOW_MS, clock, restarts), hot),
     admin: new LicenseAdmin(redis, keys, store, hot, passwords),

@@ -1,5 +1,8 @@
 import { ServiceUnavailable } from '../errors.js';
-import { CredentialsField as C, LicenseField as L, Outcome, runScript, scripts, SyncOutcome, type RateCount } from '../redis/scripts.js';
+import {
+  CredentialsField as C, LicenseField as L, LOOK_UP_ONLY, NO_GATE, Outcome, runScript, scripts, SyncOutcome,
+  type FailureGate, type LoginAttempt, type RateCount,
+} from '../redis/scripts.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
@@ -26,11 +29,17 @@ export interface Credentials {
   generation: string;
 }
 
-/** A look-up of credentials: null when there is no such license; waitMs > 0 when over the rate limit; what the limit counted. */
+/**
+ * A look-up of credentials: null when there is no such license; waitMs > 0 when the key's
+ * tokens for this window are issued; what that limit says; whether the address is trusted
+ * at the key, and the failure budget the attempt was held to (lua/credentials.lua).
+ */
 export interface CredentialsLookup {
   credentials: Credentials | null;
   waitMs: number;
   rate: RateCount;
+  trusted: boolean;
+  gate: FailureGate;
 }
 
 /** Redemptions read per XRANGE call when counting a stream's queued events. */
@@ -181,20 +190,29 @@ export class HotLicenses {
   }
 
   /**
-   * A license key's credentials, counting the attempt against `limit` per window first
-   * (0: not counted): from Redis, else from Postgres. No credentials: no such license; a
-   * key that is not among the known keys, or that Redis remembers Postgres did not have,
-   * costs no Postgres look-up.
+   * A license key's credentials: from Redis, else from Postgres. For a login attempt (get-token)
+   * the same script call takes the attempt's place in its failure budget (lua/credentials.lua).
+   * No credentials: no such license; a key that is not among the known keys, or that Redis
+   * remembers Postgres did not have, costs no Postgres look-up.
    */
-  async credentials(licenseKey: string, limit = 0, windowMs = 60_000): Promise<CredentialsLookup> {
-    const found = await runScript(this.redis, scripts.credentials(this.keys, licenseKey, limit, windowMs));
-    const { rate } = found;
-    if (found.outcome === Outcome.DONE) return { credentials: found, waitMs: 0, rate };
-    if (found.outcome === Outcome.OVER_RATE_LIMIT) return { credentials: null, waitMs: Math.max(1, rate.resetMs), rate };
-    if (found.outcome === Outcome.NO_SUCH_LICENSE || !this.known.has(licenseKey)) return { credentials: null, waitMs: 0, rate };
-    const row = await this.hydrateKey(licenseKey);
-    const credentials = row && { firmaId: row.firmaId, passwordHash: row.passwordHash, generation: String(row.tokenGeneration) };
-    return { credentials, waitMs: 0, rate };
+  async credentials(licenseKey: string, attempt: LoginAttempt = LOOK_UP_ONLY): Promise<CredentialsLookup> {
+    const call = scripts.credentials(this.keys, licenseKey, attempt);
+    let found = await runScript(this.redis, call);
+    const none = (rate: RateCount, waitMs = 0): CredentialsLookup => ({ credentials: null, waitMs, rate, trusted: false, gate: NO_GATE });
+    if (found.outcome === Outcome.OVER_RATE_LIMIT) return none(found.rate, Math.max(1, found.rate.resetMs));
+    if (found.outcome !== Outcome.DONE) {
+      if (found.outcome === Outcome.NO_SUCH_LICENSE || !this.known.has(licenseKey)) return none(found.rate);
+      const row = await this.hydrateKey(licenseKey);
+      if (row === null) return none(found.rate);
+      // the copy is back: the attempt takes its place as it would have (a copy still fenced: served from the row, ungated)
+      if (attempt.keyBudget > 0 || attempt.trustMs > 0) found = await runScript(this.redis, call);
+      if (found.outcome === Outcome.OVER_RATE_LIMIT) return none(found.rate, Math.max(1, found.rate.resetMs));
+      if (found.outcome !== Outcome.DONE) {
+        const credentials = { firmaId: row.firmaId, passwordHash: row.passwordHash, generation: String(row.tokenGeneration) };
+        return { credentials, waitMs: 0, rate: found.rate, trusted: false, gate: NO_GATE };
+      }
+    }
+    return { credentials: found, waitMs: 0, rate: found.rate, trusted: found.trusted, gate: found.gate };
   }
 
   async firmaIdOf(licenseKey: string): Promise<string | null> {

@@ -117,8 +117,24 @@ export class KeySpace {
     return `${this.prefix}:{k:${licenseKey}}:c`;
   }
 
+  /** tokens issued by get-token for this key in the current window */
   rateGetToken(licenseKey: string): string {
     return `${this.prefix}:{k:${licenseKey}}:rg`;
+  }
+
+  /** failed get-tokens at this key from addresses not trusted there (lua/credentials.lua) */
+  keyFailures(licenseKey: string): string {
+    return `${this.prefix}:{k:${licenseKey}}:fk`;
+  }
+
+  /** failed get-tokens at this key from one address trusted there */
+  pairFailures(licenseKey: string, client: string): string {
+    return `${this.prefix}:{k:${licenseKey}}:fp:${client}`;
+  }
+
+  /** addresses that got a token for this key lately, with when (lua/loginGranted.lua) */
+  trustedAddresses(licenseKey: string): string {
+    return `${this.prefix}:{k:${licenseKey}}:ta`;
   }
 
   /** set for a while when Postgres has no such license key, so floods of unknown keys stay off Postgres */

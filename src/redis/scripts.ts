@@ -67,12 +67,12 @@ export { CredentialsField, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventF
 
 type Args = (string | number)[];
 type Reply = (string | number | null)[];
-export type ScriptName = 'credentials' | 'failures' | 'checkQuota' | 'sync' | 'fence' | 'ack' | 'redeem' | 'issue';
+export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'sync' | 'fence' | 'ack' | 'redeem' | 'issue';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
-const NAMES: ScriptName[] = ['credentials', 'failures', 'checkQuota', 'sync', 'fence', 'ack', 'redeem', 'issue'];
+const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'sync', 'fence', 'ack', 'redeem', 'issue'];
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
@@ -110,6 +110,20 @@ export function runScript<R>(client: ScriptClient, call: ScriptCall<R>): Promise
 
 // ---- one builder per script ------------------------------------------------------------
 
+/**
+ * Where a get-token attempt stands in a failed-login budget (lua/includes/slowDown.lua):
+ * delayMs >= 0: its place is taken, go after that long; refusedMs > 0: refused, nothing
+ * taken, try again after that long. budget: what the RateLimit fields say of it.
+ */
+export interface FailureGate {
+  delayMs: number;
+  refusedMs: number;
+  budget: RateCount;
+}
+
+/** No budget was consulted (a plain look-up, or every failure budget off). */
+export const NO_GATE: FailureGate = { delayMs: 0, refusedMs: 0, budget: { remaining: 0, resetMs: 0 } };
+
 /** credentials.lua's answer: DONE with the credentials (generation "0" when the copy has none); OVER_RATE_LIMIT: wait rate.resetMs */
 export interface CredentialsFound {
   outcome: Outcome.DONE | Outcome.OVER_RATE_LIMIT | Outcome.COPY_MISSING | Outcome.NO_SUCH_LICENSE;
@@ -117,7 +131,31 @@ export interface CredentialsFound {
   firmaId: string;
   passwordHash: string;
   generation: string;
+  /** the client's address got a token for this key within the trust window */
+  trusted: boolean;
+  /** the failure budget the attempt was held to: the key's, or (trusted) the key's at this address */
+  gate: FailureGate;
 }
+
+/** What credentials.lua is asked beyond the look-up (every field 0 or "": a plain look-up). */
+export interface LoginAttempt {
+  /** tokens per window (RATE_GET_TOKEN_PER_MIN; 0: off) */
+  tokensLimit: number;
+  windowMs: number;
+  /** the client's address bucket ("" = unknown) */
+  address: string;
+  /** failures per window at one key (0: no budget) */
+  keyBudget: number;
+  trustMs: number;
+  maxDelayMs: number;
+  /** the address is refused for now (known to this process): an untrusted attempt is refused without taking the key's budget */
+  addressRefused: boolean;
+}
+
+/** A look-up that counts nothing (check-quota and history find a key's firma id). */
+export const LOOK_UP_ONLY: LoginAttempt = {
+  tokensLimit: 0, windowMs: 60_000, address: '', keyBudget: 0, trustMs: 0, maxDelayMs: 0, addressRefused: false,
+};
 
 /** checkQuota.lua's answer: the copy's version ("" = reload); OVER_RATE_LIMIT: wait rate.resetMs */
 export interface QuotaChecked {
@@ -129,17 +167,38 @@ export interface QuotaChecked {
 const outcomeOf = (value: unknown): Outcome => Number(value) as Outcome;
 const rateOf = (r: Reply, at: number): RateCount => ({ remaining: Number(r[at]), resetMs: Number(r[at + 1]) });
 
+/** A slow-down budget's answer from position `at`: delay (< 0: refused for -delay ms; "": no budget), remaining, ms until whole. */
+function gateOf(r: Reply, at: number): FailureGate {
+  if (r[at] === '' || r[at] == null) return NO_GATE;
+  const delay = Number(r[at]);
+  const budget = { remaining: Number(r[at + 1]), resetMs: Number(r[at + 2]) };
+  return delay < 0 ? { delayMs: 0, refusedMs: Math.max(1, -delay), budget } : { delayMs: delay, refusedMs: 0, budget };
+}
+
 function readCredentials(reply: unknown): CredentialsFound {
   const r = reply as Reply;
+  const outcome = outcomeOf(r[0]) as CredentialsFound['outcome'];
   return {
-    outcome: outcomeOf(r[0]) as CredentialsFound['outcome'], rate: rateOf(r, 1),
+    outcome, rate: rateOf(r, 1),
     firmaId: String(r[3] ?? ''), passwordHash: String(r[4] ?? ''), generation: String(r[5] ?? '0'),
+    trusted: Number(r[6]) === 1, gate: outcome === Outcome.DONE ? gateOf(r, 7) : NO_GATE,
   };
 }
 
-/** ms to wait (0: allowed) */
-const readWait = (reply: unknown): number =>
-  outcomeOf((reply as Reply)[0]) === Outcome.OVER_RATE_LIMIT ? Math.max(1, Number((reply as Reply)[1])) : 0;
+/** failures.lua's answer: DONE with the delay, OVER_RATE_LIMIT with the refusal, as one gate. */
+function readFailureGate(reply: unknown): FailureGate {
+  const r = reply as Reply;
+  const budget = { remaining: Number(r[2]), resetMs: Number(r[3]) };
+  return outcomeOf(r[0]) === Outcome.OVER_RATE_LIMIT
+    ? { delayMs: 0, refusedMs: Math.max(1, Number(r[1])), budget }
+    : { delayMs: Number(r[1]), refusedMs: 0, budget };
+}
+
+/** loginGranted.lua's answer: DONE or OVER_RATE_LIMIT, and what the tokens-issued counter says. */
+export interface LoginGranted {
+  outcome: Outcome.DONE | Outcome.OVER_RATE_LIMIT;
+  rate: RateCount;
+}
 
 function readQuotaChecked(reply: unknown): QuotaChecked {
   const r = reply as Reply;
@@ -149,20 +208,32 @@ function readQuotaChecked(reply: unknown): QuotaChecked {
 const readSynced = (reply: unknown): [SyncOutcome, boolean] => [Number((reply as Reply)[0]) as SyncOutcome, Number((reply as Reply)[1]) === 1];
 
 export const scripts = {
-  /** lua/credentials.lua: get-token's rate limit, then the key's credentials (limit 0: not counted) */
-  credentials: (keys: KeySpace, licenseKey: string, limit: number, windowMs: number): ScriptCall<CredentialsFound> => ({
+  /** lua/credentials.lua: the key's credentials and, for a login attempt, its place in a failure budget (LOOK_UP_ONLY: nothing counted) */
+  credentials: (keys: KeySpace, licenseKey: string, a: LoginAttempt): ScriptCall<CredentialsFound> => ({
     name: 'credentials',
-    args: [3, keys.credentials(licenseKey), keys.rateGetToken(licenseKey), keys.unknownKey(licenseKey), limit, windowMs],
+    args: [6, keys.credentials(licenseKey), keys.rateGetToken(licenseKey), keys.unknownKey(licenseKey), keys.keyFailures(licenseKey),
+      keys.pairFailures(licenseKey, a.address), keys.trustedAddresses(licenseKey),
+      a.tokensLimit, a.windowMs, a.address, a.keyBudget, a.trustMs, a.maxDelayMs, a.addressRefused ? '1' : '0'],
     read: readCredentials,
   }),
 
-  /** lua/failures.lua: a failed-attempt slot for a client address bucket; resolves ms to wait (0: go on) */
-  takeFailure: (keys: KeySpace, client: string, limit: number, windowMs: number, deadlineMs: number): ScriptCall<number> => ({
-    name: 'failures', args: [1, keys.failures(client), 'take', limit, windowMs, deadlineMs], read: readWait,
+  /** lua/loginGranted.lua: the password checked out: the token counted, the failure place given back, the address trusted */
+  loginGranted: (keys: KeySpace, licenseKey: string, a: LoginAttempt, trusted: boolean, mostTrusted: number): ScriptCall<LoginGranted> => ({
+    name: 'loginGranted',
+    args: [3, keys.rateGetToken(licenseKey), trusted ? keys.pairFailures(licenseKey, a.address) : keys.keyFailures(licenseKey),
+      keys.trustedAddresses(licenseKey), a.tokensLimit, a.windowMs, a.keyBudget, a.address, a.trustMs, mostTrusted],
+    read: (reply) => ({ outcome: outcomeOf((reply as Reply)[0]) as LoginGranted['outcome'], rate: rateOf(reply as Reply, 1) }),
   }),
 
-  /** lua/failures.lua: the attempt succeeded, its slot goes back */
-  giveFailure: (keys: KeySpace, client: string): ScriptCall<number> => ({ name: 'failures', args: [1, keys.failures(client), 'give', 0, 0, 0], read: readWait }),
+  /** lua/failures.lua: a place in a failed-login budget (a client address's: KeySpace.failures), or the refusal */
+  takeFailure: (budgetKey: string, budget: number, windowMs: number, maxDelayMs: number, deadlineMs: number): ScriptCall<FailureGate> => ({
+    name: 'failures', args: [1, budgetKey, 'take', budget, windowMs, maxDelayMs, deadlineMs], read: readFailureGate,
+  }),
+
+  /** lua/failures.lua: a place given back (the attempt succeeded, or was not made) */
+  giveFailure: (budgetKey: string, budget: number, windowMs: number): ScriptCall<FailureGate> => ({
+    name: 'failures', args: [1, budgetKey, 'give', budget, windowMs, 0, 0], read: readFailureGate,
+  }),
 
   /** lua/checkQuota.lua: check-quota's rate limit and the version of the license's copy */
   checkQuota: (keys: KeySpace, licenseKey: string, limit: number, windowMs: number): ScriptCall<QuotaChecked> => ({

@@ -4,7 +4,7 @@ import type { HotLicenses } from '../licenses/hot.js';
 import type { LicenseAdmin } from '../licenses/changes.js';
 import type { Passwords } from '../licenses/passwords.js';
 import type { LicenseStore } from '../licenses/store.js';
-import type { FailedLogins } from '../licenses/failedLogins.js';
+import type { LoginLimits } from '../licenses/loginLimits.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
@@ -25,7 +25,7 @@ export interface RouteContext {
   store: LicenseStore;
   hot: HotLicenses;
   passwords: Passwords;
-  failedLogins: FailedLogins;
+  logins: LoginLimits;
   quotaCache: QuotaCache;
   /** get-token and sign-token share it, so their requests batch together */
   issuer: SignTokenIssuer;

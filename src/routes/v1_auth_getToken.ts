@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox';
-import { RATE_WINDOW_MS } from '../config.js';
 import { addressBucket } from '../http/clientAddress.js';
 import { reply, type Reply } from '../http/reply.js';
 import type { Request, Route } from '../http/route.js';
 import type { Credentials } from '../licenses/hot.js';
 import type { Count as MetricCount } from '../metrics/cells.js';
-import { Outcome } from '../redis/scripts.js';
+import { sleep } from '../licenses/loginLimits.js';
+import { NO_GATE, Outcome, type LoginAttempt } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { ACCESS_TOKEN_SECONDS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import { EXAMPLE } from '../openapi/examples.js';
@@ -45,8 +45,12 @@ const TokenPair = Type.Object({
 const doc: RouteDoc = {
   summary: 'Issue an access token and a sign token',
   description: 'Trades the license key and password for an access token (15 minutes, for sign-token and history) and a ' +
-    'single-use sign token (5 minutes) for the desktop signing application. Every call issues a new sign token. Limited per ' +
-    'license key (RATE_GET_TOKEN_PER_MIN) and, for failed attempts, per client address.',
+    'single-use sign token (5 minutes) for the desktop signing application. Every call issues a new sign token. Limits: ' +
+    'tokens issued per license key (RATE_GET_TOKEN_PER_MIN, counting only logins whose password checked out; RateLimit policy ' +
+    '"get-token"); failed attempts per license key from addresses not trusted there, and per key for each trusted address ' +
+    '(RATE_GET_TOKEN_KEY_FAILURES_PER_MIN, "failed-logins-key"), and per client address (RATE_GET_TOKEN_FAILURES_PER_MIN, ' +
+    '"failed-logins"). An address is trusted at a key once it got a token for it (GET_TOKEN_TRUST_DAYS). Past a failure ' +
+    'budget an attempt is held for its turn, up to GET_TOKEN_MAX_DELAY_MS, and refused with 429 only beyond that.',
   tags: ['public'],
   auth: 'none',
   body: {
@@ -72,7 +76,7 @@ const doc: RouteDoc = {
       ['unknown license key or wrong password', authReplies.INVALID_CREDENTIALS],
       ['the license is past its expiry date', authReplies.LICENSE_EXPIRED],
       ['the license is not active', authReplies.LICENSE_INACTIVE],
-      ['too many requests for this license key, or too many failed attempts from this address', rateLimited(42_000), RateLimitedError],
+      ['the license key\'s tokens for this minute are issued, or too many failed attempts at this key or from this address', rateLimited(42_000), RateLimitedError],
     ], { 429: ['Retry-After'] }),
   },
 };
@@ -80,43 +84,87 @@ const doc: RouteDoc = {
 /** POST /api/v1/auth/get-token: license key and password for an access token and a sign token. */
 export function getTokenRoute(ctx: RouteContext): Route {
   const parse = bodyParser(GetTokenBody);
-  const limit = ctx.config.rate.getToken;
-  const failed = ctx.failedLogins;
-  // two limits: per license key (counted by lua/credentials.lua), and failed attempts per client address
-  const fields = new RateLimitFields('get-token', limit);
-  const addressFields = new RateLimitFields('failed-logins', ctx.config.rate.getTokenFailures);
+  const limits = ctx.logins;
+  const { rate } = ctx.config;
+  // tokens issued per key (RATE_GET_TOKEN_PER_MIN); failed attempts per address, and per key (src/licenses/loginLimits.ts)
+  const tokenFields = new RateLimitFields('get-token', rate.getToken);
+  const addressFields = new RateLimitFields('failed-logins', rate.getTokenFailures);
+  const keyFields = new RateLimitFields('failed-logins-key', rate.getTokenKeyFailures);
   const issuedCount = [0, 1].map((t) => ctx.metrics.tokensIssued.series({ route: 'get-token', imza_tipi: String(t) }));
 
-  /** After the password checked out: the attempt's slot goes back to its client. */
-  async function credentialsAccepted(client: string, cred: Credentials, imzaTipi: 0 | 1): Promise<Reply> {
-    const [issued] = await Promise.all([ctx.issuer.issue(cred.firmaId, imzaTipi, 0, cred.generation), failed.giveBack(client)]);
-    if (issued.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(issued.waitMs);
-    if (issued.outcome !== Outcome.DONE) return refusals[issued.outcome];
+  /** The places an attempt that is no failure holds (refused by another budget, or failed by the service) go back. */
+  function release(attempt: Attempt, licenseKey: string): void {
+    if (attempt.keyTaken) void limits.giveKey(licenseKey, attempt.login, attempt.trusted).catch(() => {});
+    if (attempt.addressTaken) void limits.giveAddress(attempt.client).catch(() => {});
+    attempt.keyTaken = attempt.addressTaken = false;
+  }
+
+  /** A refusal by a failure budget, held back a while (a tarpit), with that budget's fields. */
+  async function refused(attempt: Attempt, licenseKey: string, fields: RateLimitFields, refusedMs: number): Promise<Reply> {
+    release(attempt, licenseKey);
+    const waitMs = await limits.tarpit(refusedMs);
+    return fields.on(rateLimited(waitMs), { remaining: 0, resetMs: waitMs });
+  }
+
+  /** After the password checked out: the token counted, the places given back, then issued. */
+  async function credentialsAccepted(licenseKey: string, attempt: Attempt, cred: Credentials, imzaTipi: 0 | 1): Promise<Reply> {
+    const [granted] = await Promise.all([
+      limits.granted(licenseKey, attempt.login, attempt.trusted),
+      attempt.addressTaken ? limits.giveAddress(attempt.client) : undefined,
+    ]);
+    attempt.keyTaken = attempt.addressTaken = false;
+    if (granted.outcome === Outcome.OVER_RATE_LIMIT) return tokenFields.on(rateLimited(granted.rate.resetMs), granted.rate);
+    const issued = await ctx.issuer.issue(cred.firmaId, imzaTipi, 0, cred.generation);
+    if (issued.outcome === Outcome.OVER_RATE_LIMIT) return tokenFields.on(rateLimited(issued.waitMs), granted.rate);
+    if (issued.outcome !== Outcome.DONE) return tokenFields.on(refusals[issued.outcome], granted.rate);
     (issuedCount[imzaTipi] as MetricCount).inc();
-    return reply(200, {
+    return tokenFields.on(reply(200, {
       success: true,
       accessToken: ctx.tokens.signAccessToken(cred.firmaId, issued.iat, Number(cred.generation)),
       signToken: issued.signToken,
       accessExpiresIn: ACCESS_TOKEN_SECONDS,
       signExpiresIn: SIGN_TOKEN_SECONDS,
       remainingQuota: issued.remainingQuota,
-    });
+    }), granted.rate);
   }
 
-  /** Once the client's address may try: the key's limit is counted, then its password checked. */
-  async function answer(client: string, licenseKey: string, password: string, imzaTipi: 0 | 1, req: Request): Promise<Reply> {
+  /**
+   * The key's credentials and its failure budget first (one call: it says whether the address is
+   * trusted there), then the address's budget unless it is; held for its turn if a budget says so;
+   * then the password.
+   */
+  async function answer(attempt: Attempt, licenseKey: string, password: string, imzaTipi: 0 | 1, req: Request): Promise<Reply> {
     // keys are UUIDs (the admin API makes no other kind): another one cannot exist
-    const found = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, limit, RATE_WINDOW_MS) : null;
-    const rate = found?.rate ?? null; // a key that is no UUID is not counted
-    if (found !== null && found.waitMs > 0) return fields.on(rateLimited(found.waitMs), rate);
+    const found = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, attempt.login) : null;
+    if (found !== null && found.waitMs > 0) return tokenFields.on(rateLimited(found.waitMs), found.rate);
     const cred = found?.credentials ?? null;
+    const keyGate = found?.gate ?? NO_GATE;
+    attempt.trusted = found?.trusted ?? false;
+    attempt.keyTaken = cred !== null && keyGate !== NO_GATE && keyGate.refusedMs === 0;
+    let addressGate = NO_GATE;
+    if (!attempt.trusted) {
+      addressGate = await limits.takeAddress(attempt.client);
+      attempt.addressTaken = addressGate !== NO_GATE && addressGate.refusedMs === 0;
+      if (addressGate.refusedMs > 0) return refused(attempt, licenseKey, addressFields, addressGate.refusedMs);
+    }
+    if (keyGate.refusedMs > 0) return refused(attempt, licenseKey, keyFields, keyGate.refusedMs);
+    const delayMs = Math.max(addressGate.delayMs, keyGate.delayMs);
+    if (delayMs > 0) await sleep(delayMs);
+    // what a failure says of the budget it counts toward: the address's, or a trusted address's own at the key
+    const failed = attempt.trusted ? keyFields.on(authReplies.INVALID_CREDENTIALS, keyGate.budget)
+      : addressFields.on(authReplies.INVALID_CREDENTIALS, addressGate === NO_GATE ? null : addressGate.budget);
     if (cred === null) {
       // as slow as a wrong password, without spending a hash
       await ctx.passwords.burn(password);
-      return fields.on(authReplies.INVALID_CREDENTIALS, rate);
+      attempt.keyTaken = attempt.addressTaken = false; // a failure: the places stay taken
+      return failed;
     }
-    if (!(await ctx.passwords.verify(cred.passwordHash, password, req))) return fields.on(authReplies.INVALID_CREDENTIALS, rate);
-    return fields.on(await credentialsAccepted(client, cred, imzaTipi), rate);
+    const right = await ctx.passwords.verify(cred.passwordHash, password, req);
+    if (!right) {
+      attempt.keyTaken = attempt.addressTaken = false;
+      return failed;
+    }
+    return credentialsAccepted(licenseKey, attempt, cred, imzaTipi);
   }
 
   return {
@@ -132,15 +180,24 @@ export function getTokenRoute(ctx: RouteContext): Route {
       if (!parsed.ok) return invalidRequest(parsed.field);
       const { password, imzaTipi } = parsed.value;
       const client = addressBucket(req.clientAddress);
-      const blockedMs = await failed.take(client);
-      if (blockedMs > 0) return addressFields.on(rateLimited(blockedMs), { remaining: 0, resetMs: blockedMs });
+      const licenseKey = canonicalKey(parsed.value.licenseKey);
+      const attempt: Attempt = { client, login: limits.attempt(client), trusted: false, keyTaken: false, addressTaken: false };
       try {
-        return await answer(client, canonicalKey(parsed.value.licenseKey), password, imzaTipi, req);
+        return await answer(attempt, licenseKey, password, imzaTipi, req);
       } catch (err) {
-        // the service failed, not the client: the attempt is not a failure
-        void failed.giveBack(client).catch(() => {});
+        // the service failed, not the client: the attempt is no failure, its places go back
+        release(attempt, licenseKey);
         throw err;
       }
     },
   };
+}
+
+/** One get-token attempt: where it came from, and which failure places it holds (given back unless it fails). */
+interface Attempt {
+  client: string;
+  login: LoginAttempt;
+  trusted: boolean;
+  keyTaken: boolean;
+  addressTaken: boolean;
 }

@@ -22,9 +22,11 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 /** How long Harness.request waits for an answer. */
 const REQUEST_TIMEOUT_MS = 60_000;
 
-/** Every rate limit off, for tests that send many requests. */
+/** Every rate limit off (every RATE_* variable), for tests that send many requests. */
 export const NO_RATE_LIMITS: Record<string, string> = {
   RATE_GET_TOKEN_PER_MIN: '0',
+  RATE_GET_TOKEN_FAILURES_PER_MIN: '0',
+  RATE_GET_TOKEN_KEY_FAILURES_PER_MIN: '0',
   RATE_SIGN_TOKEN_PER_MIN: '0',
   RATE_VALIDATE_PER_MIN: '0',
   RATE_CHECK_QUOTA_PER_MIN: '0',

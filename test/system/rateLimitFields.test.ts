@@ -126,8 +126,8 @@ t.test('sign-token: "sign-token" per company', async (t) => {
   });
 });
 
-t.test('get-token: "get-token" per license key', async (t) => {
-  const h = await startHarness(t, 'rlf-get', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_PER_MIN: '4', RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
+t.test('get-token: "get-token" per license key, counting the tokens issued', async (t) => {
+  const h = await startHarness(t, 'rlf-get', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_PER_MIN: '4' });
 
   t.test('r counts down from 3; the 5th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense({ totalQuota: 20 });
@@ -135,19 +135,19 @@ t.test('get-token: "get-token" per license key', async (t) => {
     expectOver(t, await h.getToken(lic.licenseKey, lic.password), 'get-token', 4, 'the 5th');
   });
 
-  t.test('a wrong password, an unknown key and a 400 quota (counted) carry them', async (t) => {
+  t.test('a 400 quota (its credentials checked out: counted) carries them; a wrong password and an unknown key count nothing of it', async (t) => {
     const lic = await h.createLicense({ totalQuota: 1 });
     const wrong = await h.getToken(lic.licenseKey, 'wrong password 123');
     expectCodedError(t, wrong, 401, 'INVALID_CREDENTIALS', 'wrong password');
-    expectFields(t, wrong, 'get-token', 4, 3, 'wrong password');
+    expectNone(t, wrong, 'wrong password, failure budgets off');
     const unknown = await h.getToken(randomUUID(), 'any password 123');
     expectCodedError(t, unknown, 401, 'INVALID_CREDENTIALS', 'unknown key');
-    expectFields(t, unknown, 'get-token', 4, 3, 'unknown key (its own count)');
+    expectNone(t, unknown, 'unknown key, failure budgets off');
     const { signToken } = await getTokenPair(h, lic);
     t.equal((await h.validate(signToken)).status, 200, 'the one unit used');
     const none = await h.getToken(lic.licenseKey, lic.password);
     expectCodedError(t, none, 400, 'INSUFFICIENT_QUOTA', 'no quota left');
-    expectFields(t, none, 'get-token', 4, 1, 'no quota left (third request of the key)');
+    expectFields(t, none, 'get-token', 4, 2, 'no quota left (the key\'s second login that checked out)');
   });
 
   t.test('a key that is no UUID, or a body error, is not counted and carries none', async (t) => {
@@ -162,16 +162,48 @@ t.test('get-token: "get-token" per license key', async (t) => {
   });
 });
 
-t.test('failed logins per address: the block carries "failed-logins" with r=0', async (t) => {
-  const h = await startHarness(t, 'rlf-failed', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_PER_MIN: '10', RATE_GET_TOKEN_FAILURES_PER_MIN: '2' });
-  const lic = await h.createLicense();
-  for (let i = 0; i < 2; i++) {
-    const res = await h.getToken(lic.licenseKey, `wrong password ${i}`);
-    expectCodedError(t, res, 401, 'INVALID_CREDENTIALS', `failure ${i + 1}`);
-    expectFields(t, res, 'get-token', 10, 9 - i, `failure ${i + 1}: the key's own limit`);
-  }
-  expectOver(t, await h.getToken(lic.licenseKey, 'wrong password 2'), 'failed-logins', 2, 'the 3rd failure');
-  expectOver(t, await h.getToken(lic.licenseKey, lic.password), 'failed-logins', 2, 'even the right password, before any look-up');
+t.test('failed logins: "failed-logins" per address, "failed-logins-key" per key', async (t) => {
+  const h = await startHarness(t, 'rlf-failed', {
+    ...NO_RATE_LIMITS, TRUST_PROXY: '1', GET_TOKEN_MAX_DELAY_MS: '0',
+    RATE_GET_TOKEN_FAILURES_PER_MIN: '2', RATE_GET_TOKEN_KEY_FAILURES_PER_MIN: '3',
+  });
+  const from = (address: string, licenseKey: string, password: string) =>
+    h.request('POST', '/api/v1/auth/get-token', { licenseKey, password, imzaTipi: 0 }, { 'x-forwarded-for': address });
+
+  t.test('an address\'s failures count down its budget; past it a 429 with r=0, the right password included', async (t) => {
+    const lic = await h.createLicense();
+    for (let i = 0; i < 2; i++) {
+      const res = await from('203.0.113.1', randomUUID(), `wrong password ${i}`);
+      expectCodedError(t, res, 401, 'INVALID_CREDENTIALS', `failure ${i + 1}`);
+      expectFields(t, res, 'failed-logins', 2, 1 - i, `failure ${i + 1}: the address's budget`);
+    }
+    expectOver(t, await from('203.0.113.1', lic.licenseKey, 'wrong password 2'), 'failed-logins', 2, 'the 3rd failure');
+    expectOver(t, await from('203.0.113.1', lic.licenseKey, lic.password), 'failed-logins', 2, 'even the right password');
+  });
+
+  t.test('a wrong password and an unknown key carry the same fields (no telling which keys exist)', async (t) => {
+    const lic = await h.createLicense();
+    const wrong = await from('203.0.113.2', lic.licenseKey, 'wrong password');
+    const unknown = await from('203.0.113.3', randomUUID(), 'wrong password');
+    t.equal(wrong.headers.get('ratelimit-policy'), unknown.headers.get('ratelimit-policy'), 'the same policy');
+    t.equal(wrong.headers.get('ratelimit'), unknown.headers.get('ratelimit'), 'the same figures');
+  });
+
+  t.test('a key\'s failures from several addresses: past its budget a 429 "failed-logins-key"', async (t) => {
+    const lic = await h.createLicense();
+    for (let i = 0; i < 3; i++) expectCodedError(t, await from(`198.51.100.${i + 1}`, lic.licenseKey, 'guess'), 401, 'INVALID_CREDENTIALS');
+    expectOver(t, await from('198.51.100.9', lic.licenseKey, 'guess'), 'failed-logins-key', 3, 'the 4th, from a fresh address');
+  });
+
+  t.test('an address trusted at a key: its failures there count down its own budget at the key', async (t) => {
+    const lic = await h.createLicense();
+    t.equal((await from('192.0.2.5', lic.licenseKey, lic.password)).status, 200, 'a login (the address is trusted at the key)');
+    for (let i = 0; i < 3; i++) {
+      const res = await from('192.0.2.5', lic.licenseKey, `mistyped ${i}`);
+      expectFields(t, res, 'failed-logins-key', 3, 2 - i, `trusted failure ${i + 1}`);
+    }
+    expectOver(t, await from('192.0.2.5', lic.licenseKey, 'mistyped 3'), 'failed-logins-key', 3, 'the 4th');
+  });
 });
 
 t.test('check-quota: "check-quota" per license key', async (t) => {
@@ -194,7 +226,7 @@ t.test('check-quota: "check-quota" per license key', async (t) => {
 });
 
 t.test('every limit 0: neither field on any answer', async (t) => {
-  const h = await startHarness(t, 'rlf-off', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
+  const h = await startHarness(t, 'rlf-off', NO_RATE_LIMITS);
   const lic = await h.createLicense({ totalQuota: 5 });
   const got = await h.getToken(lic.licenseKey, lic.password);
   t.equal(got.status, 200);
