@@ -3,7 +3,7 @@ import type { TransportErrors, TransportFailure } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { codedErrors, messageErrors, timestampedErrors } from '../routes/replies.js';
 import { errorResponses, type Example, type ResponseDoc, type RouteDoc } from './routeDoc.js';
-import { codedErrorOf, License, MessageError, messageErrorOf, QuotaExhaustedError, RateLimitedError, responseHeaders, timestampedErrorOf } from './schemas.js';
+import { codedErrorOf, License, MessageError, messageErrorOf, PRESENTED_TOKEN, QuotaExhaustedError, RateLimitedError, responseHeaders, timestampedErrorOf } from './schemas.js';
 
 // The OpenAPI 3.1 document of the routes the server registers, built once at start from
 // each route's doc (src/openapi/routeDoc.ts): paths, parameters, bodies and answers from
@@ -79,7 +79,9 @@ const TAGS = [
 
 const SECURITY_SCHEMES = {
   adminToken: { type: 'http', scheme: 'bearer', description: 'the ADMIN_TOKEN of the service' },
-  accessToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'the accessToken get-token handed out (15 minutes)' },
+  accessToken: {
+    type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `the accessToken get-token handed out (15 minutes). ${PRESENTED_TOKEN}`,
+  },
 };
 
 const SECURITY = { admin: [{ adminToken: [] }], accessToken: [{ accessToken: [] }], none: [] };

@@ -9,8 +9,16 @@ const closed = { additionalProperties: false } as const;
 
 /** An instant the service writes (Date.toISOString). */
 export const Timestamp = Type.String({ format: 'date-time' });
-/** A JWT: three base64url parts. */
-export const Jwt = Type.String({ pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' });
+/** A JWT this service signed: three base64url parts. */
+export const Jwt = Type.String({
+  pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+  description: 'HS256 JWT, header {"alg":"HS256","typ":"JWT","kid":"<kid of the signing key>"}, base64url without padding',
+});
+/** The tokens a client may present (validate's token, the access token as Bearer), as src/tokens/jwtHeader.ts reads them. */
+export const PRESENTED_TOKEN = 'HS256 JWT, base64url without padding. Its header is either the one this service writes, ' +
+  '{"alg":"HS256","typ":"JWT","kid":"<kid>"} byte for byte, or the published {"alg":"HS256","typ":"JWT"} without a kid, ' +
+  'verified with the key that signs now (any member order and JSON spacing; typ may be left out). Any other header member ' +
+  '(crit, jku, jwk, x5u, cty, ...) or algorithm is refused, and so is a header or payload that repeats a member name at any depth.';
 export const Count = Type.Integer({ minimum: 0 });
 export const Percentage = Type.Number({ minimum: 0, maximum: 100, description: 'remaining share of the quota, two decimals' });
 export const Uuid = Type.String({ format: 'uuid' });

@@ -6,7 +6,7 @@ import { Outcome } from '../redis/scripts.js';
 import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
 import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
-import { Count, messageErrorOf, QuotaExhaustedError, RateLimitedError } from '../openapi/schemas.js';
+import { Count, messageErrorOf, PRESENTED_TOKEN, QuotaExhaustedError, RateLimitedError } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { messageErrors, rateLimited } from './replies.js';
@@ -15,7 +15,9 @@ import { bodyParser, IdempotencyKey, idempotencyKeyHeader, Text } from './schema
 // token emptiness is its own published error, so the schema lets null and blank strings
 // (whitespace, tabs and line breaks included) through to be answered as such
 const ValidateBody = Type.Object({
-  token: Type.Optional(Type.Union([Text({ maxLength: 4096 }), Type.String({ pattern: '^\\s*$', maxLength: 4096 }), Type.Null()])),
+  token: Type.Optional(Type.Union([Text({ maxLength: 4096 }), Type.String({ pattern: '^\\s*$', maxLength: 4096 }), Type.Null()], {
+    description: `the sign token. ${PRESENTED_TOKEN}`,
+  })),
   origin: Type.Optional(Type.Union([Text({ maxLength: 1024 }), Type.Null()])),
 });
 
@@ -103,7 +105,8 @@ const doc: RouteDoc = {
       ['the token was already redeemed', replies.TOKEN_USED],
       ['the license has no quota left', replies.QUOTA_EXHAUSTED, QuotaExhaustedError],
       ['the sign token expired (5 minutes)', replies.TOKEN_EXPIRED],
-      ['malformed, bad signature, an access token, or the license is inactive, expired or gone', replies.TOKEN_INVALID],
+      ['malformed, bad signature, a header other than the accepted ones, a repeated member, an access token, or the license is ' +
+        'inactive, expired or gone', replies.TOKEN_INVALID],
       ['the origin is not one of the license\'s domains', replies.ORIGIN_DENIED],
       ['the Idempotency-Key was used for another token', replies.KEY_REUSED],
       ['too many redemptions for this company (RATE_VALIDATE_PER_MIN)', rateLimited(42_000), RateLimitedError],

@@ -1,5 +1,8 @@
-import { createSigner, createVerifier, TokenError } from 'fast-jwt';
+import { createSecretKey, type KeyObject } from 'node:crypto';
+import { createSigner } from 'fast-jwt';
 import type { JwtKey } from '../config.js';
+import { verifiedClaims } from './hs256.js';
+import { COMPACT_KIDLESS_HEADERS, headerSegment, isKidlessHeader, segmentOf } from './jwtHeader.js';
 
 export const SIGN_TOKEN_SECONDS = 300;
 export const ACCESS_TOKEN_SECONDS = 900;
@@ -54,33 +57,32 @@ function isAccessClaims(p: Record<string, unknown>): p is AccessClaims & Record<
   );
 }
 
-/** The first part of every token signed with a key: its header, {"alg":"HS256","typ":"JWT","kid":...}. */
-export function headerSegment(kid: string): string {
-  return Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid })).toString('base64url');
-}
-
-type Verify = (token: string) => Record<string, unknown>;
-
 /**
  * HS256 signers and verifiers, built once at start. The first key signs, with its kid in
  * the header; every key verifies the tokens whose header names it (key rotation: README).
- * A token's header is matched whole against the headers this service writes, so a token
- * naming another algorithm, an unknown or retired kid, or written by anyone else's
- * encoder is refused before any HMAC is computed.
+ * A token's header is looked up whole among the headers this service writes and the
+ * compact kid-less ones (jwtHeader.ts), which the signing key verifies; only a header found
+ * in neither is parsed, bounded, to see whether it is another spelling of a kid-less one.
+ * So a token naming another algorithm, an unknown or retired kid, or anything else to act
+ * on is refused before any HMAC is computed.
  */
 export class TokenService {
   private readonly sign: (payload: object) => string;
-  private readonly verifiers = new Map<string, Verify>();
+  /** header segment → the key that verifies the tokens under it */
+  private readonly keyOfHeader = new Map<string, KeyObject>();
+  /** the key of kid-less tokens: the one that signs */
+  private readonly signingKey: KeyObject;
 
-  constructor(keys: readonly JwtKey[], issuer: string) {
+  constructor(keys: readonly JwtKey[], private readonly issuer: string) {
     const [first] = keys;
     if (first === undefined) throw new Error('TokenService: no key');
     this.sign = createSigner({ key: Buffer.from(first.secret), algorithm: 'HS256', kid: first.kid, iss: issuer });
-    for (const { kid, secret } of keys) {
-      // exp is checked here, so an expired token never reaches Redis; exp and iat must be numbers
-      this.verifiers.set(headerSegment(kid), createVerifier({
-        key: Buffer.from(secret), algorithms: ['HS256'], requiredClaims: ['exp', 'iat', 'iss'], allowedIss: issuer, clockTolerance: 0,
-      }));
+    for (const { kid, secret } of keys) this.keyOfHeader.set(headerSegment(kid), createSecretKey(Buffer.from(secret)));
+    this.signingKey = this.keyOfHeader.get(headerSegment(first.kid)) as KeyObject;
+    for (const header of COMPACT_KIDLESS_HEADERS) {
+      const segment = segmentOf(header);
+      if (!isKidlessHeader(segment)) throw new Error(`TokenService: ${header} is not a kid-less header`);
+      this.keyOfHeader.set(segment, this.signingKey);
     }
     if (!this.sign({ iat: 0 }).startsWith(`${headerSegment(first.kid)}.`)) throw new Error('TokenService: unexpected token header');
   }
@@ -107,15 +109,21 @@ export class TokenService {
     return isAccessClaims(payload) ? payload : null;
   }
 
+  /**
+   * The claims of a token this service can vouch for, EXPIRED for such a token past its exp
+   * (checked here, so an expired token never reaches Redis), null for anything else: iss
+   * must be JWT_ISSUER, iat and exp numbers, nbf (when present) passed.
+   */
   private decode(token: string): Record<string, unknown> | typeof EXPIRED | null {
-    const verify = this.verifiers.get(token.slice(0, token.indexOf('.')));
-    if (verify === undefined) return null;
-    try {
-      const payload = verify(token);
-      return typeof payload === 'object' && payload !== null ? payload : null;
-    } catch (err) {
-      if (err instanceof TokenError && err.code === TokenError.codes.expired) return EXPIRED;
-      return null;
-    }
+    const headerEnd = token.indexOf('.');
+    if (headerEnd < 0) return null;
+    const header = token.slice(0, headerEnd);
+    const key = this.keyOfHeader.get(header) ?? (isKidlessHeader(header) ? this.signingKey : undefined);
+    if (key === undefined) return null;
+    const claims = verifiedClaims(token, headerEnd, key);
+    if (claims === null || claims.iss !== this.issuer || typeof claims.iat !== 'number' || typeof claims.exp !== 'number') return null;
+    const now = Date.now();
+    if (claims.nbf !== undefined && !(typeof claims.nbf === 'number' && now >= claims.nbf * 1000)) return null;
+    return now <= claims.exp * 1000 ? claims : EXPIRED;
   }
 }

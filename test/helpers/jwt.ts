@@ -7,6 +7,9 @@ import { createHmac } from 'node:crypto';
 /** The header of the tokens a service with JWT_SECRET alone signs (its key's kid is "default"). */
 export const HS256_HEADER = { alg: 'HS256', typ: 'JWT', kid: 'default' };
 
+/** The header the specification publishes, without a kid: verified with the key that signs. */
+export const PUBLISHED_HEADER = { alg: 'HS256', typ: 'JWT' };
+
 /** JWT_ISSUER's default: the iss of every token, checked on verify. */
 export const ISSUER = 'license-service';
 
@@ -74,6 +77,12 @@ export function craftJwt(
   header: Record<string, unknown>, payload: Record<string, unknown>, secret: string | Buffer, hash: JwtHash | null = 'sha256',
 ): string {
   return jwtOfTexts(JSON.stringify(header), JSON.stringify(payload), secret, hash);
+}
+
+/** The JSON text of an object with raw member text put first: `{"a":1}` + `"a":2` → `{"a":2,"a":1}` (a repeat JSON.stringify cannot write). */
+export function withMembersFirst(json: string, members: string): string {
+  if (!json.startsWith('{')) throw new Error(`not an object: ${json}`);
+  return json === '{}' ? `{${members}}` : `{${members},${json.slice(1)}`;
 }
 
 /** The token with its payload replaced and its signature kept: what a forger without the secret can send. */

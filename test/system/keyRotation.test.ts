@@ -3,7 +3,7 @@ import t from 'tap';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { LIVE_COUNTS, startHarness, testEnv, type Harness } from '../helpers/harness.js';
 import type { Answer } from '../helpers/http.js';
-import { craftAccessToken, craftJwt, decodeJwt, ISSUER, signatureValid } from '../helpers/jwt.js';
+import { craftAccessToken, craftJwt, decodeJwt, ISSUER, PUBLISHED_HEADER, signatureValid } from '../helpers/jwt.js';
 import { expectCodedError, expectMessageError, MSG, type Asserts } from '../helpers/shapes.js';
 import { getTokenPair, signOne } from '../helpers/tokens.js';
 
@@ -11,7 +11,8 @@ import { getTokenPair, signOne } from '../helpers/tokens.js';
 // every one verifies, and each token's header names its key. The procedure, one server after
 // the other on the same Redis and Postgres: add the new key second, sign with it (listed
 // first, the old one still verifying), then retire the old one. Every token carries
-// iss = JWT_ISSUER, checked on verify.
+// iss = JWT_ISSUER, checked on verify. A kid-less token (the header the specification
+// publishes) is verified with whichever key signs now, at every step.
 
 const S1 = randomBytes(32).toString('hex');
 const S2 = randomBytes(32).toString('hex');
@@ -35,6 +36,29 @@ function expectInvalidToken(t: Asserts, res: Answer, what: string): void {
   expectCodedError(t, res, 401, 'INVALID_TOKEN', what);
 }
 
+/** The token's claims signed with `secret` under the published header, without a kid. */
+function kidless(token: string, secret: string): string {
+  return craftJwt(PUBLISHED_HEADER, { ...decodeJwt(token).payload }, secret);
+}
+
+/**
+ * A kid-less access token signed with each secret, at sign-token, and a kid-less sign token
+ * (of `signToken`, unspent) at validate: accepted with the secret that signs now, refused
+ * with the other, spending nothing.
+ */
+async function expectKidlessVerifiedBy(
+  t: Asserts, h: Harness, licenseKey: string, accessToken: string, signToken: string, signing: string, other: string, step: string,
+): Promise<void> {
+  expectInvalidToken(t, await h.signToken(kidless(accessToken, other)), `${step}: a kid-less access token of the key that does not sign`);
+  const ok = await h.signToken(kidless(accessToken, signing));
+  t.equal(ok.status, 200, `${step}: a kid-less access token of the signing key is accepted (${ok.text})`);
+  const before = await usedQuota(h, licenseKey);
+  expectMessageError(t, await h.validate(kidless(signToken, other)), [401], `${step}: a kid-less sign token of the key that does not sign`, MSG.INVALID);
+  t.equal(await usedQuota(h, licenseKey), before, `${step}: refused, it spent nothing`);
+  const v = await h.validate(kidless(signToken, signing));
+  t.equal(v.status, 200, `${step}: the same claims, kid-less, signed with the signing key, redeem (${v.text})`);
+}
+
 async function usedQuota(h: Harness, licenseKey: string): Promise<number> {
   const res = await h.checkQuota(licenseKey);
   if (res.status !== 200) throw new Error(`check-quota: ${res.status} ${res.text}`);
@@ -51,6 +75,7 @@ t.test('rotation: k1, k2 added, k2 signing with k1 still verifying, k1 retired',
   expectSignedBy(t, fromA.accessToken, 'k1', S1, 'A\'s access token');
   expectSignedBy(t, fromA.signToken, 'k1', S1, 'A\'s sign token');
   expectSignedBy(t, spareA, 'k1', S1, 'A\'s sign-token token');
+  await expectKidlessVerifiedBy(t, a, lic.licenseKey, fromA.accessToken, await signOne(a, fromA.accessToken), S1, S2, 'k1 alone');
   await a.service.stop();
 
   // step 1: k2 only verifies (another instance may already sign with it)
@@ -60,6 +85,7 @@ t.test('rotation: k1, k2 added, k2 signing with k1 still verifying, k1 retired',
   expectSignedBy(t, stillK1.body.signToken, 'k1', S1, 'with k2 added, the sign token');
   const k2Access = craftJwt(headerOf('k2'), { ...decodeJwt(fromA.accessToken).payload }, S2);
   t.equal((await added.signToken(k2Access)).status, 200, 'with k2 added, a k2 access token is accepted');
+  await expectKidlessVerifiedBy(t, added, lic.licenseKey, fromA.accessToken, await signOne(added, fromA.accessToken), S1, S2, 'step 1 (k2 added, k1 signs)');
   await added.service.stop();
 
   const b = await startHarness(t, 'rot-b', { ...shared, JWT_SECRETS: `k2:${S2},k1:${S1}` });
@@ -75,6 +101,8 @@ t.test('rotation: k1, k2 added, k2 signing with k1 still verifying, k1 retired',
   const fromB = await getTokenPair(b, lic);
   expectSignedBy(t, fromB.accessToken, 'k2', S2, 'B\'s access token');
   expectSignedBy(t, fromB.signToken, 'k2', S2, 'B\'s sign token');
+  // k1 still verifies tokens that name it, but a kid-less one is verified with k2 alone
+  await expectKidlessVerifiedBy(t, b, lic.licenseKey, fromA.accessToken, await signOne(b, fromA.accessToken), S2, S1, 'step 2 (k2 signs, k1 verifies)');
   await b.service.stop();
 
   const c = await startHarness(t, 'rot-c', { ...shared, JWT_SECRETS: `k2:${S2}` });
@@ -91,6 +119,7 @@ t.test('rotation: k1, k2 added, k2 signing with k1 still verifying, k1 retired',
   t.equal(signedOnC.status, 200, `C issues a sign token on B's k2 access token (${signedOnC.text})`);
   expectSignedBy(t, signedOnC.body.signToken, 'k2', S2, 'C\'s sign token');
   t.equal((await c.history(lic.licenseKey, fromB.accessToken)).status, 200, 'C serves history on B\'s access token');
+  await expectKidlessVerifiedBy(t, c, lic.licenseKey, fromB.accessToken, await signOne(c, fromB.accessToken), S2, S1, 'step 3 (k1 retired)');
   await c.drainWorker();
 });
 
@@ -114,8 +143,8 @@ t.test('a token must name the kid of the key that signed it', async (t) => {
     expectInvalidToken(t, await h.history(lic.licenseKey, resigned(access, kid as string, secret as string)), `history: ${what}`);
     expectMessageError(t, await h.validate(resigned(pair.signToken, kid as string, secret as string)), [401], `validate: ${what}`, MSG.INVALID);
   }
-  const noKid = craftJwt({ alg: 'HS256', typ: 'JWT' }, decodeJwt(craftAccessToken(lic.firmaId, S1)).payload, S1);
-  expectInvalidToken(t, await h.signToken(noKid), 'sign-token: a token without a kid (before rotation existed)');
+  const noKid = kidless(craftAccessToken(lic.firmaId, S1), S1);
+  expectInvalidToken(t, await h.signToken(noKid), 'sign-token: a kid-less token signed with k1, which verifies but does not sign');
   const unknownKid = resigned(craftAccessToken(lic.firmaId, S1), 'k3', S1);
   expectInvalidToken(t, await h.signToken(unknownKid), 'sign-token: a kid that is not listed');
   expectMessageError(t, await h.validate(resigned(pair.signToken, 'k3', S1)), [401], 'validate: a kid that is not listed', MSG.INVALID);
