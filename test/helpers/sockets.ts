@@ -38,9 +38,30 @@ export async function parentOf(pid: number): Promise<number | null> {
 
 export interface OneShotAnswer {
   status: number;
+  /** the answer's header fields, names in lower case */
+  headers: Record<string, string>;
   body: string;
   /** the server process that held the connection */
   pid: number;
+}
+
+/** One request of oneRequestPerConnection: headers are added to its own; localAddress binds the client's side (127.0.0.2: another client). */
+export interface OneShotRequest {
+  method: string;
+  path: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  localAddress?: string;
+}
+
+/** The header fields of an HTTP/1.1 answer's head, names in lower case. */
+function headersOf(head: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of head.split('\r\n').slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon > 0) out[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return out;
 }
 
 /**
@@ -50,10 +71,10 @@ export interface OneShotAnswer {
  * once every request is written (e.g. a signal while they are in flight).
  */
 export async function oneRequestPerConnection(
-  port: number, pids: number[], requests: { method: string; path: string; body?: unknown }[], afterSend?: () => void,
+  port: number, pids: number[], requests: OneShotRequest[], afterSend?: () => void,
 ): Promise<OneShotAnswer[]> {
-  const sockets = await Promise.all(requests.map(() => new Promise<net.Socket>((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
+  const sockets = await Promise.all(requests.map(({ localAddress }) => new Promise<net.Socket>((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
     socket.once('connect', () => resolve(socket));
     socket.once('error', reject);
   })));
@@ -64,7 +85,8 @@ export async function oneRequestPerConnection(
       return sockets.every((s) => owners.has(s.localPort as number));
     }, 10_000);
     const answers = sockets.map((socket, i) => {
-      const { method, path, body } = requests[i] as { method: string; path: string; body?: unknown };
+      const { method, path, body, headers = {} } = requests[i] as OneShotRequest;
+      const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
       const payload = body === undefined ? '' : JSON.stringify(body);
       const pid = owners.get(socket.localPort as number) as number; // read now: a closed socket has no local port
       const chunks: Buffer[] = [];
@@ -75,10 +97,10 @@ export async function oneRequestPerConnection(
           const text = Buffer.concat(chunks).toString('utf8');
           const split = text.indexOf('\r\n\r\n');
           if (split < 0) reject(new Error(`connection closed without an answer: ${JSON.stringify(text)}`));
-          else resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4), pid });
+          else resolve({ status: Number(text.split(' ')[1]), headers: headersOf(text.slice(0, split)), body: text.slice(split + 4), pid });
         });
         socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n`
-          + `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+          + `${extra}Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
       });
     });
     afterSend?.();

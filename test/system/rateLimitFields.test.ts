@@ -174,7 +174,7 @@ t.test('failed logins per address: the block carries "failed-logins" with r=0', 
   expectOver(t, await h.getToken(lic.licenseKey, lic.password), 'failed-logins', 2, 'even the right password, before any look-up');
 });
 
-t.test('check-quota: "check-quota" per license key', async (t) => {
+t.test('check-quota: "check-quota" per license key and client address', async (t) => {
   const h = await startHarness(t, 'rlf-quota', { ...NO_RATE_LIMITS, RATE_CHECK_QUOTA_PER_MIN: '3' });
 
   t.test('r counts down from 2; the 4th is a 429 with r=0 and t = Retry-After', async (t) => {
