@@ -62,10 +62,10 @@ async function unitsOf(redis: Redis, key: string, type: string): Promise<number>
   return 1;
 }
 
-/** Key kinds by name (src/redis/keys.ts): the part after the hash tag, or the tag's kind. */
+/** Key kinds by name (src/redis/keys.ts): the part after the hash tag (check-quota's counters `rq:<address>` as `rq`), or the tag's kind. */
 function kindOf(key: string): string {
   const rest = key.slice(PREFIX.length + 1);
-  const m = /^\{(k|a):[^}]*\}:(\w+)$/.exec(rest) ?? /^\{\d+\}:(\w+)/.exec(rest);
+  const m = /^\{(k|a):[^}]*\}:(\w+)(?::.*)?$/.exec(rest) ?? /^\{\d+\}:(\w+)/.exec(rest);
   if (!m) return rest;
   return m.length === 3 ? `{${m[1]}:…}:${m[2]}` : `{b}:${m[1]}`;
 }
@@ -150,7 +150,8 @@ async function main(): Promise<void> {
   const mem0 = await usedMemory(redis);
 
   // licenses, each hydrated the way a customer's first calls do: get-token (credentials,
-  // license copy, get-token rate counter, one sign token) and check-quota (its counter)
+  // license copy, get-token rate counter, one sign token) and check-quota (its counter for
+  // this client, and its cached answer while QUOTA_CACHE_SECONDS lasts)
   const access: string[] = [];
   await inParallel(LICENSES, 8, async (i) => {
     access.push(await createLicense(i));

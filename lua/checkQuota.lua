@@ -1,19 +1,27 @@
 --[[
-  check-quota, step one: count the request against the license key's limit, and read the
-  version of the license's Redis copy, against which the instance's cached answer is
-  checked: an answer built from an older version is never served, so an admin change is
-  visible on the very next request, on every instance, with no message to miss.
+  check-quota, step one: count the request against the client's limit for this license key,
+  read the version of the license's Redis copy, and answer from the cached answer when it
+  was built from that version. Every process of every instance asks here, so they all serve
+  the same answer, and an answer built before an admin change is never served: the change
+  is visible on the very next request, with no message to miss. On a miss the caller reads
+  the license and stores its answer with quotaAnswer.lua, which says how answers are kept.
 
-    KEYS[1] rate-limit counter  {k:<licenseKey>}:rq
+    KEYS[1] rate-limit counter  {k:<licenseKey>}:rq:<address bucket> (one per client and key;
+            {k:<licenseKey>}:rq for clients whose address is unknown)
     KEYS[2] credentials hash    {k:<licenseKey>}:c   field v version of the license row, z fence
+    KEYS[3] cached answer       {k:<licenseKey>}:qa  fields v version, s status line, b body head
 
     ARGV[1] limit per window (0 = off)
     ARGV[2] window, ms
+    ARGV[3] "1": the cache is on (QUOTA_CACHE_SECONDS > 0); "0": off, nothing is read from it
 
-  Returns {outcome, left, reset, version}: left and reset are what the rate-limit step
-  counted (requests the window still allows, ms until it resets; 0, 0 when the limit is
-  off); version is "" when there is no copy or it is fenced (the caller reloads), and when
-  the outcome is OVER_RATE_LIMIT (names: src/redis/scripts.ts).
+  Returns {outcome, left, reset, version, now, status, head}: left and reset are what the
+  rate-limit step counted (requests the window still allows, ms until it resets; 0, 0 when
+  the limit is off); version is "" when there is no copy or it is fenced (the caller
+  reloads), and when the outcome is OVER_RATE_LIMIT (names: src/redis/scripts.ts). On a hit
+  status and head are the cached answer (the body up to its timestamp's value) and now is
+  0; on a miss they are "" and now is Redis's time in ms, read after the version: the stamp
+  of the answer the caller is about to build.
 ]]
 -- @include outcomes
 -- @include rateLimit
@@ -23,8 +31,14 @@ local left, reset = 0, 0
 if limit > 0 then
   local over
   over, left, reset = rateStep(KEYS[1], limit, ARGV[2])
-  if over then return {OVER_RATE_LIMIT, 0, reset, ''} end
+  if over then return {OVER_RATE_LIMIT, 0, reset, '', 0, '', ''} end
 end
 local copy = redis.call('HMGET', KEYS[2], 'v', 'z')
-if not copy[1] or copy[2] then return {DONE, left, reset, ''} end
-return {DONE, left, reset, copy[1]}
+local version = copy[1]
+if not version or copy[2] then version = '' end
+if ARGV[3] == '1' and version ~= '' then
+  local cached = redis.call('HMGET', KEYS[3], 'v', 's', 'b')
+  if cached[1] == version then return {DONE, left, reset, version, 0, cached[2], cached[3]} end
+end
+local t = redis.call('TIME')
+return {DONE, left, reset, version, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), '', ''}

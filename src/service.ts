@@ -29,7 +29,6 @@ import { dashboardRoutes } from './routes/dashboard.js';
 import { historyRoute } from './routes/license_history.js';
 import { metricsRoute } from './routes/metrics.js';
 import { validateRoute } from './routes/license_validate.js';
-import { QuotaCache } from './routes/quotaCache.js';
 import { codedErrors } from './routes/replies.js';
 import { getTokenRoute } from './routes/v1_auth_getToken.js';
 import { signTokenRoute } from './routes/v1_auth_signToken.js';
@@ -81,7 +80,6 @@ export async function startService(config: Config, log: Logger, options: Service
   metrics.watchHasher(passwords);
   const ctx: RouteContext = {
     config, log, sql, redis, keys, store, tokens, hot, passwords,
-    quotaCache: new QuotaCache(config.quotaCacheSeconds * 1000),
     logins: new LoginLimits(redis, keys, config, clock),
     issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot),
     redeemer: new SignTokenRedeemer(keys, new SlotBatcher(redis, redeemLayout, RATE_WINDOW_MS, clock, restarts), hot),

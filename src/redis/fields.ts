@@ -32,6 +32,16 @@ export const CredentialsField = {
   fenceDeadline: LicenseField.fenceDeadline,
 } as const;
 
+/** check-quota's answer {k:<licenseKey>}:qa, shared by every process (lua/quotaAnswer.lua). */
+export const QuotaAnswerField = {
+  /** the version of the license row it was built from */
+  version: LicenseField.version,
+  /** the status line, e.g. "200 OK" */
+  status: 's',
+  /** the body up to its timestamp's value, which each answer adds when it is sent */
+  head: 'b',
+} as const;
+
 /**
  * A usage event on a stream {b}:ev, as issue.lua and redeem.lua add it: one field, named
  * for its kind (EventKind), whose value is the event's values in the order of

@@ -147,7 +147,17 @@ export class KeySpace {
     return `${this.prefix}:{a:${client}}:fg`;
   }
 
-  rateCheckQuota(licenseKey: string): string {
-    return `${this.prefix}:{k:${licenseKey}}:rq`;
+  /**
+   * check-quota's counter of one client (an address bucket, src/http/clientAddress.ts) for
+   * one license key, so a stranger who knows the key spends only his own count; a client
+   * whose address is unknown ("") is counted on the key's own counter.
+   */
+  rateCheckQuota(licenseKey: string, client: string): string {
+    return client === '' ? `${this.prefix}:{k:${licenseKey}}:rq` : `${this.prefix}:{k:${licenseKey}}:rq:${client}`;
+  }
+
+  /** check-quota's answer for a license key, shared by every process (lua/checkQuota.lua, lua/quotaAnswer.lua) */
+  quotaAnswer(licenseKey: string): string {
+    return `${this.prefix}:{k:${licenseKey}}:qa`;
   }
 }

@@ -39,6 +39,8 @@ export enum Outcome {
   TOKEN_REVOKED = 12,
   /** validate: the Idempotency-Key was used with another token */
   IDEMPOTENCY_KEY_REUSED = 13,
+  /** check-quota: an answer built from a version no longer current, or read too long ago, to be stored (lua/quotaAnswer.lua): read again */
+  STALE_ANSWER = 14,
 }
 
 /** What a rate-limit step counted (lua/includes/rateLimit.lua): requests the window still allows, ms until it resets; both 0 when the limit is off. */
@@ -61,18 +63,18 @@ function luaConstants(): string {
 export const enum SyncOutcome { UNCHANGED = 0, CREATED = 1, UPDATED = 2, NOT_CREATED = 3 }
 
 // ---- Redis hash fields and stream event fields: src/redis/fields.ts ------------------
-export { CredentialsField, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField, LicenseField, Marker } from './fields.js';
+export { CredentialsField, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField, LicenseField, Marker, QuotaAnswerField } from './fields.js';
 
 // ---- loading -----------------------------------------------------------------------------
 
 type Args = (string | number)[];
 type Reply = (string | number | null)[];
-export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'sync' | 'fence' | 'ack' | 'redeem' | 'issue';
+export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'sync' | 'fence' | 'ack' | 'redeem' | 'issue';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
-const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'sync', 'fence', 'ack', 'redeem', 'issue'];
+const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'sync', 'fence', 'ack', 'redeem', 'issue'];
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
@@ -157,11 +159,31 @@ export const LOOK_UP_ONLY: LoginAttempt = {
   tokensLimit: 0, windowMs: 60_000, address: '', keyBudget: 0, trustMs: 0, maxDelayMs: 0, addressRefused: false,
 };
 
-/** checkQuota.lua's answer: the copy's version ("" = reload); OVER_RATE_LIMIT: wait rate.resetMs */
+/** A rendered check-quota answer: its status line and its body up to the timestamp's value (`...,"timestamp":"`). */
+export interface QuotaAnswer {
+  status: string;
+  head: string;
+}
+
+/**
+ * checkQuota.lua's answer: the copy's version ("" = reload, uncached); on a hit the cached
+ * answer, on a miss (answer null) Redis's time to stamp the answer about to be built with;
+ * OVER_RATE_LIMIT: wait rate.resetMs
+ */
 export interface QuotaChecked {
   outcome: Outcome.DONE | Outcome.OVER_RATE_LIMIT;
   rate: RateCount;
   version: string;
+  stampMs: number;
+  answer: QuotaAnswer | null;
+}
+
+/** quotaAnswer.lua's answer: DONE with the answer to serve; STALE_ANSWER with the copy's version and Redis's time, to read again with */
+export interface QuotaStored {
+  outcome: Outcome.DONE | Outcome.STALE_ANSWER;
+  answer: QuotaAnswer;
+  version: string;
+  stampMs: number;
 }
 
 const outcomeOf = (value: unknown): Outcome => Number(value) as Outcome;
@@ -202,7 +224,19 @@ export interface LoginGranted {
 
 function readQuotaChecked(reply: unknown): QuotaChecked {
   const r = reply as Reply;
-  return { outcome: outcomeOf(r[0]) as QuotaChecked['outcome'], rate: rateOf(r, 1), version: String(r[3] ?? '') };
+  const status = String(r[5] ?? '');
+  return {
+    outcome: outcomeOf(r[0]) as QuotaChecked['outcome'], rate: rateOf(r, 1), version: String(r[3] ?? ''), stampMs: Number(r[4]),
+    answer: status === '' ? null : { status, head: String(r[6] ?? '') },
+  };
+}
+
+function readQuotaStored(reply: unknown): QuotaStored {
+  const r = reply as Reply;
+  return {
+    outcome: outcomeOf(r[0]) as QuotaStored['outcome'], answer: { status: String(r[1] ?? ''), head: String(r[2] ?? '') },
+    version: String(r[3] ?? ''), stampMs: Number(r[4]),
+  };
 }
 
 const readSynced = (reply: unknown): [SyncOutcome, boolean] => [Number((reply as Reply)[0]) as SyncOutcome, Number((reply as Reply)[1]) === 1];
@@ -235,11 +269,21 @@ export const scripts = {
     name: 'failures', args: [1, budgetKey, 'give', budget, windowMs, 0, 0], read: readFailureGate,
   }),
 
-  /** lua/checkQuota.lua: check-quota's rate limit and the version of the license's copy */
-  checkQuota: (keys: KeySpace, licenseKey: string, limit: number, windowMs: number): ScriptCall<QuotaChecked> => ({
+  /**
+   * lua/checkQuota.lua: check-quota's rate limit for one client (its address bucket, "" when
+   * unknown), the version of the license's copy and, when cached is true, the answer cached for it
+   */
+  checkQuota: (keys: KeySpace, licenseKey: string, client: string, limit: number, windowMs: number, cached: boolean): ScriptCall<QuotaChecked> => ({
     name: 'checkQuota',
-    args: [2, keys.rateCheckQuota(licenseKey), keys.credentials(licenseKey), limit, windowMs],
+    args: [3, keys.rateCheckQuota(licenseKey, client), keys.credentials(licenseKey), keys.quotaAnswer(licenseKey), limit, windowMs, cached ? '1' : '0'],
     read: readQuotaChecked,
+  }),
+
+  /** lua/quotaAnswer.lua: stores an answer built from `version`, stamped stampMs (Redis's clock), for lifetimeMs; or hands back the one to serve */
+  quotaAnswer: (keys: KeySpace, licenseKey: string, version: string, stampMs: number, lifetimeMs: number, answer: QuotaAnswer): ScriptCall<QuotaStored> => ({
+    name: 'quotaAnswer',
+    args: [2, keys.credentials(licenseKey), keys.quotaAnswer(licenseKey), version, stampMs, lifetimeMs, answer.status, answer.head],
+    read: readQuotaStored,
   }),
 
   /** lua/fence.lua: fences a copy (license or credentials hash) until deadlineMs; resolves the changes in flight */

@@ -12,7 +12,6 @@ import type { TokenService } from '../tokens/jwt.js';
 import type { SignTokenIssuer } from '../tokens/issueSignToken.js';
 import type { SignTokenRedeemer } from '../tokens/redeemSignToken.js';
 import type { Sql } from '../db/pg.js';
-import type { QuotaCache } from './quotaCache.js';
 
 /** What the routes share, built once at start (src/service.ts). */
 export interface RouteContext {
@@ -26,7 +25,6 @@ export interface RouteContext {
   hot: HotLicenses;
   passwords: Passwords;
   logins: LoginLimits;
-  quotaCache: QuotaCache;
   /** get-token and sign-token share it, so their requests batch together */
   issuer: SignTokenIssuer;
   redeemer: SignTokenRedeemer;

@@ -41,8 +41,8 @@ const TYPES: Record<string, string> = {
 
 /**
  * How often the page asks check-quota again: once per cache window (QUOTA_CACHE_SECONDS;
- * 10 s when the cache is off), and never more than half the per-key rate limit allows, so
- * that a second tab or the web application itself still gets answers.
+ * 10 s when the cache is off), and never more than half the rate limit (per key and client
+ * address) allows, so that a second tab or the web application itself still gets answers.
  */
 export function refreshSeconds(config: Pick<Config, 'quotaCacheSeconds' | 'rate'>): number {
   const window = config.quotaCacheSeconds > 0 ? config.quotaCacheSeconds : 10;

@@ -1,14 +1,15 @@
 import { Type } from '@sinclair/typebox';
 import { RATE_WINDOW_MS } from '../config.js';
+import { addressBucket } from '../http/clientAddress.js';
 import { retryHeaders, retrySeconds, STATUS, type Headers, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
+import { ServiceUnavailable } from '../errors.js';
 import type { LiveLicense } from '../licenses/hot.js';
-import { Outcome, runScript, scripts } from '../redis/scripts.js';
+import { Outcome, runScript, scripts, type QuotaAnswer } from '../redis/scripts.js';
 import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { Count, Percentage, Timestamp, timestampedErrorOf, Uuid } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
-import type { CachedAnswer } from './quotaCache.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { INVALID_LICENSE_KEY, quotaPercentage, RATE_MESSAGE, timestampedErrors } from './replies.js';
 import { LicenseKey, licenseKeyParam } from './schemas.js';
@@ -26,8 +27,17 @@ const errors = {
 
 const DAY_MS = 86_400_000;
 const FOUND_MESSAGE = 'Kota bilgisi başarıyla getirildi';
+/**
+ * Reads of the license one request may make after a miss. The second follows an admin
+ * change that came between the version's read and the answer's store, or a first read too
+ * slow to be stored (lua/quotaAnswer.lua); after it the request answers what it read,
+ * uncached, if the license changed again meanwhile, and 503 if it was too slow again
+ * (Redis or Postgres are failing), rather than store an answer older than one served.
+ */
+const MAX_READS = 2;
 
-type Answer = Omit<CachedAnswer, 'expiresAt' | 'version'>;
+/** A rendered answer: status line and body up to the timestamp's value, which is added when it is sent. */
+type Answer = QuotaAnswer;
 
 function failure(error: keyof typeof errors, extra?: Record<string, unknown>): Answer {
   const [status, message] = errors[error];
@@ -60,7 +70,7 @@ function answerFor(licenseKey: string, live: LiveLicense | null, now: number): A
 }
 
 function send(answer: Answer, headers?: Headers): Reply {
-  return { status: answer.status, body: `${answer.head}${new Date().toISOString()}"}`, headers: headers ?? answer.headers };
+  return { status: answer.status, body: `${answer.head}${new Date().toISOString()}"}`, headers };
 }
 
 // ---- the document (/openapi.json): the examples are this file's own answers for one license
@@ -88,8 +98,10 @@ const limited = send(failure('RATE_LIMITED', { retryAfter: 42 }));
 
 const doc: RouteDoc = {
   summary: 'Look up a license\'s remaining quota',
-  description: 'Public, for dashboards; consult it before signing. Answers are cached per license for QUOTA_CACHE_SECONDS ' +
-    '(an admin change shows at once). Limited per license key (RATE_CHECK_QUOTA_PER_MIN).',
+  description: 'Public, for dashboards; consult it before signing. One answer per license for every process of the ' +
+    'instance, at most QUOTA_CACHE_SECONDS old and never an older figure after a newer one; an admin change shows on the ' +
+    'very next request. Limited to RATE_CHECK_QUOTA_PER_MIN (10) a minute per license key and client address ' +
+    '(TRUST_PROXY for X-Forwarded-For), so a stranger who knows a key spends only his own count, not its holder\'s.',
   tags: ['public'],
   auth: 'none',
   params: { licenseKey: { description: 'the license key, a UUID (any case)', schema: LicenseKey } },
@@ -106,39 +118,51 @@ const doc: RouteDoc = {
       ['the quota is used up', exhausted, timestampedErrorOf([bodyOf(exhausted)], {
         data: Type.Object({ remainingQuota: Type.Literal(0), totalQuota: Count, usedQuota: Count }, { additionalProperties: false }),
       })],
-      ['too many look-ups of this license key', limited, timestampedErrorOf([bodyOf(limited)], { retryAfter: Type.Integer({ minimum: 1 }) })],
+      ['too many look-ups of this license key from this client address', limited, timestampedErrorOf([bodyOf(limited)], { retryAfter: Type.Integer({ minimum: 1 }) })],
     ], { 429: ['Retry-After'] }),
   },
 };
 
-/** GET /api/License/check-quota/{licenseKey}: public quota lookup, cached per license. */
+/** GET /api/License/check-quota/{licenseKey}: public quota lookup, one cached answer per license for every process. */
 export function checkQuotaRoute(ctx: RouteContext): Route {
   const limit = ctx.config.rate.checkQuota;
+  const lifetimeMs = ctx.config.quotaCacheSeconds * 1000;
   const fields = new RateLimitFields('check-quota', limit);
   const invalidKey = failure('INVALID_LICENSE_KEY');
 
-  /** The answer: cached if built from the license's current version, else loaded. */
-  function current(licenseKey: string, version: string, headers: Headers | undefined): Reply | Promise<Reply> {
-    const now = Date.now();
-    const cached = version === '' ? undefined : ctx.quotaCache.get(licenseKey, version, now);
-    return cached ? send(cached, headers) : load(licenseKey, version, now, headers);
+  /**
+   * After a miss: reads the license, renders its answer and stores it (lua/quotaAnswer.lua),
+   * serving what the store hands back, which is another process's answer when that one was
+   * stored first. Unknown keys are not stored (a spray of random keys must not fill Redis;
+   * Redis remembers them apart: UNKNOWN_KEY_CACHE_SECONDS), nor anything with the cache off.
+   */
+  async function load(licenseKey: string, version: string, stampMs: number, headers: Headers | undefined): Promise<Reply> {
+    for (let read = 1; ; read++) {
+      const live = await ctx.hot.read(licenseKey);
+      const answer = answerFor(licenseKey, live, Date.now());
+      if (live === null || lifetimeMs === 0) return send(answer, headers);
+      const stored = await runScript(ctx.redis, scripts.quotaAnswer(ctx.keys, licenseKey, version, stampMs, lifetimeMs, answer));
+      if (stored.outcome === Outcome.DONE) return send(stored.answer, headers);
+      const changed = stored.version !== version;
+      // the copy is fenced (an admin change in flight), or changed twice: this request
+      // overlaps the change, and what it read is as good an answer as any
+      if (stored.version === '' || (changed && read >= MAX_READS)) return send(answer, headers);
+      if (read >= MAX_READS) throw new ServiceUnavailable('check-quota: the license was read too slowly to be cached');
+      version = stored.version;
+      stampMs = stored.stampMs;
+    }
   }
 
-  /** version: read before the license itself, so an entry is never newer than its stamp */
-  async function load(licenseKey: string, version: string, now: number, headers: Headers | undefined): Promise<Reply> {
-    const live = await ctx.hot.read(licenseKey);
-    const answer = answerFor(licenseKey, live, now);
-    // unknown keys are not cached here (Redis remembers them): a spray of random keys
-    // must not push real licenses out of the cache
-    if (live !== null && version !== '') ctx.quotaCache.set(licenseKey, { ...answer, version }, now);
-    return send(answer, headers);
-  }
-
-  /** One script call counts the request and reads the license's version (lua/checkQuota.lua). */
-  async function answer(licenseKey: string): Promise<Reply> {
-    const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, limit, RATE_WINDOW_MS));
+  /**
+   * One script call counts the request against the client's limit for the key, reads the
+   * license's version and, when cached for that version, the answer (lua/checkQuota.lua).
+   */
+  async function answer(licenseKey: string, client: string): Promise<Reply> {
+    const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, client, limit, RATE_WINDOW_MS, lifetimeMs > 0));
     const counted = limit === 0 ? undefined : fields.headers(checked.rate);
-    if (checked.outcome === Outcome.DONE) return current(licenseKey, checked.version, counted);
+    if (checked.outcome === Outcome.DONE) {
+      return checked.answer !== null ? send(checked.answer, counted) : load(licenseKey, checked.version, checked.stampMs, counted);
+    }
     const seconds = retrySeconds(checked.rate.resetMs);
     return send(failure('RATE_LIMITED', { retryAfter: seconds }), [...retryHeaders(seconds) ?? [], ...counted ?? []]);
   }
@@ -147,12 +171,16 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
     method: 'get',
     path: '/api/license/check-quota/:licenseKey',
     errors: timestampedErrors,
+    needsClientAddress: true,
     cors: true,
     doc,
     handler(req) {
       const licenseKey = licenseKeyParam(req.params[0]);
       if (licenseKey === null) return send(invalidKey);
-      return answer(licenseKey);
+      // counted per key and client, so a stranger who knows the key spends only his own
+      // count; an unknown address ("") is counted on the key's own counter, shared by
+      // every request without one: no address must not mean no limit
+      return answer(licenseKey, req.clientAddress === '' ? '' : addressBucket(req.clientAddress));
     },
   };
 }

@@ -36,18 +36,32 @@ export async function parentOf(pid: number): Promise<number | null> {
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
 }
 
-export interface OneRequest {
-  method: string;
-  path: string;
-  /** sent as JSON */
-  body?: unknown;
-}
-
 export interface OneShotAnswer {
   status: number;
+  /** the answer's header fields, names in lower case */
+  headers: Record<string, string>;
   body: string;
   /** the server process that held the connection */
   pid: number;
+}
+
+/** One request of oneRequestPerConnection: headers are added to its own; localAddress binds the client's side (127.0.0.2: another client). */
+export interface OneShotRequest {
+  method: string;
+  path: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  localAddress?: string;
+}
+
+/** The header fields of an HTTP/1.1 answer's head, names in lower case. */
+function headersOf(head: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of head.split('\r\n').slice(1)) {
+    const colon = line.indexOf(':');
+    if (colon > 0) out[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return out;
 }
 
 /**
@@ -57,10 +71,10 @@ export interface OneShotAnswer {
  * once every request is written (e.g. a signal while they are in flight).
  */
 export async function oneRequestPerConnection(
-  port: number, pids: number[], requests: OneRequest[], afterSend?: () => void,
+  port: number, pids: number[], requests: OneShotRequest[], afterSend?: () => void,
 ): Promise<OneShotAnswer[]> {
-  const sockets = await Promise.all(requests.map(() => new Promise<net.Socket>((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
+  const sockets = await Promise.all(requests.map(({ localAddress }) => new Promise<net.Socket>((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
     socket.once('connect', () => resolve(socket));
     socket.once('error', reject);
   })));
@@ -71,7 +85,7 @@ export async function oneRequestPerConnection(
       return sockets.every((s) => owners.has(s.localPort as number));
     }, 10_000);
     // the pid read now: a closed socket has no local port
-    const answers = sockets.map((socket, i) => exchange(socket, owners.get(socket.localPort as number) as number, requests[i] as OneRequest));
+    const answers = sockets.map((socket, i) => exchange(socket, owners.get(socket.localPort as number) as number, requests[i] as OneShotRequest));
     afterSend?.();
     return await Promise.all(answers);
   } finally {
@@ -85,7 +99,7 @@ export async function oneRequestPerConnection(
  * closing the others unused. For a test that must reach one process while another, hung,
  * accepts nothing (the connections handed to that one never show in /proc).
  */
-export async function requestVia(port: number, pid: number, request: OneRequest, rounds = 20): Promise<OneShotAnswer> {
+export async function requestVia(port: number, pid: number, request: OneShotRequest, rounds = 20): Promise<OneShotAnswer> {
   for (let round = 0; round < rounds; round++) {
     const sockets = await Promise.all(Array.from({ length: 4 }, () => new Promise<net.Socket>((resolve, reject) => {
       const socket = net.connect(port, '127.0.0.1');
@@ -106,8 +120,9 @@ export async function requestVia(port: number, pid: number, request: OneRequest,
 }
 
 /** Sends one request (Connection: close) on a connected socket and reads the answer until the server closes it. */
-function exchange(socket: net.Socket, pid: number, { method, path, body }: OneRequest): Promise<OneShotAnswer> {
+function exchange(socket: net.Socket, pid: number, { method, path, body, headers = {} }: OneShotRequest): Promise<OneShotAnswer> {
   const payload = body === undefined ? '' : JSON.stringify(body);
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   const chunks: Buffer[] = [];
   return new Promise<OneShotAnswer>((resolve, reject) => {
     socket.on('data', (c: Buffer) => chunks.push(c));
@@ -116,9 +131,9 @@ function exchange(socket: net.Socket, pid: number, { method, path, body }: OneRe
       const text = Buffer.concat(chunks).toString('utf8');
       const split = text.indexOf('\r\n\r\n');
       if (split < 0) reject(new Error(`connection closed without an answer: ${JSON.stringify(text)}`));
-      else resolve({ status: Number(text.split(' ')[1]), body: text.slice(split + 4), pid });
+      else resolve({ status: Number(text.split(' ')[1]), headers: headersOf(text.slice(0, split)), body: text.slice(split + 4), pid });
     });
     socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n`
-      + `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+      + `${extra}Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
   });
 }

@@ -8,8 +8,9 @@ import { sleep } from '../helpers/wait.js';
 
 // GET /api/License/check-quota/{licenseKey} (CONTRACT.md), the 200 answers: every field, the
 // remaining share, both path casings, and the cache (QUOTA_CACHE_SECONDS): a redemption may
-// stay hidden for its time, an admin change shows at once, on every instance. Through the
-// client SDK, but where the wire itself is checked (content type, timestamp, path casings).
+// stay hidden for its time, an admin change shows at once, on every instance (the cache as
+// `npm start` runs it, every process: checkQuota.cache.test.ts). Through the client SDK, but
+// where the wire itself is checked (content type, timestamp, path casings).
 
 const DAY_MS = 86_400_000;
 
@@ -132,9 +133,10 @@ t.test('two instances sharing Redis and Postgres: an admin change on A shows on 
   const lic = await a.createLicense({ totalQuota: 5 });
   t.equal((await quota(b, lic.licenseKey)).remainingQuota, 5, 'B sees the license made through A');
 
-  // B caches: a redemption through A is hidden on B
+  // the answer is cached for both: a redemption through A is hidden on A and B alike
   t.equal(await redeem(a, await new TokenSource(a, lic).next()), 1, 'redemption through A');
-  t.equal((await quota(b, lic.licenseKey)).remainingQuota, 5, 'B answers from its cache');
+  t.equal((await quota(b, lic.licenseKey)).remainingQuota, 5, 'B answers from the cache');
+  t.equal((await quota(a, lic.licenseKey)).remainingQuota, 5, 'and so does A: one answer for both');
 
   // no waiting for a message: the next answer after the admin's 200, every time
   for (let i = 1; i <= 10; i++) {
@@ -147,7 +149,7 @@ t.test('two instances sharing Redis and Postgres: an admin change on A shows on 
     );
   }
 
-  t.equal((await quota(a, lic.licenseKey)).isActive, true, 'A caches an active answer');
+  t.equal((await quota(a, lic.licenseKey)).isActive, true, 'an active answer cached');
   await adminOk(b, 'PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { isActive: false });
   t.match(await rejection(quota(b, lic.licenseKey)), { status: 403, code: 'LICENSE_INACTIVE' }, 'B itself: deactivation visible at once');
   t.match(await rejection(quota(a, lic.licenseKey)), { status: 403, code: 'LICENSE_INACTIVE' }, 'deactivation through B: A\'s next answer has it');

@@ -1,13 +1,95 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
-import { retryAfterSeconds } from '../helpers/shapes.js';
+import { createLicense, NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import { RATE_MESSAGE, retryAfterSeconds } from '../helpers/shapes.js';
+import { keysOf, startDefaultServer } from '../helpers/servers.js';
+import { oneRequestPerConnection, type OneShotAnswer } from '../helpers/sockets.js';
+import { createRedis } from '../../src/redis/client.js';
+import { Outcome, runScript, scripts } from '../../src/redis/scripts.js';
 
-// GET /api/License/check-quota/{licenseKey} against abuse: its rate limit per license key
-// (RATE_CHECK_QUOTA_PER_MIN; the 429 must not read as the published quota-exhausted one),
+// GET /api/License/check-quota/{licenseKey} against abuse: its rate limit, counted per
+// license key and client address (RATE_CHECK_QUOTA_PER_MIN; the 429 must not read as the
+// published quota-exhausted one), so a stranger who knows a key cannot keep its holder out;
 // and unknown keys remembered in Redis so a spray of them stays off Postgres.
 
-t.test('rate limit: the 4th request is refused with Retry-After and an error object, per key', async (t) => {
+const path = (licenseKey: string) => `/api/License/check-quota/${licenseKey}`;
+const rateLimit = (a: OneShotAnswer) => /^"check-quota";r=(\d+);t=(\d+)$/.exec(a.headers.ratelimit ?? '');
+
+t.test('as npm start runs it (default limit 10, every process): a stranger\'s 20 calls do not stop the holder\'s 10', async (t) => {
+  const s = await startDefaultServer(t, 'cq-stranger');
+  const lic = await createLicense(s.client, { totalQuota: 5 });
+
+  // the stranger, on 127.0.0.2, knows the key; X-Forwarded-For is not trusted (TRUST_PROXY=0):
+  // the addresses it claims there change nothing
+  const stranger = await oneRequestPerConnection(s.port, s.pids, Array.from({ length: 20 }, (_, i) => ({
+    method: 'GET', path: path(lic.licenseKey), localAddress: '127.0.0.2', headers: { 'X-Forwarded-For': `198.51.100.${i + 1}` },
+  })));
+  t.equal(new Set(stranger.map((a) => a.pid)).size, s.pids.length, 'the stranger\'s calls reached every process');
+  t.same(stranger.map((a) => a.status).sort(), [...Array(10).fill(200), ...Array(10).fill(429)], 'the stranger: 10 answered, then his own limit');
+
+  // the holder, on 127.0.0.1: the published 10 a minute, all its own
+  const holder = await oneRequestPerConnection(s.port, s.pids, Array.from({ length: 10 }, () => ({ method: 'GET', path: path(lic.licenseKey) })));
+  t.equal(new Set(holder.map((a) => a.pid)).size, s.pids.length, 'the holder\'s calls reached every process');
+  t.same(holder.map((a) => a.status), Array(10).fill(200), 'the holder: all 10 answered 200');
+  t.ok(holder.every((a) => a.headers['ratelimit-policy'] === '"check-quota";q=10;w=60'), 'RateLimit-Policy "check-quota";q=10;w=60 on each');
+  t.same(holder.map((a) => Number(rateLimit(a)?.[1])).sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'RateLimit r counts the holder\'s own 10 down');
+
+  const [over] = await oneRequestPerConnection(s.port, s.pids, [{ method: 'GET', path: path(lic.licenseKey) }]);
+  const eleventh = over as OneShotAnswer;
+  t.equal(eleventh.status, 429, 'the holder\'s 11th: 429');
+  const retryAfter = eleventh.headers['retry-after'] ?? '';
+  t.match(retryAfter, /^\d+$/, `Retry-After in whole seconds (${retryAfter})`);
+  t.ok(Number(retryAfter) >= 1 && Number(retryAfter) <= 60, 'within the minute');
+  const body = JSON.parse(eleventh.body) as Record<string, unknown>;
+  t.match(body, { success: false, error: { code: 'RATE_LIMITED', message: RATE_MESSAGE }, retryAfter: Number(retryAfter) }, 'the error object, retryAfter as Retry-After');
+  t.match(body.timestamp, /^\d{4}-\d{2}-\d{2}T[\d:.]+Z$/, 'and a timestamp');
+  t.equal(eleventh.headers['ratelimit-policy'], '"check-quota";q=10;w=60', 'RateLimit-Policy on the 429');
+  t.equal(eleventh.headers.ratelimit, `"check-quota";r=0;t=${retryAfter}`, 'RateLimit r=0, t = Retry-After');
+
+  // memory: one counter per client and key, expiring with the window, and the one answer
+  const counters = [s.keys.rateCheckQuota(lic.licenseKey, '127.0.0.1'), s.keys.rateCheckQuota(lic.licenseKey, '127.0.0.2')];
+  t.same(await keysOf(s, lic.licenseKey), [s.keys.credentials(lic.licenseKey), s.keys.quotaAnswer(lic.licenseKey), ...counters].sort(),
+    'the key\'s slot: credentials, the answer, one counter per client (none for the addresses the stranger claimed)');
+  t.same(await Promise.all(counters.map((key) => s.redis.get(key))), ['11', '20'], 'each counter holds its own client\'s calls');
+  for (const key of counters) {
+    const ttl = await s.redis.pttl(key);
+    t.ok(ttl > 0 && ttl <= 60_000, `${key.slice(key.indexOf('}') + 1)} expires with the window (${ttl} ms left)`);
+  }
+});
+
+t.test('behind a proxy (TRUST_PROXY=1): counted per forwarded address, an IPv6 /64 as one client', async (t) => {
+  const h = await startHarness(t, 'cq-proxy', { ...NO_RATE_LIMITS, RATE_CHECK_QUOTA_PER_MIN: '10', TRUST_PROXY: '1' });
+  const lic = await h.createLicense();
+  const from = async (address: string) => (await h.request('GET', path(lic.licenseKey), undefined, { 'X-Forwarded-For': address })).status;
+
+  const stranger: number[] = [];
+  for (let i = 0; i < 20; i++) stranger.push(await from('203.0.113.7'));
+  t.same(stranger, [...Array(10).fill(200), ...Array(10).fill(429)], 'a stranger at 203.0.113.7: 10, then 429');
+  const holder: number[] = [];
+  for (let i = 0; i < 11; i++) holder.push(await from('192.0.2.44'));
+  t.same(holder, [...Array(10).fill(200), 429], 'the holder at 192.0.2.44: its own 10, then 429');
+
+  // one host is usually given a whole /64: rotating addresses inside it buys nothing
+  const rotating: number[] = [];
+  for (let i = 0; i < 12; i++) rotating.push(await from(`2001:db8:7:9::${(i + 1).toString(16)}`));
+  t.same(rotating, [...Array(10).fill(200), 429, 429], 'addresses of one IPv6 /64 share one count');
+  t.equal(await from('2001:db8:7:a::1'), 200, 'the next /64 has its own');
+});
+
+t.test('a client whose address is unknown is counted on the key\'s own counter', async (t) => {
+  const h = await startHarness(t, 'cq-noaddress', NO_RATE_LIMITS);
+  const lic = await h.createLicense();
+  // no HTTP request comes without a peer address: the script is called as the route calls it
+  const client = createRedis(h.config, 'test');
+  t.teardown(() => client.quit());
+  const outcomes: Outcome[] = [];
+  for (let i = 0; i < 3; i++) outcomes.push((await runScript(client, scripts.checkQuota(h.keys, lic.licenseKey, '', 2, 60_000, true))).outcome);
+  t.same(outcomes, [Outcome.DONE, Outcome.DONE, Outcome.OVER_RATE_LIMIT], 'limit 2: the third is over');
+  t.equal(h.keys.rateCheckQuota(lic.licenseKey, ''), `${h.prefix}:{k:${lic.licenseKey}}:rq`, 'the key\'s own counter');
+  t.equal(await h.redis.get(h.keys.rateCheckQuota(lic.licenseKey, '')), '3', 'holds every call without an address');
+});
+
+t.test('rate limit: the 4th request of one client is refused with Retry-After and an error object, per key', async (t) => {
   const h = await startHarness(t, 'cq-ratelimit', { RATE_CHECK_QUOTA_PER_MIN: '3' });
   const lic = await h.createLicense();
   const other = await h.createLicense();

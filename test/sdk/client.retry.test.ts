@@ -39,7 +39,8 @@ async function shortenWindow(key: string, ms = 1500): Promise<void> {
 
 function rateKeys(lic: TestLicense) {
   const firma = h.keys.forLicense(lic.firmaId);
-  return { getToken: h.keys.rateGetToken(lic.licenseKey), checkQuota: h.keys.rateCheckQuota(lic.licenseKey), validate: firma.rateValidate, sign: firma.rateSign };
+  // check-quota counts per key and client address: this test's, 127.0.0.1
+  return { getToken: h.keys.rateGetToken(lic.licenseKey), checkQuota: h.keys.rateCheckQuota(lic.licenseKey, '127.0.0.1'), validate: firma.rateValidate, sign: firma.rateSign };
 }
 
 t.test('without retries a 429 surfaces as RATE_LIMITED with retryAfter, on every limited endpoint', async (t) => {

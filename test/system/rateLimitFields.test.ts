@@ -206,7 +206,7 @@ t.test('failed logins: "failed-logins" per address, "failed-logins-key" per key'
   });
 });
 
-t.test('check-quota: "check-quota" per license key', async (t) => {
+t.test('check-quota: "check-quota" per license key and client address', async (t) => {
   const h = await startHarness(t, 'rlf-quota', { ...NO_RATE_LIMITS, RATE_CHECK_QUOTA_PER_MIN: '3' });
 
   t.test('r counts down from 2; the 4th is a 429 with r=0 and t = Retry-After', async (t) => {
