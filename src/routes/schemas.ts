@@ -129,9 +129,10 @@ export function licenseKeyParam(raw: string | undefined): string | null {
 }
 
 /** 1-255 printable ASCII, neither starting nor ending with a space. */
-const IDEMPOTENCY_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
-/** The same rule as a schema, for the document (/openapi.json). */
-export const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY.source });
+const IDEMPOTENCY_KEY_RULE = '[\\x21-\\x7e](?:[\\x20-\\x7e]{0,253}[\\x21-\\x7e])?';
+const IDEMPOTENCY_KEY = new RegExp(`^${IDEMPOTENCY_KEY_RULE}$`);
+/** The same rule as a schema, for the document (/openapi.json); an empty value is read as no header. */
+export const IdempotencyKey = Type.String({ maxLength: 255, pattern: `^(?:${IDEMPOTENCY_KEY_RULE})?$` });
 
 /** An Idempotency-Key header (admin purchases, validate): null when absent, false when malformed. */
 export function idempotencyKeyHeader(header: string): string | null | false {

@@ -42,18 +42,31 @@ const TokenPair = Type.Object({
   remainingQuota: Count,
 }, { additionalProperties: false });
 
+/** The answers that carry each limit's RateLimit fields: those that passed its count (src/openapi/routeDoc.ts RateLimitDoc). */
+const KEY_LIMIT = {
+  per: 'license key', setting: 'RATE_GET_TOKEN_PER_MIN',
+  statuses: {
+    200: 'every',
+    400: 'INSUFFICIENT_QUOTA (INVALID_REQUEST is refused before any look-up)',
+    401: 'a license key of UUID form, the form of every key there is (a key of any other form is refused as unknown, without a look-up)',
+    429: 'the 429 of a license key over its limit',
+  },
+} as const;
+const ADDRESS_LIMIT = {
+  per: 'client address, failed attempts only', setting: 'RATE_GET_TOKEN_FAILURES_PER_MIN',
+  statuses: { 429: 'the 429 of a client address blocked for failed attempts (no look-up is made)' },
+} as const;
+
 const doc: RouteDoc = {
   summary: 'Issue an access token and a sign token',
   description: 'Trades the license key and password for an access token (15 minutes, for sign-token and history) and a ' +
-    'single-use sign token (5 minutes) for the desktop signing application. Every call issues a new sign token. Limited per ' +
-    'license key (RATE_GET_TOKEN_PER_MIN) and, for failed attempts, per client address.',
+    'single-use sign token (5 minutes) for the desktop signing application. Every call issues a new sign token.',
   tags: ['public'],
   auth: 'none',
   body: {
     schema: GetTokenBody,
     examples: [{ summary: 'Medula signature', value: { licenseKey: EXAMPLE.licenseKey, password: EXAMPLE.password, imzaTipi: 0 } }],
   },
-  rateLimit: 'get-token',
   responses: {
     200: {
       description: 'the token pair, and the quota left when it was issued',
@@ -72,8 +85,9 @@ const doc: RouteDoc = {
       ['unknown license key or wrong password', authReplies.INVALID_CREDENTIALS],
       ['the license is past its expiry date', authReplies.LICENSE_EXPIRED],
       ['the license is not active', authReplies.LICENSE_INACTIVE],
-      ['too many requests for this license key, or too many failed attempts from this address', rateLimited(42_000), RateLimitedError],
-    ], { 429: ['Retry-After'] }),
+      ['too many requests for this license key', rateLimited(42_000), RateLimitedError],
+      ['too many failed attempts (unknown key, wrong password) from this client address; answered after a second', rateLimited(42_000), RateLimitedError],
+    ]),
   },
 };
 
@@ -126,7 +140,7 @@ export function getTokenRoute(ctx: RouteContext): Route {
     needsClientAddress: true,
     cors: true,
     noStore: true,
-    doc,
+    doc: { ...doc, rateLimits: [fields.describe(KEY_LIMIT), addressFields.describe(ADDRESS_LIMIT)] },
     async handler(req) {
       const parsed = parse(req.body);
       if (!parsed.ok) return invalidRequest(parsed.field);
