@@ -16,7 +16,7 @@ type Tap = Test;
 
 export interface Contract {
   server: ServerProcess;
-  /** the server's environment */
+  /** the server's environment (WORKERS unset) */
   env: Record<string, string>;
   doc: OpenApi;
   documented: Documented;
@@ -53,7 +53,7 @@ export async function startContract(t: Teardown, label: string, env: Record<stri
   const mismatches: string[] = [];
   const c = checkedClient(raw, documented, mismatches);
   return {
-    server, env: full, doc, documented, c, mismatches,
+    server, env: forConfig, doc, documented, c, mismatches,
     async expect(tap, status, what, res, headers) {
       const r = await (typeof res === 'function' ? res(headers ? c.expecting(headers) : c) : res);
       tap.equal(r.status, status, `${what}: ${r.status} ${r.text.slice(0, 200)}`);
