@@ -141,7 +141,7 @@ export function preflightOperation(entry: PathEntry, item: Record<string, unknow
     description: `Browsers send it before a cross-origin ${methods} with JSON or an Authorization header. Allowed origins: CORS_ORIGINS (README "CORS").`,
     security: [],
     parameters: [
-      ...names.map((p) => ({ name: p, in: 'path', required: true, description: 'any value: a preflight does not read it', schema: { type: 'string', minLength: 1 } })),
+      ...names.map((p) => ({ name: p, in: 'path', required: true, description: 'any value: a preflight does not read it', schema: { type: 'string' } })),
       { name: 'Origin', in: 'header', required: false, description: 'the page\'s origin (scheme://host[:port]); without it this is a plain OPTIONS', schema: { type: 'string' } },
     ],
     responses: {
