@@ -53,7 +53,7 @@ function description(options: DocumentOptions): string {
 - Every answer carries \`X-Content-Type-Options: nosniff\` (and \`Strict-Transport-Security\` over HTTPS); the responses below do not repeat them.
 - A path no route serves: 404 \`NOT_FOUND\` in the \`{success:false, error:{code, message}}\` shape (\`#/components/responses/${NOT_FOUND}\`; OpenAPI has no operation for a path that does not exist).
 - The public paths answer CORS preflights (their OPTIONS operations). ${cors}.
-- Rate limits count each request that reaches them, accepted or refused. Answers that passed a limit's count carry \`RateLimit-Policy\` and \`RateLimit\` (200s included; listed on each response that does, with the figures of this instance); a request refused before any look-up (a malformed body, a token whose signature fails verification) is not counted and carries neither, and a limit set to 0 sends none. Every rate-limit 429 carries \`Retry-After\` in whole seconds, as \`retryAfter\` in its body; check-quota's 429 \`QUOTA_EXCEEDED\` is no rate limit and carries neither.`;
+- Rate limits count each request that reaches them, accepted or refused. Answers that passed a limit's count carry \`RateLimit-Policy\` and \`RateLimit\`, 200s included: each response that does lists them, with this instance's figures and which of its answers carry which policy; a request refused before any look-up (a malformed body, a token whose signature fails verification) is not counted and carries neither, and a limit set to 0 sends none. Every rate-limit 429 carries \`Retry-After\` in whole seconds, as \`retryAfter\` in its body; check-quota's 429 \`QUOTA_EXCEEDED\` is no rate limit and carries neither (it does carry the RateLimit fields: it was counted).`;
 }
 
 /** Builds the document; throws (naming the route) when a route's doc contradicts its path. */
@@ -129,7 +129,7 @@ function operation(route: Route, doc: RouteDoc, entry: PathEntry | null, options
 /** What a limit means on this instance, for the operation's description. */
 function limitText(l: RateLimitDoc): string {
   return l.limit > 0
-    ? `Limit "${l.policy}": ${l.limit} requests per ${WINDOW_SECONDS} s per ${l.per} (${l.setting}). The answers that passed its count carry its \`RateLimit-Policy\` and \`RateLimit\` fields (each response that does lists them); a request refused before any look-up is not counted and carries neither.`
+    ? `Limit "${l.policy}": ${l.limit} requests per ${WINDOW_SECONDS} s per ${l.per} (${l.setting}). The responses whose answers carry its \`RateLimit-Policy\` and \`RateLimit\` fields list them, and say which answers do.`
     : `Limit "${l.policy}" is off on this instance (${l.setting}=0): no answer carries its RateLimit fields.`;
 }
 

@@ -72,7 +72,11 @@ export const LicenseKey = Type.String({ pattern: UUID_PATTERN, maxLength: 36 });
 export const Password = Text({ minLength: 1, maxLength: 1024 });
 export const OrganizationName = Text({ minLength: 1, maxLength: 200 });
 export const ExpiryDate = Type.String({ format: 'instant', maxLength: 40 });
-export const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), { maxItems: 100 });
+export const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), {
+  maxItems: 100,
+  description: 'authorised origins: host names ("example.com"; "*.example.com" for its subdomains, not itself); an entry with a scheme, '
+    + 'port or path counts by its host, and one that names no host is 400 naming domains',
+});
 export const Quota = Type.Integer({ minimum: 0, maximum: 1e12 });
 /** null clears the webhook (and forgets its secret) */
 export const WebhookUrl = Type.Union([Type.String({ format: 'webhook-url', maxLength: 2048 }), Type.Null()]);
