@@ -72,9 +72,9 @@ t.test('every answer matched the document, and every documented status was seen'
   });
 });
 
-t.test('an instance with CORS_ORIGINS and METRICS_TOKEN, without ADMIN_TOKEN, against its own document', async (t) => {
+t.test('an instance with CORS_ORIGINS, METRICS_TOKEN and check-quota\'s limit off, without ADMIN_TOKEN, against its own document', async (t) => {
   const METRICS_TOKEN = 'metrics-token-0123456789';
-  const other = await startContract(t, 'oa-http-cors', { CORS_ORIGINS: 'https://*.ornek.com.tr', METRICS_TOKEN, ADMIN_TOKEN: '' });
+  const other = await startContract(t, 'oa-http-cors', { CORS_ORIGINS: 'https://*.ornek.com.tr', METRICS_TOKEN, ADMIN_TOKEN: '', RATE_CHECK_QUOTA_PER_MIN: '0' });
   const allowed = { origin: 'https://imza.ornek.com.tr' };
   for (const { method, path } of operations(other.doc)) {
     if (method !== 'options') continue;
@@ -86,6 +86,9 @@ t.test('an instance with CORS_ORIGINS and METRICS_TOKEN, without ADMIN_TOKEN, ag
   }
   const answer = await other.expect(t, 404, 'check-quota from an allowed origin', other.c.request('GET', `/api/License/check-quota/${randomUUID()}`, undefined, allowed));
   t.equal(answer.headers.get('access-control-allow-origin'), allowed.origin, 'a real answer carries the CORS headers');
+  t.equal(answer.headers.get('ratelimit'), null, 'a limit set to 0 sends no RateLimit fields');
+  const responses = Object.values(other.doc.paths['/api/license/check-quota/{licenseKey}']?.get?.responses ?? {});
+  t.notOk(responses.some((r) => 'headers' in r && r.headers && ('RateLimit-Policy' in r.headers || 'RateLimit' in r.headers)), 'and its document lists none');
   await other.expect(t, 400, 'validate from another origin', other.c.request('POST', '/api/license/validate', { token: '' }, { origin: 'https://baska.example' }));
   const denied = await other.expect(t, 401, '/metrics without its token', other.c.request('GET', '/metrics'));
   t.match(denied.headers.get('www-authenticate'), /^Bearer/);
