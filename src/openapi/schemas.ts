@@ -54,7 +54,7 @@ export function timestampedErrorOf(bodies: unknown[], extra: Record<string, TSch
   }, closed);
 }
 
-/** A license as the admin API shows it (CONTRACT.md "License"). */
+/** A license as the admin API shows it: never the password or its hash. */
 export const License = Type.Object({
   licenseKey: Uuid,
   firmaId: Type.String({ minLength: 1, description: 'the company identifier tokens carry as firma_id' }),
