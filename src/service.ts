@@ -19,19 +19,9 @@ import { KeySpace } from './redis/keys.js';
 import { RedisRestarts } from './redis/restarts.js';
 import { issueLayout, redeemLayout } from './redis/scripts.js';
 import { SlotBatcher } from './redis/slotBatcher.js';
-import { adminRoutes } from './routes/admin/index.js';
 import type { RouteContext } from './routes/context.js';
-import { documentationRoutes } from './routes/docs.js';
-import { healthRoute } from './routes/healthz.js';
-import { readyRoute } from './routes/readyz.js';
-import { checkQuotaRoute } from './routes/license_checkQuota.js';
-import { dashboardRoutes } from './routes/dashboard.js';
-import { historyRoute } from './routes/license_history.js';
-import { metricsRoute } from './routes/metrics.js';
-import { validateRoute } from './routes/license_validate.js';
+import { serviceRoutes } from './routes/index.js';
 import { codedErrors } from './routes/replies.js';
-import { getTokenRoute } from './routes/v1_auth_getToken.js';
-import { signTokenRoute } from './routes/v1_auth_signToken.js';
 import { SignTokenIssuer } from './tokens/issueSignToken.js';
 import { TokenService } from './tokens/jwt.js';
 import { SignTokenRedeemer } from './tokens/redeemSignToken.js';
@@ -99,14 +89,7 @@ export async function startService(config: Config, log: Logger, options: Service
 
   const worker = config.runWorker ? await startWorker(config, log, redis, sql, keys, metrics) : null;
 
-  const routes: Route[] = [
-    getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
-    healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
-  ];
-  if (config.metrics) routes.push(metricsRoute(options.child ? new ChildScrape(metrics) : metrics, config.metricsToken));
-  const admin = adminRoutes(ctx, config.adminToken ?? ''); // documented even when not served
-  if (config.adminToken) routes.push(...admin);
-  routes.push(...documentationRoutes(routes, config.adminToken ? [] : admin, log)); // last: it documents every route before it
+  const routes = serviceRoutes(ctx, options.child ? new ChildScrape(metrics) : metrics);
   const http = createHttpServer({
     routes, fallbackErrors: codedErrors, tls: config.tls, bodyLimit: config.bodyLimitBytes, trustProxy: config.trustProxy, log,
     cors: config.corsOrigins === null ? null : new CorsPolicy(config.corsOrigins), metrics,

@@ -30,6 +30,28 @@ function decodeSegment(segment: string): string {
 const NO_PARAMS: string[] = [];
 
 /**
+ * The routes grouped by path (lower case, as matched), in registration order, each path
+ * with the failures' wording of its first route, its methods and its Allow header. The
+ * router and the document (src/openapi/document.ts) both build on these.
+ */
+export function pathEntries(routes: readonly Route[]): Map<string, PathEntry> {
+  const byPath = new Map<string, PathEntry>();
+  for (const route of routes) {
+    const key = route.path.toLowerCase();
+    let entry = byPath.get(key);
+    if (!entry) {
+      entry = { routes: [], errors: route.errors, methods: '', allow: '', cors: false };
+      byPath.set(key, entry);
+    }
+    entry.routes.push(route);
+    entry.cors ||= route.cors === true;
+    entry.methods = entry.routes.flatMap((r) => (r.answersHead ? ['GET', 'HEAD'] : [r.method.toUpperCase()])).join(', ');
+    entry.allow = entry.cors ? `${entry.methods}, OPTIONS` : entry.methods;
+  }
+  return byPath;
+}
+
+/**
  * Paths matched case-insensitively: exact paths by one map look-up, paths with ":param"
  * segments (each captures one segment) by their patterns in order. Built once at start.
  */
@@ -39,20 +61,9 @@ export class Router {
   private readonly patterns: { pattern: RegExp; entry: PathEntry }[] = [];
 
   constructor(routes: Route[]) {
-    const byPath = new Map<string, PathEntry>();
-    for (const route of routes) {
-      const key = route.path.toLowerCase();
-      let entry = byPath.get(key);
-      if (!entry) {
-        entry = { routes: [], errors: route.errors, methods: '', allow: '', cors: false };
-        byPath.set(key, entry);
-        if (key.includes('/:')) this.patterns.push({ pattern: new RegExp(`^${key.replace(/:[a-z]+/gi, '([^/]+)')}/?$`, 'i'), entry });
-        else this.exact.set(key, { entry, params: NO_PARAMS });
-      }
-      entry.routes.push(route);
-      entry.cors ||= route.cors === true;
-      entry.methods = entry.routes.flatMap((r) => (r.answersHead ? ['GET', 'HEAD'] : [r.method.toUpperCase()])).join(', ');
-      entry.allow = entry.cors ? `${entry.methods}, OPTIONS` : entry.methods;
+    for (const [key, entry] of pathEntries(routes)) {
+      if (key.includes('/:')) this.patterns.push({ pattern: new RegExp(`^${key.replace(/:[a-z]+/gi, '([^/]+)')}/?$`, 'i'), entry });
+      else this.exact.set(key, { entry, params: NO_PARAMS });
     }
   }
 

@@ -62,7 +62,7 @@ export function timestampedErrorOf(bodies: unknown[], extra: Record<string, TSch
   }, closed);
 }
 
-/** A license as the admin API shows it (CONTRACT.md "License"). */
+/** A license as the admin API shows it: never the password or its hash. */
 export const License = Type.Object({
   licenseKey: Uuid,
   firmaId: Type.String({ minLength: 1, description: 'the company identifier tokens carry as firma_id' }),
@@ -102,17 +102,26 @@ export const IssuedToken = Type.Object({
 /** {success:true, data: License}: every admin success. */
 export const LicenseAnswer = Type.Object({ success: Type.Literal(true), data: License }, closed);
 
-/** The headers answers may carry, by name (ResponseDoc.headers). */
+/** The headers answers may carry, by name (ResponseDoc.headers); where each is sent is said where it is listed. */
 export const responseHeaders: Record<string, { description: string; schema: TSchema }> = {
-  'Retry-After': { description: 'seconds to wait before trying again', schema: Type.Integer({ minimum: 1 }) },
+  'Retry-After': { description: 'whole seconds to wait before trying again', schema: Type.Integer({ minimum: 1 }) },
   'RateLimit-Policy': {
-    description: 'the limit (IETF draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<requests>;w=<seconds>`; absent when the limit is off',
-    schema: Type.String(),
+    description: 'the limit (IETF draft-ietf-httpapi-ratelimit-headers): `"<name>";q=<requests>;w=<seconds>`',
+    schema: Type.String(), // each route's: the value it sends
   },
   RateLimit: {
-    description: 'what is left of the limit in this window: `"<name>";r=<requests left>;t=<seconds to reset>`; absent when the limit is off',
-    schema: Type.String(),
+    description: 'what is left of the limit in this window: `"<name>";r=<requests left>;t=<seconds until it resets>` (on a 429, r=0 and t is Retry-After)',
+    schema: Type.String(), // each route's: its policies' names
   },
+  Allow: { description: 'the methods this path serves', schema: Type.String() },
+  Connection: { description: 'the connection is closed once the rest of the body is read (or after 2 s or 8 MiB of it)', schema: Type.String() },
+  'WWW-Authenticate': { description: 'the scheme the route asks for', schema: Type.String() },
   'Cache-Control': { description: 'how long a browser may keep the answer', schema: Type.String() },
   'Content-Security-Policy': { description: 'what the page may load: only this service', schema: Type.String() },
+  'Access-Control-Allow-Origin': { description: 'the Origin of the request, echoed (never `*`: no credentials are involved)', schema: Type.String() },
+  'Access-Control-Expose-Headers': { description: 'the answer headers a page may read', schema: Type.String() },
+  'Access-Control-Allow-Methods': { description: 'the methods this path serves', schema: Type.String() },
+  'Access-Control-Allow-Headers': { description: 'the request headers a page may send', schema: Type.String() },
+  'Access-Control-Max-Age': { description: 'seconds a browser may keep this preflight\'s answer', schema: Type.String() },
+  Vary: { description: 'the answer depends on Origin (CORS_ORIGINS is set)', schema: Type.String() },
 };

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 import { rawReply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { buildDocument } from '../openapi/document.js';
@@ -27,10 +28,14 @@ const openApiDoc: RouteDoc = {
   description: 'Generated at start from the routes\' own TypeBox schemas and replies (src/openapi/).',
   tags: ['documentation'],
   auth: 'none',
+  neverUnavailable: true,
   responses: {
     200: {
       description: 'the OpenAPI 3.1 document',
-      schema: Type.Object({ openapi: Type.String({ pattern: '^3\\.1\\.' }), info: Type.Object({}), paths: Type.Object({}) }),
+      schema: Type.Object(
+        { openapi: Type.String({ pattern: '^3\\.1\\.' }), info: Type.Object({}, { additionalProperties: true }), paths: Type.Object({}, { additionalProperties: true }) },
+        { additionalProperties: true },
+      ),
       examples: [{ summary: 'this document (abridged)', value: { openapi: '3.1.0', info: { title: 'License and sign-token service', version: '0.1.0' }, paths: {} } }],
       headers: ['Cache-Control'],
     },
@@ -57,9 +62,9 @@ const DOCS_FILE_DOC = {
  * routes documented though this instance does not serve them (the admin API without
  * ADMIN_TOKEN). A registered route without a doc is left out of the document and logged.
  */
-export function documentationRoutes(served: Route[], unserved: Route[], log: Logger): Route[] {
+export function documentationRoutes(served: Route[], unserved: Route[], config: Config, log: Logger): Route[] {
   const viewer = loadViewer();
-  const assets = new Map([...viewer.assets].map(([name, a]) => [name.toLowerCase(), rawReply(200, a.body, a.contentType, [ASSET_CACHE])]));
+  const assets = new Map([...viewer.assets].map(([name, a]) => [name, rawReply(200, a.body, a.contentType, [ASSET_CACHE])]));
   const page = rawReply(200, viewer.page, PAGE_TYPE, [NO_CACHE, ['Content-Security-Policy', DOCS_CSP]]);
   let document: Reply = { status: '200 OK', body: '{}' };
   const own: Route[] = [
@@ -67,10 +72,12 @@ export function documentationRoutes(served: Route[], unserved: Route[], log: Log
     { method: 'get', path: '/docs', errors: codedErrors, doc: DOCS_PAGE_DOC, handler: () => page },
     {
       method: 'get', path: '/docs/:asset', errors: codedErrors, doc: fileDoc(DOCS_FILE_DOC, [...viewer.assets.keys()], assetNotFound, codedErrorOf),
-      handler: (req) => assets.get((req.params[0] ?? '').toLowerCase()) ?? assetNotFound,
+      handler: (req) => assets.get(req.params[0] ?? '') ?? assetNotFound, // names as the page links them, exactly (as /dashboard's)
     },
   ];
-  const built = buildDocument([...served, ...own], { version: packageVersion(), unserved });
+  const built = buildDocument([...served, ...own], {
+    version: packageVersion(), unserved, cors: config.corsOrigins !== null, bodyLimit: config.bodyLimitBytes,
+  });
   if (built.undocumented.length > 0) log.warn({ routes: built.undocumented }, 'routes without a doc are missing from /openapi.json');
   document = { status: '200 OK', body: JSON.stringify(built.document), headers: [NO_CACHE] };
   return own;

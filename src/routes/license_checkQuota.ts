@@ -94,7 +94,14 @@ const exampleOf = (live: Partial<LiveLicense> | null): Reply =>
 
 const expired = exampleOf({ expiryMs: Date.parse('2026-02-20T00:00:00.000Z') });
 const exhausted = exampleOf({ usedQuota: EXAMPLE.totalQuota });
-const limited = send(failure('RATE_LIMITED', { retryAfter: 42 }));
+const limited = send(failure('RATE_LIMITED', { retryAfter: 42 }), retryHeaders(42));
+
+/** The answers that carry the RateLimit fields: every one that passed the count (src/openapi/routeDoc.ts RateLimitDoc). */
+const LIMIT = {
+  per: 'license key and client address', setting: 'RATE_CHECK_QUOTA_PER_MIN',
+  // not 400: a key that is no UUID is refused before any look-up
+  statuses: { 200: 'every', 403: 'every', 404: 'every', 410: 'every', 429: 'every' },
+} as const;
 
 const doc: RouteDoc = {
   summary: 'Look up a license\'s remaining quota',
@@ -105,7 +112,6 @@ const doc: RouteDoc = {
   tags: ['public'],
   auth: 'none',
   params: { licenseKey: { description: 'the license key, a UUID (any case)', schema: LicenseKey } },
-  rateLimit: 'check-quota',
   responses: {
     200: { description: 'the license\'s quota', schema: QuotaInfo, examples: [{ summary: 'found', value: bodyOf(exampleOf({})) }] },
     ...errorResponses((bodies) => timestampedErrorOf(bodies), [
@@ -115,11 +121,12 @@ const doc: RouteDoc = {
       ['the license is past its expiry date', expired, timestampedErrorOf([bodyOf(expired)], {
         data: Type.Object({ expiryDate: Timestamp, daysExpired: Count }, { additionalProperties: false }),
       })],
-      ['the quota is used up', exhausted, timestampedErrorOf([bodyOf(exhausted)], {
+      ['the quota is used up (QUOTA_EXCEEDED, with data: not a rate limit, no Retry-After)', exhausted, timestampedErrorOf([bodyOf(exhausted)], {
         data: Type.Object({ remainingQuota: Type.Literal(0), totalQuota: Count, usedQuota: Count }, { additionalProperties: false }),
       })],
-      ['too many look-ups of this license key from this client address', limited, timestampedErrorOf([bodyOf(limited)], { retryAfter: Type.Integer({ minimum: 1 }) })],
-    ], { 429: ['Retry-After'] }),
+      ['too many look-ups of this license key from this client address (RATE_LIMITED, with retryAfter as Retry-After)', limited,
+        timestampedErrorOf([bodyOf(limited)], { retryAfter: Type.Integer({ minimum: 1 }) })],
+    ]),
   },
 };
 
@@ -173,7 +180,7 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
     errors: timestampedErrors,
     needsClientAddress: true,
     cors: true,
-    doc,
+    doc: { ...doc, rateLimits: [fields.describe(LIMIT)] },
     handler(req) {
       const licenseKey = licenseKeyParam(req.params[0]);
       if (licenseKey === null) return send(invalidKey);

@@ -9,8 +9,14 @@ import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest } 
 import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageLimit, pageOf, pageQueryFields } from './paging.js';
 import { bearer, ImzaTipi, isInstant, LicenseKey, licenseKeyParam, queryParser } from './schemas.js';
 
-/** ?limit=1..500 and the cursor the previous page handed out. */
-const HistoryQuery = Type.Object(pageQueryFields);
+/**
+ * ?limit=1..500 and the cursor the previous page handed out: the base64url of an instant
+ * and a token id, 61 bytes, so 82 characters (no other length decodes to 61 bytes).
+ */
+const HistoryQuery = Type.Object({
+  limit: pageQueryFields.limit,
+  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{82}$', description: pageQueryFields.cursor.description })),
+});
 
 //                    status  code                  message
 const invalidKey = coded(400, ...INVALID_LICENSE_KEY);
@@ -100,7 +106,6 @@ export function historyRoute(ctx: RouteContext): Route {
       const query = parseQuery(req.query);
       if (!query.ok) return invalidRequest(query.field);
       const limit = pageLimit(query.value.limit);
-      if (limit === null) return invalidRequest('limit');
       const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
       if (query.value.cursor !== undefined && cursor === null) return invalidRequest('cursor');
       if ((await ctx.hot.firmaIdOf(licenseKey)) !== claims.firma_id) return forbidden;

@@ -12,14 +12,19 @@ import { RateLimitFields } from './rateLimitFields.js';
 import { messageErrors, rateLimited } from './replies.js';
 import { bodyParser, IdempotencyKey, idempotencyKeyHeader, Text } from './schemas.js';
 
-// token emptiness is its own published error, so the schema lets null and blank strings
-// (whitespace, tabs and line breaks included) through to be answered as such
+/** A token: text that is not blank (trimmed before it is verified). */
+const Token = Type.String({ format: 'text', maxLength: 4096, pattern: '\\S', description: `the sign token. ${PRESENTED_TOKEN}` });
+const Origin = Type.Optional(Type.Union([Text({ maxLength: 1024 }), Type.Null()]));
+
+// token emptiness is its own published error, so the parser lets a missing token, null and
+// blank strings (whitespace, tabs and line breaks included) through to be answered as such
 const ValidateBody = Type.Object({
-  token: Type.Optional(Type.Union([Text({ maxLength: 4096 }), Type.String({ pattern: '^\\s*$', maxLength: 4096 }), Type.Null()], {
-    description: `the sign token. ${PRESENTED_TOKEN}`,
-  })),
-  origin: Type.Optional(Type.Union([Text({ maxLength: 1024 }), Type.Null()])),
+  token: Type.Optional(Type.Union([Token, Type.String({ pattern: '^\\s*$', maxLength: 4096 }), Type.Null()])),
+  origin: Origin,
 });
+
+/** A body the document calls valid: every other one is a 400 (Token boş olamaz for a token missing, null or blank). */
+const DocumentedBody = Type.Object({ token: Token, origin: Origin });
 
 // ---- validate: {success:false, message} -------------------------------------------------
 //        status  message                                           condition
@@ -31,7 +36,7 @@ const replies = {
   ORIGIN_DENIED: reply(401, { success: false, message: 'Bu domain için yetki yok' }), //    origin not authorised
   QUOTA_EXHAUSTED: reply(400, { success: false, message: 'İmza kotası doldu', remainingQuota: 0 }), // quota used up
   // 429 RATE_LIMITED: rateLimited(ms)
-  // not published (CONTRACT.md): the Idempotency-Key of another token's redemption
+  // not published (README "Idempotency-Key on validate"): the Idempotency-Key of another token's redemption
   KEY_REUSED: reply(422, { success: false, message: 'Bu işlem anahtarı başka bir token için kullanıldı.' }),
 } as const;
 
@@ -71,6 +76,19 @@ const Redeemed = Type.Object({
   success: Type.Literal(true), message: Type.Literal(REDEEMED_MESSAGE), usedQuota: Count, remainingQuota: Count,
 }, { additionalProperties: false });
 
+/** The answers that carry the RateLimit fields: those that passed the count (src/openapi/routeDoc.ts RateLimitDoc). */
+const LIMIT = {
+  per: 'company (the firma_id of the token)', setting: 'RATE_VALIDATE_PER_MIN',
+  statuses: {
+    200: 'every',
+    400: 'a token already redeemed, or no quota left (not: token empty, a malformed body or Idempotency-Key, refused before any look-up)',
+    401: 'a token whose signature verified: origin refused, license inactive, expired or gone, or the token expiring while checked '
+      + '(not a token its verification refuses: malformed, bad signature, past its exp)',
+    422: 'every',
+    429: 'every',
+  },
+} as const;
+
 const doc: RouteDoc = {
   summary: 'Redeem a sign token, spending one unit of quota',
   description: 'Called by the desktop signing application. Checks the token (format, signature, expiry, single use), the ' +
@@ -85,13 +103,12 @@ const doc: RouteDoc = {
     },
   },
   body: {
-    schema: ValidateBody,
+    schema: DocumentedBody,
     examples: [
       { summary: 'with the origin of the web application', value: { token: EXAMPLE.signToken, origin: 'https://eczane.ornek.com.tr' } },
       { summary: 'without an origin (licenses with no domains)', value: { token: EXAMPLE.signToken } },
     ],
   },
-  rateLimit: 'validate',
   responses: {
     200: {
       description: 'redeemed: the token is used and one unit of quota spent',
@@ -110,7 +127,7 @@ const doc: RouteDoc = {
       ['the origin is not one of the license\'s domains', replies.ORIGIN_DENIED],
       ['the Idempotency-Key was used for another token', replies.KEY_REUSED],
       ['too many redemptions for this company (RATE_VALIDATE_PER_MIN)', rateLimited(42_000), RateLimitedError],
-    ], { 429: ['Retry-After'] }),
+    ]),
   },
 };
 
@@ -150,7 +167,7 @@ export function validateRoute(ctx: RouteContext): Route {
     errors: messageErrors,
     cors: true,
     needsIdempotencyKey: true,
-    doc,
+    doc: { ...doc, rateLimits: [fields.describe(LIMIT)] },
     handler(req) {
       const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
       if (idempotencyKey === false) return invalid('Idempotency-Key');

@@ -2,7 +2,8 @@ import { rawReply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { metricsAuthorizer } from '../metrics/endpoint.js';
 import { Type } from '@sinclair/typebox';
-import type { RouteDoc } from '../openapi/routeDoc.js';
+import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
+import { codedErrorOf } from '../openapi/schemas.js';
 import { coded, codedErrors } from './replies.js';
 
 const doc: RouteDoc = {
@@ -44,6 +45,16 @@ export interface MetricsSource {
   scrape(): Promise<string>;
 }
 
+/** With METRICS_TOKEN: the bearer token, and the 401 without it. */
+const guardedDoc: RouteDoc = {
+  ...doc,
+  auth: 'metricsToken',
+  responses: {
+    ...doc.responses,
+    ...errorResponses(codedErrorOf, [['no Authorization: Bearer <METRICS_TOKEN>, or another token', UNAUTHORIZED]]),
+  },
+};
+
 /**
  * GET /metrics: the Prometheus text. Open on the bound interface unless METRICS_TOKEN is
  * set: then "Authorization: Bearer <METRICS_TOKEN>" (compared in constant time), as
@@ -57,7 +68,7 @@ export function metricsRoute(metrics: MetricsSource, token: string | null): Rout
     errors: codedErrors,
     needsAuthorization: token !== null,
     noStore: true,
-    doc,
+    doc: token === null ? doc : guardedDoc,
     async handler(req) {
       if (!authorized(req.authorization)) return UNAUTHORIZED;
       return rawReply(200, await metrics.scrape(), metrics.contentType);

@@ -7,16 +7,21 @@ import { Type } from '@sinclair/typebox';
 export const DEFAULT_PAGE_LIMIT = 50;
 export const MAX_PAGE_LIMIT = 500;
 
+/** 1 to MAX_PAGE_LIMIT in decimal, no sign, no leading zero: exactly the page sizes there are. */
+const PAGE_SIZE = '^(?:[1-9][0-9]?|[1-4][0-9]{2}|500)$';
+
 /** The query fields of a paged list; a route's query schema spreads them in. */
 export const pageQueryFields = {
-  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: 'items per page, 1 to 500 (default 50)' })),
-  cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,256}$', description: 'the nextCursor of the previous page' })),
+  limit: Type.Optional(Type.String({ pattern: PAGE_SIZE, description: `items per page, 1 to ${MAX_PAGE_LIMIT} (default ${DEFAULT_PAGE_LIMIT})` })),
+  cursor: Type.Optional(Type.String({
+    pattern: '^[A-Za-z0-9_-]{1,256}$',
+    description: 'the nextCursor of the previous page, as handed out: any other value, even of this form, is 400 INVALID_REQUEST naming cursor',
+  })),
 };
 
-/** The page size asked for (the schema admits 1-999), or null when over the maximum. */
-export function pageLimit(raw: string | undefined): number | null {
-  const limit = raw === undefined ? DEFAULT_PAGE_LIMIT : Number(raw);
-  return limit > MAX_PAGE_LIMIT ? null : limit;
+/** The page size asked for (the schema admits only 1 to MAX_PAGE_LIMIT). */
+export function pageLimit(raw: string | undefined): number {
+  return raw === undefined ? DEFAULT_PAGE_LIMIT : Number(raw);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { RATE_WINDOW_MS } from '../config.js';
 import type { Headers, Reply } from '../http/reply.js';
+import type { RateLimitDoc } from '../openapi/routeDoc.js';
 import type { RateCount } from '../redis/scripts.js';
 
 /**
@@ -17,9 +18,14 @@ export class RateLimitFields {
   private readonly policy: readonly [string, string];
   private readonly name: string;
 
-  constructor(name: string, readonly limit: number) {
-    this.name = `"${name}"`;
+  constructor(private readonly policyName: string, readonly limit: number) {
+    this.name = `"${policyName}"`;
     this.policy = ['RateLimit-Policy', `${this.name};q=${limit};w=${RATE_WINDOW_MS / 1000}`];
+  }
+
+  /** What /openapi.json says of this limit: its name and figures, and which answers carry the fields. */
+  describe(where: Omit<RateLimitDoc, 'policy' | 'limit' | 'policyField'>): RateLimitDoc {
+    return { policy: this.policyName, limit: this.limit, policyField: this.policy[1], ...where };
   }
 
   /** The two fields for what the step counted. */

@@ -72,7 +72,11 @@ export const LicenseKey = Type.String({ pattern: UUID_PATTERN, maxLength: 36 });
 export const Password = Text({ minLength: 1, maxLength: 1024 });
 export const OrganizationName = Text({ minLength: 1, maxLength: 200 });
 export const ExpiryDate = Type.String({ format: 'instant', maxLength: 40 });
-export const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), { maxItems: 100 });
+export const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), {
+  maxItems: 100,
+  description: 'authorised origins: host names ("example.com"; "*.example.com" for its subdomains, not itself); an entry with a scheme, '
+    + 'port or path counts by its host, and one that names no host is 400 naming domains',
+});
 export const Quota = Type.Integer({ minimum: 0, maximum: 1e12 });
 /** null clears the webhook (and forgets its secret) */
 export const WebhookUrl = Type.Union([Type.String({ format: 'webhook-url', maxLength: 2048 }), Type.Null()]);
@@ -129,9 +133,10 @@ export function licenseKeyParam(raw: string | undefined): string | null {
 }
 
 /** 1-255 printable ASCII, neither starting nor ending with a space. */
-const IDEMPOTENCY_KEY = /^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/;
-/** The same rule as a schema, for the document (/openapi.json). */
-export const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255, pattern: IDEMPOTENCY_KEY.source });
+const IDEMPOTENCY_KEY_RULE = '[\\x21-\\x7e](?:[\\x20-\\x7e]{0,253}[\\x21-\\x7e])?';
+const IDEMPOTENCY_KEY = new RegExp(`^${IDEMPOTENCY_KEY_RULE}$`);
+/** The same rule as a schema, for the document (/openapi.json); an empty value is read as no header. */
+export const IdempotencyKey = Type.String({ maxLength: 255, pattern: `^(?:${IDEMPOTENCY_KEY_RULE})?$` });
 
 /** An Idempotency-Key header (admin purchases, validate): null when absent, false when malformed. */
 export function idempotencyKeyHeader(header: string): string | null | false {

@@ -42,6 +42,31 @@ const TokenPair = Type.Object({
   remainingQuota: Count,
 }, { additionalProperties: false });
 
+/** The answers that carry each limit's RateLimit fields: those that passed its count (src/openapi/routeDoc.ts RateLimitDoc). */
+const TOKEN_LIMIT = {
+  per: 'license key, tokens issued (logins whose password checked out)', setting: 'RATE_GET_TOKEN_PER_MIN',
+  statuses: {
+    200: 'every',
+    400: 'INSUFFICIENT_QUOTA (its credentials checked out; INVALID_REQUEST is refused before any look-up)',
+    401: 'LICENSE_EXPIRED and LICENSE_INACTIVE (their credentials checked out), and an INVALID_CREDENTIALS whose password changed while it was checked',
+    429: 'the 429 of a license key whose tokens for the window are issued',
+  },
+} as const;
+const ADDRESS_LIMIT = {
+  per: 'client address, failed attempts at keys it is not trusted at', setting: 'RATE_GET_TOKEN_FAILURES_PER_MIN',
+  statuses: {
+    401: 'INVALID_CREDENTIALS from an address not trusted at the key (unknown keys of any form included)',
+    429: 'the 429 of a client address past its failure budget',
+  },
+} as const;
+const KEY_FAILURES_LIMIT = {
+  per: 'license key, failed attempts (addresses not trusted there together; each trusted address alone)', setting: 'RATE_GET_TOKEN_KEY_FAILURES_PER_MIN',
+  statuses: {
+    401: 'INVALID_CREDENTIALS from an address trusted at the key',
+    429: 'the 429 of a license key past its failure budget',
+  },
+} as const;
+
 const doc: RouteDoc = {
   summary: 'Issue an access token and a sign token',
   description: 'Trades the license key and password for an access token (15 minutes, for sign-token and history) and a ' +
@@ -57,7 +82,6 @@ const doc: RouteDoc = {
     schema: GetTokenBody,
     examples: [{ summary: 'Medula signature', value: { licenseKey: EXAMPLE.licenseKey, password: EXAMPLE.password, imzaTipi: 0 } }],
   },
-  rateLimit: 'get-token',
   responses: {
     200: {
       description: 'the token pair, and the quota left when it was issued',
@@ -76,8 +100,10 @@ const doc: RouteDoc = {
       ['unknown license key or wrong password', authReplies.INVALID_CREDENTIALS],
       ['the license is past its expiry date', authReplies.LICENSE_EXPIRED],
       ['the license is not active', authReplies.LICENSE_INACTIVE],
-      ['the license key\'s tokens for this minute are issued, or too many failed attempts at this key or from this address', rateLimited(42_000), RateLimitedError],
-    ], { 429: ['Retry-After'] }),
+      ['the license key\'s tokens for this minute are issued (RATE_GET_TOKEN_PER_MIN)', rateLimited(42_000), RateLimitedError],
+      ['too many failed attempts at this license key, from addresses not trusted there or from this trusted address (held for up to GET_TOKEN_MAX_DELAY_MS first; answered after a second)', rateLimited(42_000), RateLimitedError],
+      ['too many failed attempts (unknown key, wrong password) from this client address at keys it is not trusted at (held first; answered after a second)', rateLimited(42_000), RateLimitedError],
+    ]),
   },
 };
 
@@ -174,7 +200,7 @@ export function getTokenRoute(ctx: RouteContext): Route {
     needsClientAddress: true,
     cors: true,
     noStore: true,
-    doc,
+    doc: { ...doc, rateLimits: [tokenFields.describe(TOKEN_LIMIT), addressFields.describe(ADDRESS_LIMIT), keyFields.describe(KEY_FAILURES_LIMIT)] },
     async handler(req) {
       const parsed = parse(req.body);
       if (!parsed.ok) return invalidRequest(parsed.field);

@@ -28,6 +28,18 @@ const SignTokenAnswer = Type.Object({
   success: Type.Literal(true), signToken: Jwt, signExpiresIn: Type.Literal(SIGN_TOKEN_SECONDS), remainingQuota: Count,
 }, { additionalProperties: false });
 
+/** The answers that carry the RateLimit fields: those that passed the count (src/openapi/routeDoc.ts RateLimitDoc). */
+const LIMIT = {
+  per: 'license', setting: 'RATE_SIGN_TOKEN_PER_MIN',
+  statuses: {
+    200: 'every',
+    400: 'INSUFFICIENT_QUOTA (INVALID_REQUEST is refused before any look-up)',
+    401: 'LICENSE_EXPIRED, LICENSE_INACTIVE, and INVALID_TOKEN for an access token revoked or of a license gone '
+      + '(not for one missing, malformed or expired: refused before any look-up)',
+    429: 'every',
+  },
+} as const;
+
 const doc: RouteDoc = {
   summary: 'Issue one more sign token with an access token',
   description: 'One more single-use sign token (5 minutes) for the license the access token belongs to, without the password. ' +
@@ -35,7 +47,6 @@ const doc: RouteDoc = {
   tags: ['public'],
   auth: 'accessToken',
   body: { schema: SignTokenBody, examples: [{ summary: 'İBYS signature', value: { imzaTipi: 1 } }] },
-  rateLimit: 'sign-token',
   responses: {
     200: {
       description: 'a new sign token, and the quota left when it was issued',
@@ -52,7 +63,7 @@ const doc: RouteDoc = {
       ['the license is past its expiry date', authReplies.LICENSE_EXPIRED],
       ['the license is not active', authReplies.LICENSE_INACTIVE],
       ['too many sign tokens for this license (RATE_SIGN_TOKEN_PER_MIN)', rateLimited(42_000), RateLimitedError],
-    ], { 429: ['Retry-After'] }),
+    ]),
   },
 };
 
@@ -69,7 +80,7 @@ export function signTokenRoute(ctx: RouteContext): Route {
     needsAuthorization: true,
     cors: true,
     noStore: true,
-    doc,
+    doc: { ...doc, rateLimits: [fields.describe(LIMIT)] },
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);

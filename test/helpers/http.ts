@@ -1,3 +1,5 @@
+import http from 'node:http';
+
 // The one fetch wrapper of the tests: one HTTP request with a deadline that never throws,
 // and what a client saw (an answer, no answer, a timeout) as an Outcome; timedCall also keeps
 // the time it took and its Retry-After. Harness.request is call() for a test that expects an
@@ -95,6 +97,46 @@ export function clientOf(base: string | (() => string), timeoutMs = 60_000): Cli
     async request(method, path, body, headers = {}) {
       const url = typeof base === 'string' ? base : base();
       return answerOf(await call(url, method, path, body, headers, timeoutMs), `${method} ${path}`);
+    },
+  };
+}
+
+// ---- a connection per request ------------------------------------------------------------------
+
+/**
+ * A Client that opens a connection of its own for every request (node:http with agent:
+ * false, "Connection: close"): with several server processes on one port (WORKERS) the
+ * kernel hands each connection to one of them, so requests reach every process, where
+ * fetch's kept-alive connections would stick to one. A string or byte body is sent as it
+ * is, any other as JSON; throws when a request gets no answer.
+ */
+export function freshConnectionClient(base: string, timeoutMs = 60_000): Client {
+  const url = new URL(base);
+  return {
+    request(method, path, body, headers = {}) {
+      const payload = body === undefined ? null
+        : Buffer.from(typeof body === 'string' ? body : body instanceof Uint8Array ? body : JSON.stringify(body));
+      return new Promise<Answer>((resolve, reject) => {
+        const req = http.request({
+          host: url.hostname, port: url.port, method, path, agent: false,
+          headers: { 'content-type': 'application/json', ...(payload ? { 'content-length': payload.length } : {}), ...headers },
+        }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const out = new Headers();
+            for (const [name, value] of Object.entries(res.headers)) {
+              if (value !== undefined) out.set(name, Array.isArray(value) ? value.join(', ') : value);
+            }
+            resolve({ status: res.statusCode ?? 0, headers: out, body: parseJson(text), text });
+          });
+          res.on('error', reject);
+        });
+        req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)));
+        req.on('error', (err) => reject(new Error(`${method} ${path}: no answer (${err.message})`)));
+        req.end(payload ?? undefined);
+      });
     },
   };
 }

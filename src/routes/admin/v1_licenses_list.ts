@@ -23,7 +23,6 @@ export const CURSOR_WHY = 'önceki sayfanın nextCursor değeri olmalı';
  */
 export function adminPage(query: { limit?: string; cursor?: string }): { limit: number; after: [string, string] | null } | Reply {
   const limit = pageLimit(query.limit);
-  if (limit === null) return invalid('limit', LIMIT_WHY);
   if (query.cursor === undefined) return { limit, after: null };
   const parts = decodeCursor(query.cursor, MICROS_AND_ID);
   return parts === null ? invalid('cursor', CURSOR_WHY) : { limit, after: [parts[0] as string, parts[1] as string] };

@@ -1,0 +1,46 @@
+import type { Config } from '../config.js';
+import { createLogger } from '../log.js';
+import { NO_METRICS } from '../metrics/registry.js';
+import type { RouteContext } from '../routes/context.js';
+import { serviceRoutes } from '../routes/index.js';
+
+// The document a configuration serves, built without starting the service: the very routes
+// the service would register, made with a context that holds only what route factories
+// read while they are built (the configuration, a log, metrics that record nothing). No
+// handler runs here, so every connection and use case is left out: touching one throws,
+// naming it, which is what a factory that starts reading one at build time should meet.
+
+function notConnected(name: string): never {
+  return new Proxy({}, {
+    get(_target, property) {
+      throw new Error(`${name}.${String(property)}: the document is built without connections (src/openapi/offline.ts)`);
+    },
+  }) as never;
+}
+
+/** The JSON of GET /openapi.json as a service with this configuration would serve it. */
+export function offlineDocument(config: Config): string {
+  const ctx: RouteContext = {
+    config,
+    log: createLogger('warn'),
+    metrics: NO_METRICS,
+    sql: notConnected('sql'),
+    redis: notConnected('redis'),
+    keys: notConnected('keys'),
+    tokens: notConnected('tokens'),
+    store: notConnected('store'),
+    hot: notConnected('hot'),
+    passwords: notConnected('passwords'),
+    logins: notConnected('logins'),
+    issuer: notConnected('issuer'),
+    redeemer: notConnected('redeemer'),
+    admin: notConnected('admin'),
+  };
+  const route = serviceRoutes(ctx).find((r) => r.path === '/openapi.json');
+  if (!route) throw new Error('no /openapi.json route');
+  const reply = route.handler({
+    method: 'get', path: route.path, params: [], query: '', authorization: '', clientAddress: '', idempotencyKey: '', body: null, aborted: false,
+  });
+  if (reply instanceof Promise) throw new Error('/openapi.json answers from memory');
+  return typeof reply.body === 'string' ? reply.body : Buffer.from(reply.body).toString('utf8');
+}

@@ -1,0 +1,32 @@
+import type { Route } from '../http/route.js';
+import { adminRoutes } from './admin/index.js';
+import type { RouteContext } from './context.js';
+import { dashboardRoutes } from './dashboard.js';
+import { documentationRoutes } from './docs.js';
+import { healthRoute } from './healthz.js';
+import { checkQuotaRoute } from './license_checkQuota.js';
+import { historyRoute } from './license_history.js';
+import { validateRoute } from './license_validate.js';
+import { metricsRoute, type MetricsSource } from './metrics.js';
+import { readyRoute } from './readyz.js';
+import { getTokenRoute } from './v1_auth_getToken.js';
+import { signTokenRoute } from './v1_auth_signToken.js';
+
+/**
+ * Every route this configuration serves, the documentation last (it documents every route
+ * before it, and the admin API even when ADMIN_TOKEN is unset). The service registers
+ * these; `npm run openapi` builds the same list only to read its document. `metrics`: what
+ * GET /metrics answers with (in a child of WORKERS, the whole instance: src/metrics/childScrape.ts).
+ */
+export function serviceRoutes(ctx: RouteContext, metrics: MetricsSource = ctx.metrics): Route[] {
+  const { config } = ctx;
+  const routes: Route[] = [
+    getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
+    healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
+  ];
+  if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));
+  const admin = adminRoutes(ctx, config.adminToken ?? ''); // documented even when not served
+  if (config.adminToken) routes.push(...admin);
+  routes.push(...documentationRoutes(routes, config.adminToken ? [] : admin, config, ctx.log));
+  return routes;
+}
