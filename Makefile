@@ -79,6 +79,8 @@ load-tools:
 	@command -v taskset >/dev/null || { echo "taskset is missing: apt-get install util-linux"; exit 1; }
 
 # The service against its ceiling servers in one run, then validate as deployed (usage worker writing; BENCH_DEPLOYED=0 skips it).
+# BENCH_BASELINE=<the build before's dist> adds that build: in the ceiling rounds, and validate as deployed of both builds at
+# npm start's defaults in pairs (BENCH_ONLY=baseline: that alone; bench/README.md, Method).
 bench: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/load/run.js

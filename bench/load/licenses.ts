@@ -16,20 +16,29 @@ export async function api(method: string, url: string, body?: unknown, token?: s
 
 export interface BenchLicense {
   key: string;
+  /** the company its tokens name (firma_id): validate's rate limit counts per company */
+  firmaId: string;
   password: string;
   access: string;
 }
 
-/** `count` licenses with quota to spare, created on the service at `base`, each with an access token. */
-export async function createLicenses(base: string, count: number): Promise<BenchLicense[]> {
+/**
+ * `count` licenses with quota to spare, created on the service at `base`, each with an
+ * access token; `inFlight` of them made at once (each creation and login hashes a password).
+ */
+export async function createLicenses(base: string, count: number, inFlight = 1): Promise<BenchLicense[]> {
   const licenses: BenchLicense[] = [];
-  for (let i = 0; i < count; i++) {
+  let next = 0;
+  const one = async (i: number) => {
     const password = `bench-password-${i}`;
     const created = await api('POST', `${base}/admin/v1/licenses`, {
       organizationName: `Bench ${i}`, password, totalQuota: 1e12, expiryDate: '2099-01-01T00:00:00Z',
     }, ADMIN_TOKEN);
     const got = await api('POST', `${base}/api/v1/auth/get-token`, { licenseKey: created.data.licenseKey, password, imzaTipi: 0 });
-    licenses.push({ key: created.data.licenseKey, password, access: got.accessToken });
-  }
+    licenses[i] = { key: created.data.licenseKey, firmaId: created.data.firmaId, password, access: got.accessToken };
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, count) }, async () => {
+    while (next < count) await one(next++);
+  }));
   return licenses;
 }

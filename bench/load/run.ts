@@ -2,22 +2,21 @@ import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { pino } from 'pino';
 import { connectPostgres } from '../../src/db/pg.js';
 import { KeySpace } from '../../src/redis/keys.js';
-import { createRedis } from '../../src/redis/client.js';
-import { loadConfig } from '../../src/config.js';
-import { UsageWorker } from '../../src/usage/worker.js';
 import { cpuMicros, rssKiB } from './proc.js';
 import { luaDir, runWrk, type WrkResult } from './wrk.js';
-import { ADMIN_TOKEN, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
+import { ADMIN_TOKEN, requiredEnv, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
 import { printTable, type Sample } from './table.js';
 import { api, createLicenses } from './licenses.js';
 import { findSustained, measureDeployed, measureKeyed, measureMetrics, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
 import { chartRows, deployedFigures, deployedReport } from './deployedReport.js';
 import { chartSvg } from './chart.js';
 import { usageLag } from '../../src/usage/lag.js';
-import { measureWorkers, workersReport, type WorkersSample } from './workers.js';
+import { measureWorkers, workersReport, type DeploymentSample, type DeploymentsRun, type WorkersSample } from './workers.js';
+import { buildsReport, measureBuilds } from './baseline.js';
+import { LicensePool, VALIDATE_LIMIT } from './licensePool.js';
+import { tokenMinter, usageDrainer } from './minting.js';
 import type { RedisClient } from '../../src/redis/client.js';
 
 // make bench: the service against its ceilings, interleaved in one run, same connections,
@@ -31,13 +30,14 @@ const LICENSES = 32;
 // BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change);
 // BENCH_ONLY=idempotency: validate as deployed with and without an Idempotency-Key, nothing else;
 // BENCH_ONLY=metrics: validate as deployed with METRICS=1 and METRICS=0, nothing else;
-// BENCH_ONLY=workers: validate as deployed with WORKERS=1 and WORKERS=2, nothing else
-const ONLY_VALIDATE = process.env.BENCH_ONLY === 'validate';
-const ONLY_KEYED = process.env.BENCH_ONLY === 'idempotency';
-const ONLY_METRICS = process.env.BENCH_ONLY === 'metrics';
-const ONLY_WORKERS = process.env.BENCH_ONLY === 'workers';
+// BENCH_ONLY=workers: validate as deployed with WORKERS=1 and WORKERS=2, nothing else;
+// BENCH_ONLY=baseline: validate as deployed, this build and BENCH_BASELINE's, nothing else
+const ONLY = process.env.BENCH_ONLY;
+const ONLY_VALIDATE = ONLY === 'validate';
 /** an A/B alone: none of the other scenarios */
-const ONLY_AB = ONLY_KEYED || ONLY_METRICS || ONLY_WORKERS;
+const ONLY_AB = ONLY === 'idempotency' || ONLY === 'metrics' || ONLY === 'workers' || ONLY === 'baseline';
+/** whether the A/B of that name runs: BENCH_ONLY unset, validate (the deployed runs follow it) or its name */
+const abRuns = (name: string) => !ONLY_AB || ONLY === name;
 // the WORKERS=N comparison: the counts, and the cores the server processes may use
 const WORKER_COUNTS = (process.env.BENCH_WORKER_COUNTS ?? '1,2').split(',').map(Number);
 const WORKERS_CPUS = process.env.BENCH_WORKERS_CPUS ?? `${SERVER_CPU},${LOAD_CPU}`;
@@ -51,7 +51,7 @@ const METRICS_PAIRS = Number(process.env.BENCH_METRICS_PAIRS ?? 7);
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
-const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106, metricsOff: 9107, workers: 9108 };
+const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106, metricsOff: 9107, workers: 9108, pool: 9109, builds: 9110 };
 // BENCH_DEPLOYED=0: skip the runs as deployed (usage worker running: bench/load/deployed.ts);
 // BENCH_SUSTAINED=0 skips only the open-loop search for the sustained rate
 const DEPLOYED = process.env.BENCH_DEPLOYED !== '0';
@@ -59,8 +59,16 @@ const SUSTAINED = DEPLOYED && process.env.BENCH_SUSTAINED !== '0';
 // where the chart of req/s and p99 per scenario and mode goes
 const CHART = process.env.BENCH_CHART ?? path.resolve(luaDir, '..', 'chart.svg');
 // BENCH_BASELINE=<another checkout's dist folder>: that build of the service is measured in the
-// same rounds as "service before", to compare a change before and after in one run
+// same rounds as "service before", to compare a change before and after in one run; and
+// validate as deployed of both builds, at their defaults (bench/load/baseline.ts): BUILD_PAIRS
+// pairs, the tokens from BUILD_LICENSES licenses (each validates at most 100 times a minute)
 const BASELINE = process.env.BENCH_BASELINE;
+const BUILD_PAIRS = Number(process.env.BENCH_BASELINE_PAIRS ?? 5);
+const BUILD_LICENSES = Number(process.env.BENCH_BASELINE_LICENSES ?? 4000);
+if (ONLY === 'baseline' && BASELINE === undefined) {
+  process.stderr.write('bench: BENCH_ONLY=baseline needs BENCH_BASELINE=<the build before\'s dist folder>\n');
+  process.exit(1);
+}
 
 const work = mkdtempSync(path.join(tmpdir(), 'bench-'));
 const samples: Sample[] = [];
@@ -99,21 +107,7 @@ async function main(): Promise<void> {
   const all = [redis, service, minter, ceilings.a, ceilings.b, ceilings.c, ...(baseline ? [baseline] : [])];
   process.on('exit', () => stopAll(all));
 
-  // The usage worker, run by the driver between measured runs only, so streams stay small
-  // and no Postgres write competes with a measurement. Then Postgres is settled (VACUUM,
-  // CHECKPOINT): otherwise the run after a large drain pays for autovacuum and checkpoint
-  // work the one before it caused (seen: the server measured second in a round lost 20-40 %).
-  const config = loadConfig(env, 'worker');
-  const sql = await connectPostgres(DATABASE_URL, 'bench', 2);
-  const drain = async () => {
-    const worker = new UsageWorker(createRedis(config, 'bench-drain', { commandTimeoutMs: 60_000 }), sql, new KeySpace('bench'),
-      { batchSize: 5000, blockMs: 20, claimIdleMs: 60_000, lingerMs: 0, lingerEvents: 1 }, pino({ level: 'silent' }));
-    await worker.start();
-    while ((await worker.lag()) > 0) await new Promise((r) => setTimeout(r, 50));
-    await worker.stop();
-    await sql.unsafe('vacuum (analyze) token_issues, token_redemptions, licenses');
-    await sql.unsafe('checkpoint');
-  };
+  const { drain, end: endDrainer } = await usageDrainer(env, DATABASE_URL);
 
   const base = `http://127.0.0.1:${minter.port}`;
   process.stderr.write(`bench: ${LICENSES} licenses, ${SECONDS}s runs x${RUNS}, connections ${CONNECTIONS.join('/')}, ` +
@@ -139,20 +133,12 @@ async function main(): Promise<void> {
     return sum;
   };
   const redisClient = new Redis(REDIS_PORT);
-  let minted = 0;
-  const count = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
-  /** A fresh file of sign tokens, at least `atLeast` of them (the caller drains their issuance events). */
-  const mint = async (atLeast = 0) => {
-    const file = path.join(work, `tokens-${minted++}.txt`);
-    writeFileSync(file, '');
-    let seconds = Math.ceil(SECONDS * 2.5) + 1;
-    for (;;) {
-      await runWrk({ cpu: LOAD_CPU, url: `${base}/api/v1/auth/sign-token`, script: 'mint.lua', connections: 64,
-        seconds, args: [accessFile, file] });
-      const have = count(file);
-      if (have >= atLeast) return file;
-      seconds = Math.ceil(((atLeast - have) / have) * seconds) + 1;
-    }
+  const mint = tokenMinter({ work, loadCpu: LOAD_CPU, seconds: SECONDS, base, accessFile });
+  /** As mint, their issuance events then drained. */
+  const mintDrained = async (atLeast = 0, access = accessFile, from = base) => {
+    const file = await mint(atLeast, access, from);
+    await drain();
+    return file;
   };
   const books: string[] = [];
   // wrk abandons the requests in flight when its time is up: the server may still redeem
@@ -200,6 +186,8 @@ async function main(): Promise<void> {
   const keyed: DeployedSample[] = [];
   const metered: DeployedSample[] = [];
   const workerSamples: WorkersSample[] = [];
+  const buildSamples: DeploymentSample[] = [];
+  let buildLicenses = 0;
   const probes: SustainedProbe[] = [];
   if (DEPLOYED) {
     await refreshAccess();
@@ -218,38 +206,42 @@ async function main(): Promise<void> {
         await drain();
       }
     }
-    const freshTokens = async () => {
-      const file = await mint();
-      await drain();
-      return file;
-    };
+    const freshTokens = () => mintDrained();
     // validate with and without an Idempotency-Key, in pairs on one deployment
-    if (!ONLY_METRICS && !ONLY_WORKERS) {
+    if (abRuns('idempotency')) {
       await refreshAccess();
       keyed.push(...await measureKeyed({ ...common, seconds: SECONDS, redis, warmupTokens: await mint(), pairs: KEY_PAIRS, mint: freshTokens }));
     }
     // validate with metrics on and off, in pairs on two deployments
-    if (!ONLY_KEYED && !ONLY_WORKERS) {
+    if (abRuns('metrics')) {
       await refreshAccess();
       metered.push(...await measureMetrics({
         ...common, ports: [PORTS.deployed, PORTS.metricsOff], seconds: SECONDS, redis, warmupTokens: await mint(), pairs: METRICS_PAIRS, mint: freshTokens,
       }));
     }
-    // validate with WORKERS=1 and WORKERS=2, each round on fresh deployments
-    if (!ONLY_KEYED && !ONLY_METRICS) {
+    // validate as deployed, each round on fresh deployments: WORKERS=1 and WORKERS=2, then the two builds
+    const deployments: Omit<DeploymentsRun, 'rounds' | 'port' | 'mint'> = {
+      seconds: SECONDS, connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU, redis,
+      drained: async () => {
+        while ((await lag()) > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+      },
+    };
+    if (abRuns('workers')) {
       await refreshAccess();
-      workerSamples.push(...await measureWorkers({
-        counts: WORKER_COUNTS, rounds: RUNS, seconds: SECONDS, connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU, env,
-        port: PORTS.workers, redis,
-        mint: async (atLeast) => {
-          const file = await mint(atLeast);
-          await drain();
-          return file;
-        },
-        drained: async () => {
-          while ((await lag()) > 0) await new Promise((resolve) => setTimeout(resolve, 20));
-        },
-      }));
+      workerSamples.push(...await measureWorkers({ ...deployments, counts: WORKER_COUNTS, rounds: RUNS, env, port: PORTS.workers, mint: (n) => mintDrained(n) }));
+    }
+    if (BASELINE !== undefined && abRuns('baseline')) {
+      // licenses of their own, made (passwords hashed) on a service that may use every core
+      const poolService = await startService(WORKERS_CPUS, { ...env, PORT: String(PORTS.pool) }, PORTS.pool);
+      all.push(poolService);
+      const poolBase = `http://127.0.0.1:${PORTS.pool}`;
+      const pool = await LicensePool.create(poolBase, BUILD_LICENSES, (access, n) => mintDrained(n, access, poolBase), work);
+      await drain();
+      buildSamples.push(...await measureBuilds({
+        ...deployments, rounds: BUILD_PAIRS, port: PORTS.builds, mint: (n) => pool.tokens(n), ended: () => pool.ended(),
+      }, BASELINE, requiredEnv(REDIS_PORT, DATABASE_URL, PORTS.builds)));
+      buildLicenses = pool.size;
+      await stopGracefully(poolService);
     }
     const ceiling64 = samples.filter((s) => s.name === 'ceiling (c) +evalsha' && s.connections === 64).map((s) => s.rps).sort((a, b) => a - b);
     const baseRps = ceiling64[Math.floor(ceiling64.length / 2)];
@@ -272,7 +264,10 @@ async function main(): Promise<void> {
   }
   const figures = deployedFigures(samples, deployed, probes, 64, keyed, metered);
   const deployedReportText = (deployed.length + keyed.length + metered.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '') +
-    (workerSamples.length > 0 ? `\n${workersReport(workerSamples, { connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU })}` : '');
+    (workerSamples.length > 0 ? `\n${workersReport(workerSamples, { connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU })}` : '') +
+    (buildSamples.length > 0 ? `\n${buildsReport(buildSamples, {
+      connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU, seconds: SECONDS, baselineRoot: BASELINE ?? '', licenses: buildLicenses, validateLimit: VALIDATE_LIMIT,
+    })}` : '');
   /** The chart of every scenario measured, written when the tables are printed. */
   const writeChart = () => {
     writeFileSync(CHART, chartSvg(`make bench, ${new Date().toISOString().slice(0, 10)}: ${SECONDS} s runs, medians of ${RUNS}`, chartRows(samples, figures)));
@@ -331,7 +326,7 @@ async function main(): Promise<void> {
       `(used_memory delta over ${outstanding} fresh tokens, held in ${markerHashes} marker hashes)`,
   });
   process.stdout.write(deployedReportText);
-  await Promise.all([redisClient.quit(), sql.end()]);
+  await Promise.all([redisClient.quit(), endDrainer()]);
   rmSync(work, { recursive: true, force: true });
   stopAll(all);
   process.exit(0);

@@ -35,10 +35,11 @@ function waitFor(child: ChildProcess, pattern: RegExp, name: string): Promise<vo
   });
 }
 
+/** inherit false: `env` is the whole environment (nothing of the driver's own leaks in). */
 export async function startPinned(
-  name: string, cpu: string, command: string[], env: Record<string, string>, ready: RegExp, port: number,
+  name: string, cpu: string, command: string[], env: Record<string, string | undefined>, ready: RegExp, port: number, inherit = true,
 ): Promise<Pinned> {
-  const child = spawn('taskset', ['-c', cpu, ...command], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('taskset', ['-c', cpu, ...command], { env: inherit ? { ...process.env, ...env } : env, stdio: ['ignore', 'pipe', 'pipe'] });
   await waitFor(child, ready, name);
   return { name, child, pid: child.pid as number, port };
 }
@@ -52,12 +53,23 @@ export async function startRedis(cpu: string, port: number): Promise<Pinned> {
   return p;
 }
 
+/**
+ * What the service needs set to serve the bench, no default fitting: plain HTTP (no
+ * certificates here: as behind a TLS-terminating proxy), a JWT secret, its port, the bench's
+ * Redis and Postgres and its namespace in them. Every other setting is left at its default.
+ */
+export function requiredEnv(redisPort: number, databaseUrl: string, port: number): Record<string, string> {
+  return {
+    ALLOW_HTTP: '1', JWT_SECRET, PORT: String(port), HOST: '127.0.0.1',
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_PREFIX: 'bench', DATABASE_URL: databaseUrl, PG_SCHEMA: 'bench',
+  };
+}
+
 export function serviceEnv(redisPort: number, databaseUrl: string, port: number): Record<string, string> {
   return {
-    ALLOW_HTTP: '1', JWT_SECRET, ADMIN_TOKEN, PORT: String(port), HOST: '127.0.0.1',
+    ...requiredEnv(redisPort, databaseUrl, port), ADMIN_TOKEN,
     // one server process, pinned to its core (BENCH_ONLY=workers measures more)
     WORKERS: '1',
-    REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_PREFIX: 'bench', DATABASE_URL: databaseUrl, PG_SCHEMA: 'bench',
     // the rate-limit step runs (as in production) but never refuses
     RATE_VALIDATE_PER_MIN: '1000000000', RATE_SIGN_TOKEN_PER_MIN: '1000000000',
     RATE_GET_TOKEN_PER_MIN: '1000000000', RATE_CHECK_QUOTA_PER_MIN: '0',

@@ -6,16 +6,30 @@ import { runWrk, type WrkResult } from './wrk.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// BENCH_ONLY=workers (and make bench): validate as deployed (usage worker inside child 0)
-// with WORKERS=1 and WORKERS=2, the server processes allowed on every core of the bench
-// (both N alike: the kernel places them), wrk and Redis pinned to the load core as ever.
-// On a 2-core machine the second process competes with wrk and Redis for the load core.
-const buildRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+// Validate as deployed (usage worker inside child 0), one deployment started for each run,
+// in rounds whose order turns: BENCH_ONLY=workers compares WORKERS=1 and WORKERS=2 of this
+// build, BENCH_ONLY=baseline this build and the build before (bench/load/baseline.ts). The
+// server processes may run on every core of the bench (all variants alike: the kernel
+// places them), wrk and Redis pinned to the load core as ever. On a 2-core machine a second
+// process competes with wrk and Redis for the load core.
+export const buildRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const WARMUP_SECONDS = 2;
+/** Ready: the primary's word when several processes serve, the process's own when it serves alone (no "child" in its line). */
+const READY = /"msg":"listening: all children"|^(?![^\n]*"child":)[^\n]*"msg":"listening"/m;
 
-export interface WorkersSample {
-  workers: number;
+/** One way of deploying: a build (its src/cli/server.js is what `npm start` runs) and the whole environment it gets. */
+export interface Variant {
+  label: string;
+  root: string;
+  env: Record<string, string | undefined>;
+}
+
+export interface DeploymentSample {
+  label: string;
+  /** the round (a pair, with two variants) it was measured in */
+  round: number;
   rps: number;
+  p50: number;
   p99: number;
   /** CPU per redemption, µs: every server process (the primary and its children), Redis, wrk */
   serverUs: number;
@@ -23,23 +37,25 @@ export interface WorkersSample {
   wrkUs: number;
   /** requests beyond the tokens minted (refused as used: the figure is then too high) */
   short: number;
+  /** answers other than 200 (and socket errors): refusals count in req/s too */
+  non200: number;
 }
 
-export interface WorkersRun {
-  counts: number[];
+export interface DeploymentsRun {
   rounds: number;
   seconds: number;
   connections: number;
   /** where the server processes may run (taskset list), and wrk */
   serverCpus: string;
   loadCpu: string;
-  env: Record<string, string>;
   port: number;
   redis: Pinned;
-  /** a file of fresh sign tokens, at least `atLeast`, their issuance drained */
+  /** a file of fresh sign tokens, at least `atLeast` (0: the rate is not known yet), their issuance drained */
   mint(atLeast: number): Promise<string>;
   /** waits until the usage streams are empty */
   drained(): Promise<void>;
+  /** a deployment's runs are over (its tokens spent or abandoned) */
+  ended?(): void;
 }
 
 /** The primary's CPU and its children's (living ones: none ends during a run). */
@@ -50,49 +66,71 @@ function treeMicros(pid: number): number {
   return sum;
 }
 
-function validate(run: WorkersRun, tokens: string, seconds: number): Promise<WrkResult> {
+function validate(run: DeploymentsRun, tokens: string, seconds: number): Promise<WrkResult> {
   return runWrk({ cpu: run.loadCpu, url: `http://127.0.0.1:${run.port}/api/license/validate`, script: 'redeem.lua',
     connections: run.connections, seconds, args: [tokens, '1'] });
 }
 
-/** `rounds` rounds of one run per count, the order turning each round; each run on a deployment of its own. */
-export async function measureWorkers(run: WorkersRun): Promise<WorkersSample[]> {
-  const samples: WorkersSample[] = [];
+/**
+ * `rounds` rounds of one run per variant, the order turning each round; each run on a
+ * deployment of its own, warmed up for 2 s on tokens of its own and drained first. Tokens
+ * are minted for 1.5 x the fastest rate seen; the very first run's after its warm-up, at 3 x
+ * the warm-up's rate (cold processes: seen at half the rate of the run after).
+ */
+export async function measureDeployments(run: DeploymentsRun, variants: Variant[]): Promise<DeploymentSample[]> {
+  const samples: DeploymentSample[] = [];
   let fastest = 0;
+  const need = (seconds: number) => Math.ceil(1.5 * fastest * seconds);
   for (let round = 0; round < run.rounds; round++) {
-    const counts = round % 2 === 0 ? run.counts : [...run.counts].reverse();
-    for (const workers of counts) {
-      const need = (seconds: number) => Math.ceil(1.5 * fastest * seconds);
-      const [warmup, tokens] = [await run.mint(need(WARMUP_SECONDS)), await run.mint(need(run.seconds))];
+    for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
+      const warmup = await run.mint(need(WARMUP_SECONDS));
+      let tokens = fastest > 0 ? await run.mint(need(run.seconds)) : '';
       await run.drained();
-      const env = { ...run.env, PORT: String(run.port), RUN_WORKER: '1', WORKERS: String(workers), LOG_LEVEL: 'info' };
-      const ready = workers === 1 ? /"listening"/ : /listening: all children/;
-      const server = await startPinned(`service WORKERS=${workers}`, run.serverCpus, ['node', path.join(buildRoot, 'src/cli/server.js')], env, ready, run.port);
+      const server = await startPinned(variant.label, run.serverCpus, ['node', path.join(variant.root, 'src/cli/server.js')],
+        variant.env, READY, run.port, false);
       try {
-        await validate(run, warmup, WARMUP_SECONDS);
+        const warm = await validate(run, warmup, WARMUP_SECONDS);
+        if (tokens === '') tokens = await run.mint(Math.ceil(3 * warm.rps * run.seconds));
         await run.drained();
         const before = { server: treeMicros(server.pid), redis: cpuMicros(run.redis.pid) };
         const r = await validate(run, tokens, run.seconds);
         await run.drained(); // the worker's writes belong to the redemptions
         const minted = readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
-        const sample: WorkersSample = {
-          workers, rps: r.rps, p99: r.p99, serverUs: (treeMicros(server.pid) - before.server) / r.requests,
+        const sample: DeploymentSample = {
+          label: variant.label, round, rps: r.rps, p50: r.p50, p99: r.p99, serverUs: (treeMicros(server.pid) - before.server) / r.requests,
           redisUs: (cpuMicros(run.redis.pid) - before.redis) / r.requests, wrkUs: r.wrkUs, short: Math.max(0, r.requests - minted),
+          non200: r.statusErrors + r.socketErrors,
         };
         samples.push(sample);
         fastest = Math.max(fastest, r.rps);
-        process.stderr.write(`  WORKERS=${workers} c=${run.connections} ${Math.round(r.rps)} req/s p99 ${(r.p99 / 1000).toFixed(2)} ms ` +
-          `server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us${sample.short ? ` RAN OUT OF TOKENS by ${sample.short}` : ''}\n`);
+        process.stderr.write(`  ${variant.label} c=${run.connections} ${Math.round(r.rps)} req/s p50 ${(r.p50 / 1000).toFixed(2)} ms ` +
+          `p99 ${(r.p99 / 1000).toFixed(2)} ms server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us non-200 ${sample.non200}` +
+          `${sample.short ? ` RAN OUT OF TOKENS by ${sample.short}` : ''}\n`);
       } finally {
         await stopGracefully(server);
+        run.ended?.();
       }
     }
   }
   return samples;
 }
 
+export interface WorkersSample extends DeploymentSample {
+  workers: number;
+}
+
+/** WORKERS=N of this build for each count, with the bench's settings (`env`: serviceEnv) and the usage worker inside. */
+export async function measureWorkers(run: DeploymentsRun & { counts: number[]; env: Record<string, string> }): Promise<WorkersSample[]> {
+  const variants = run.counts.map((workers) => ({
+    label: `WORKERS=${workers}`, root: buildRoot,
+    env: { ...process.env, ...run.env, PORT: String(run.port), RUN_WORKER: '1', WORKERS: String(workers), LOG_LEVEL: 'info' },
+  }));
+  const samples = await measureDeployments(run, variants);
+  return samples.map((s) => ({ ...s, workers: Number(s.label.slice('WORKERS='.length)) }));
+}
+
 /** The table: medians per count, and N ÷ 1 of each round's runs. */
-export function workersReport(samples: WorkersSample[], run: Pick<WorkersRun, 'connections' | 'serverCpus' | 'loadCpu'>): string {
+export function workersReport(samples: WorkersSample[], run: Pick<DeploymentsRun, 'connections' | 'serverCpus' | 'loadCpu'>): string {
   const counts = [...new Set(samples.map((s) => s.workers))].sort((a, b) => a - b);
   const out = [
     `Validate as deployed, WORKERS=N (bench/load/workers.ts; server processes on cpus ${run.serverCpus}, wrk + Redis on cpu ${run.loadCpu}, c=${run.connections}):`,

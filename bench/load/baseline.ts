@@ -1,0 +1,81 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { median } from './table.js';
+import { buildRoot, measureDeployments, type DeploymentSample, type DeploymentsRun, type Variant } from './workers.js';
+
+// BENCH_BASELINE=<the build before's dist> (make bench; BENCH_ONLY=baseline: this alone):
+// validate as deployed, the build before against this one, each started as `npm start`
+// starts it with its defaults: WORKERS unset (one process per core it may use), the usage
+// worker inside, metrics on, every limit at its default. The environment holds nothing but
+// requiredEnv (services.ts) and PATH. Validate's limit per company stays at its default:
+// the runs' tokens come from many licenses, each under its limit (licensePool.ts).
+
+const BEFORE = 'before';
+const AFTER = 'after';
+
+/** The two builds' deployments, on one port in turn; `env`: requiredEnv of that port. */
+export function buildVariants(baselineRoot: string, env: Record<string, string>): Variant[] {
+  if (!existsSync(path.join(baselineRoot, 'src/cli/server.js'))) {
+    throw new Error(`BENCH_BASELINE=${baselineRoot} holds no src/cli/server.js: give the build before's dist folder`);
+  }
+  const clean = { PATH: process.env.PATH, ...env };
+  return [{ label: BEFORE, root: baselineRoot, env: clean }, { label: AFTER, root: buildRoot, env: clean }];
+}
+
+/** `pairs` pairs of runs (one deployment each), the build going first turning each pair. */
+export function measureBuilds(run: DeploymentsRun, baselineRoot: string, env: Record<string, string>): Promise<DeploymentSample[]> {
+  return measureDeployments(run, buildVariants(baselineRoot, env));
+}
+
+type Figure = (s: DeploymentSample) => number;
+const FIGURES: [string, Figure, (v: number) => string][] = [
+  ['req/s', (s) => s.rps, (v) => String(Math.round(v))],
+  ['p50 ms', (s) => s.p50 / 1000, (v) => v.toFixed(2)],
+  ['p99 ms', (s) => s.p99 / 1000, (v) => v.toFixed(2)],
+  ['server µs/req (all processes)', (s) => s.serverUs, (v) => v.toFixed(1)],
+  ['Redis µs/req', (s) => s.redisUs, (v) => v.toFixed(1)],
+];
+
+/** after ÷ before of each pair (both runs of a pair follow each other: the machine's drift cancels). */
+function pairRatios(samples: DeploymentSample[], f: Figure): number[] {
+  const out: number[] = [];
+  for (const round of new Set(samples.map((s) => s.round))) {
+    const before = samples.find((s) => s.round === round && s.label === BEFORE);
+    const after = samples.find((s) => s.round === round && s.label === AFTER);
+    if (before && after) out.push(f(after) / f(before));
+  }
+  return out;
+}
+
+export function buildsReport(samples: DeploymentSample[], run: Pick<DeploymentsRun, 'connections' | 'serverCpus' | 'loadCpu' | 'seconds'> & {
+  baselineRoot: string; licenses: number; validateLimit: number;
+}): string {
+  const of = (label: string) => samples.filter((s) => s.label === label);
+  const out = [
+    `Validate as deployed, the build before (${run.baselineRoot}) against this build (bench/load/baseline.ts): each as npm start runs it ` +
+    `with its defaults (WORKERS unset: a process per core of cpus ${run.serverCpus}; usage worker inside, writing to Postgres; metrics on; ` +
+    `validate limited to ${run.validateLimit} a minute per company, the load spread over ${run.licenses} licenses); ` +
+    `wrk + Redis on cpu ${run.loadCpu}, c=${run.connections}, ${run.seconds} s runs after a 2 s warm-up, one deployment per run. ` +
+    'Redis without persistence (no AOF, no snapshots): what validate costs with AOF is not measured here.',
+    '',
+    `| build | runs | ${FIGURES.map(([name]) => `${name} (median)`).join(' | ')} | wrk µs/req | non-200 (all runs) |`,
+    `|---|---|${FIGURES.map(() => '---|').join('')}---|---|`,
+  ];
+  for (const label of [BEFORE, AFTER]) {
+    const g = of(label);
+    if (g.length === 0) continue;
+    out.push(`| ${label} | ${g.length} | ${FIGURES.map(([, f, show]) => show(median(g.map(f)))).join(' | ')} | ${median(g.map((s) => s.wrkUs)).toFixed(1)} | ` +
+      `${g.reduce((sum, s) => sum + s.non200, 0)} |`);
+  }
+  const pairs = pairRatios(samples, (s) => s.rps).length;
+  out.push('', `| after ÷ before, per pair (${pairs} pairs) | median | range | pairs in order |`, '|---|---|---|---|');
+  for (const [name, f] of FIGURES) {
+    const r = pairRatios(samples, f);
+    if (r.length === 0) continue;
+    const fixed = (v: number) => v.toFixed(2);
+    out.push(`| ${name} | ${fixed(median(r))} | ${fixed(Math.min(...r))}–${fixed(Math.max(...r))} | ${r.map(fixed).join(', ')} |`);
+  }
+  const short = samples.filter((s) => s.short > 0).length;
+  if (short > 0) out.push('', `${short} run(s) RAN OUT OF TOKENS: their req/s count refusals too`);
+  return out.join('\n') + '\n';
+}
