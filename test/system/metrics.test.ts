@@ -50,6 +50,8 @@ class Tally {
 const delta = (before: Scrape, after: Scrape, name: string, labels: Record<string, string> = {}) =>
   after.value(name, labels) - before.value(name, labels);
 
+// The exact deltas fail while /metrics answers for the one server process a scrape reaches
+// (the service runs a process per core): its aggregation over the processes is being fixed.
 t.test('validate outcomes, answers by route and status, latency, issued tokens and written events: exact deltas', async (t) => {
   // 4 validations per license and minute: the fifth answers 429
   const h = await startHarness(t, 'metrics', { ...NO_RATE_LIMITS, RATE_VALIDATE_PER_MIN: '4' });

@@ -8,8 +8,10 @@ import { getTokenPair, mintTokens } from '../helpers/tokens.js';
 
 // The RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers) on every
 // answer that came from the script call counting a limit, 429s and refusals included; none on
-// answers decided before that call, and none when the limit is 0. Each limit gets a service
-// of its own with every other limit off, so only the requests under test are counted.
+// answers decided before that call, and none when the limit is 0. The four limits count per
+// company or per license key, and each test uses licenses of its own, so one service with
+// those four on serves them (the failed logins per address, counted for every test's
+// requests from 127.0.0.1, and every limit off get services of their own).
 
 interface Counted { name: string; q: number; w: number; r: number; t: number }
 
@@ -72,8 +74,16 @@ async function expectCountdown(t: Asserts, q: number, send: (i: number) => Promi
   }
 }
 
+const h = await startHarness(t, 'rlf-limits', {
+  ...NO_RATE_LIMITS,
+  RATE_VALIDATE_PER_MIN: '5',
+  RATE_SIGN_TOKEN_PER_MIN: '5', // minting 6 tokens of a license for validate: get-token and 5 sign-tokens
+  RATE_GET_TOKEN_PER_MIN: '4',
+  RATE_CHECK_QUOTA_PER_MIN: '3',
+  RATE_GET_TOKEN_FAILURES_PER_MIN: '0',
+});
+
 t.test('validate: "validate" per company', async (t) => {
-  const h = await startHarness(t, 'rlf-validate', { ...NO_RATE_LIMITS, RATE_VALIDATE_PER_MIN: '5' });
 
   t.test('r counts down from 4; the 6th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense({ totalQuota: 20 });
@@ -104,7 +114,6 @@ t.test('validate: "validate" per company', async (t) => {
 });
 
 t.test('sign-token: "sign-token" per company', async (t) => {
-  const h = await startHarness(t, 'rlf-sign', { ...NO_RATE_LIMITS, RATE_SIGN_TOKEN_PER_MIN: '5' });
 
   t.test('r counts down from 4; the 6th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense({ totalQuota: 20 });
@@ -127,7 +136,6 @@ t.test('sign-token: "sign-token" per company', async (t) => {
 });
 
 t.test('get-token: "get-token" per license key', async (t) => {
-  const h = await startHarness(t, 'rlf-get', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_PER_MIN: '4', RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
 
   t.test('r counts down from 3; the 5th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense({ totalQuota: 20 });
@@ -163,19 +171,18 @@ t.test('get-token: "get-token" per license key', async (t) => {
 });
 
 t.test('failed logins per address: the block carries "failed-logins" with r=0', async (t) => {
-  const h = await startHarness(t, 'rlf-failed', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_PER_MIN: '10', RATE_GET_TOKEN_FAILURES_PER_MIN: '2' });
-  const lic = await h.createLicense();
+  const failed = await startHarness(t, 'rlf-failed', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_PER_MIN: '10', RATE_GET_TOKEN_FAILURES_PER_MIN: '2' });
+  const lic = await failed.createLicense();
   for (let i = 0; i < 2; i++) {
-    const res = await h.getToken(lic.licenseKey, `wrong password ${i}`);
+    const res = await failed.getToken(lic.licenseKey, `wrong password ${i}`);
     expectCodedError(t, res, 401, 'INVALID_CREDENTIALS', `failure ${i + 1}`);
     expectFields(t, res, 'get-token', 10, 9 - i, `failure ${i + 1}: the key's own limit`);
   }
-  expectOver(t, await h.getToken(lic.licenseKey, 'wrong password 2'), 'failed-logins', 2, 'the 3rd failure');
-  expectOver(t, await h.getToken(lic.licenseKey, lic.password), 'failed-logins', 2, 'even the right password, before any look-up');
+  expectOver(t, await failed.getToken(lic.licenseKey, 'wrong password 2'), 'failed-logins', 2, 'the 3rd failure');
+  expectOver(t, await failed.getToken(lic.licenseKey, lic.password), 'failed-logins', 2, 'even the right password, before any look-up');
 });
 
 t.test('check-quota: "check-quota" per license key', async (t) => {
-  const h = await startHarness(t, 'rlf-quota', { ...NO_RATE_LIMITS, RATE_CHECK_QUOTA_PER_MIN: '3' });
 
   t.test('r counts down from 2; the 4th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense();
@@ -194,20 +201,20 @@ t.test('check-quota: "check-quota" per license key', async (t) => {
 });
 
 t.test('every limit 0: neither field on any answer', async (t) => {
-  const h = await startHarness(t, 'rlf-off', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
-  const lic = await h.createLicense({ totalQuota: 5 });
-  const got = await h.getToken(lic.licenseKey, lic.password);
+  const off = await startHarness(t, 'rlf-off', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
+  const lic = await off.createLicense({ totalQuota: 5 });
+  const got = await off.getToken(lic.licenseKey, lic.password);
   t.equal(got.status, 200);
-  const signed = await h.signToken(got.body.accessToken);
+  const signed = await off.signToken(got.body.accessToken);
   t.equal(signed.status, 200);
   const answers: [string, Answer][] = [
     ['get-token 200', got],
-    ['get-token 401', await h.getToken(lic.licenseKey, 'wrong password 1')],
+    ['get-token 401', await off.getToken(lic.licenseKey, 'wrong password 1')],
     ['sign-token 200', signed],
-    ['validate 200', await h.validate(signed.body.signToken)],
-    ['validate 400 used', await h.validate(signed.body.signToken)],
-    ['check-quota 200', await h.checkQuota(lic.licenseKey)],
-    ['check-quota 404', await h.checkQuota(randomUUID())],
+    ['validate 200', await off.validate(signed.body.signToken)],
+    ['validate 400 used', await off.validate(signed.body.signToken)],
+    ['check-quota 200', await off.checkQuota(lic.licenseKey)],
+    ['check-quota 404', await off.checkQuota(randomUUID())],
   ];
   t.same(answers.map(([, a]) => a.status), [200, 401, 200, 200, 400, 200, 404], 'the answers expected');
   for (const [what, res] of answers) expectNone(t, res, what);
