@@ -162,6 +162,14 @@ export class Harness implements Client {
     await waitFor('the usage worker to drain', async () => (await lag()) === 0, timeoutMs, 20);
   }
 
+  /** The environment of a standalone usage worker (`npm run worker`, processes.spawnWorker) on this service's Redis and Postgres; overrides win. */
+  workerEnv(overrides: Record<string, string> = {}): Record<string, string> {
+    return {
+      REDIS_URL: this.config.redisUrl, DATABASE_URL: this.config.databaseUrl, REDIS_PREFIX: this.prefix, PG_SCHEMA: this.config.pgSchema,
+      ...overrides,
+    };
+  }
+
   /** Deletes every Redis key of this service (what a Redis restart without persistence does). */
   async flushRedis(): Promise<void> {
     await deleteKeys(this.redis, this.prefix);

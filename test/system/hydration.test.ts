@@ -1,5 +1,5 @@
 import t from 'tap';
-import { DATABASE_URL, LIVE_COUNTS, REDIS_URL, startHarness, type Harness } from '../helpers/harness.js';
+import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { spawnWorker } from '../helpers/processes.js';
 import { MSG } from '../helpers/shapes.js';
 import { mintTokens } from '../helpers/tokens.js';
@@ -116,7 +116,7 @@ t.test('a second flush keeps counting from Postgres', async (t) => {
 t.test('a license hash lost while its redemptions wait in the stream counts them', async (t) => {
   // the usage worker runs beside the servers (`npm run worker`), so that it can stop while they serve
   const queued = await startHarness(t, 'hydrate-queued', { ...LIVE_COUNTS, RUN_WORKER: '0' });
-  const worker = await spawnWorker(t, { REDIS_URL, DATABASE_URL, REDIS_PREFIX: queued.prefix, PG_SCHEMA: queued.config.pgSchema });
+  const worker = await spawnWorker(t, queued.workerEnv());
   const lic = await queued.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(queued, lic, 6, 0);
   t.equal((await queued.validate(tokens[0])).body.usedQuota, 1);

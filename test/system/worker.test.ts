@@ -1,5 +1,5 @@
 import t from 'tap';
-import { DATABASE_URL, REDIS_URL, LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
+import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
 import { spawnWorker } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
@@ -114,8 +114,8 @@ t.test('duplicate events within one batch count once', async (t) => {
   }
   t.equal(await streamTotal(h), 3 + 2 + 6 + 2, 'all events wait in the stream');
 
-  const w = await startHarness(t, 'worker-dup-w', { REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema });
-  await w.drainWorker();
+  await spawnWorker(t, h.workerEnv()); // npm run worker
+  await h.drainWorker();
   t.equal(await usedQuota(h, lic.firmaId), 3, 'three tokens turned used, each counted once');
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 3);
@@ -166,7 +166,7 @@ t.test('a standalone worker process moves the events', async (t) => {
   const [empty] = await h.sql`select count(*)::int as n from sign_tokens`;
   t.equal(empty?.n, 0, 'nothing in Postgres yet');
 
-  const worker = await spawnWorker(t, { REDIS_URL, REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema, DATABASE_URL });
+  const worker = await spawnWorker(t, h.workerEnv());
 
   await waitFor('the standalone worker drains the streams', async () => (await streamTotal(h)) === 0, 20_000);
   t.equal(await usedQuota(h, lic.firmaId), 3);
@@ -197,10 +197,8 @@ t.test('pending events of a dead consumer are reclaimed', async (t) => {
   const pending = (await h.redis.xpending(h.keys.forLicense(lic.firmaId).stream, 'usage')) as [number, ...unknown[]];
   t.equal(pending[0], 5, 'all five are pending on the dead consumer');
 
-  const w = await startHarness(t, 'worker-claim-w', {
-    REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema, WORKER_CLAIM_IDLE_MS: '200',
-  });
-  await w.drainWorker(15_000);
+  await spawnWorker(t, h.workerEnv({ WORKER_CLAIM_IDLE_MS: '200' })); // npm run worker
+  await h.drainWorker(15_000);
   t.equal(await usedQuota(h, lic.firmaId), 2, 'the reclaimed redemptions are counted');
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 3, 'the reclaimed issuances are in the audit trail');
