@@ -231,10 +231,19 @@ export function spawnLogged(t: Teardown, script: string, env: Record<string, str
     }));
   }
   const all = () => lines.map((l) => l.text).join('\n');
+  // each line parsed once, however often a test asks (a harness's logs are read while polling)
+  const parsed: Record<string, unknown>[] = [];
+  let parsedLines = 0;
   return {
     child,
     lines,
-    records: () => jsonRecords(lines),
+    records() {
+      if (parsedLines < lines.length) {
+        parsed.push(...jsonRecords(lines.slice(parsedLines)));
+        parsedLines = lines.length;
+      }
+      return parsed.slice();
+    },
     text: (stream) => lines.filter((l) => l.stream === stream).map((l) => l.text).join('\n'),
     lineMatching(match, timeoutMs, what) {
       return new Promise<LogLine>((resolve, reject) => {
