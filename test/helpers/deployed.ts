@@ -49,7 +49,13 @@ export async function startDeployed(t: Teardown, env: Record<string, string>, ti
     // a primary that exited waited for its children, unless it was SIGKILLed: those stop by themselves; a hung one is killed
     const left = async () => (await Promise.all(started.map(async (pid) => (await isServerProcess(pid)) ? pid : null))).filter((p) => p !== null);
     if (!(await until(async () => (await left()).length === 0, { timeoutMs: TEARDOWN_STOP_MS, intervalMs: 50 }))) {
-      for (const pid of await left()) process.kill(pid, 'SIGKILL');
+      for (const pid of await left()) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone since the look
+        }
+      }
       await sleep(100);
     }
   });

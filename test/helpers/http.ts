@@ -108,12 +108,16 @@ function exchange(
     const req = (url.protocol === 'https:' ? https : http).request(url, { method: init.method, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.once('error', fail);
+      res.on('error', fail);
       res.once('end', () => {
-        const answered = new Headers();
-        for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) answered.append(res.rawHeaders[i] as string, res.rawHeaders[i + 1] as string);
         signal?.removeEventListener('abort', onAbort);
-        resolve({ status: res.statusCode ?? 0, headers: answered, body: Buffer.concat(chunks) });
+        try {
+          const answered = new Headers();
+          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) answered.append(res.rawHeaders[i] as string, res.rawHeaders[i + 1] as string);
+          resolve({ status: res.statusCode ?? 0, headers: answered, body: Buffer.concat(chunks) });
+        } catch (err) {
+          reject(err as Error); // a header a fetch Headers refuses
+        }
       });
     });
     function fail(err: Error): void {
@@ -124,7 +128,7 @@ function exchange(
       req.destroy(signal?.reason as Error);
     }
     signal?.addEventListener('abort', onAbort, { once: true });
-    req.once('error', fail);
+    req.on('error', fail); // on, not once: a second error may follow (a write after the server closed), and an unheard one ends the test process
     req.end(body);
   });
 }

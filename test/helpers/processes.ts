@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Teardown } from './harness.js';
-import { sleep, until, waitFor } from './wait.js';
+import { until, waitFor } from './wait.js';
 
 // Real processes: a private redis-server the test may break at will, a Redis Cluster, and
 // the service's own programs as child processes (the server `node dist/src/cli/server.js`,
@@ -284,7 +284,12 @@ export function spawnLogged(t: Teardown, script: string, env: Record<string, str
     async stop(signal: NodeJS.Signals = 'SIGTERM', stopTimeoutMs = 20_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const status = await exitOf(child, stopTimeoutMs);
-      if (!status.timedOut) await Promise.race([Promise.all(ended), sleep(2000)]);
+      if (!status.timedOut) {
+        // the streams' last lines, for at most 2 s; the timer cleared, so that it never holds the test's process open
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.all(ended), new Promise<void>((resolve) => { timer = setTimeout(resolve, 2000); })]);
+        clearTimeout(timer);
+      }
       return status;
     },
   };
