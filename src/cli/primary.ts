@@ -22,6 +22,12 @@ export interface ListeningMessage {
   port: number;
 }
 
+/** What a child that cannot start tells the primary (instead of stderr), before it exits 1. */
+export interface CannotStartMessage {
+  type: 'cannot start';
+  reason: string;
+}
+
 /** The first restart of a crashed child waits this long, doubled after each crash in a row. */
 const RESTART_BACKOFF_MS = 250;
 const RESTART_BACKOFF_MAX_MS = 10_000;
@@ -56,6 +62,7 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
   let up = false;
   let stopping = false;
   let exitCode = 0;
+  let saidWhy = false;
 
   const start = (slot: Slot) => {
     slot.restartTimer = null;
@@ -67,8 +74,15 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
     const child = fork(script, process.argv.slice(2), { env, serialization: 'advanced' });
     slot.child = child;
     log.info({ child: slot.index, pid: child.pid }, 'child started');
-    child.on('message', (message: Partial<ListeningMessage> | null) => {
+    child.on('message', (message: Partial<ListeningMessage> | Partial<CannotStartMessage> | null) => {
       if (metrics.received(slot.index, child, message)) return;
+      if (message?.type === 'cannot start' && typeof message.reason === 'string') {
+        // children starting together fail for the same cause: said once, as one process says it;
+        // a child started again later (after a crash) says why each time
+        if (up || !saidWhy) process.stderr.write(`license-service: cannot start: ${message.reason}\n`);
+        saidWhy = true;
+        return;
+      }
       if (message?.type !== 'listening' || typeof message.port !== 'number') return;
       slot.listening = true;
       metrics.started(slot.index, child); // asked for its figures from now on (a child still starting could not answer)
@@ -77,7 +91,19 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
         log.info({ host: config.host, port, workers: slots.length, pids: slots.map((s) => s.child?.pid) }, 'listening: all children');
       }
     });
-    child.on('exit', (code, signal) => onExit(slot, child, code, signal));
+    child.on('exit', (code, signal) => {
+      // handled once the channel is read to its end: a child that could not start has said why
+      let handled = false;
+      const handle = () => {
+        if (handled) return;
+        handled = true;
+        clearTimeout(timer);
+        onExit(slot, child, code, signal);
+      };
+      const timer = setTimeout(handle, 1000);
+      if (child.connected) child.once('disconnect', handle);
+      else handle();
+    });
   };
 
   const onExit = (slot: Slot, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null) => {
@@ -91,7 +117,7 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
       return;
     }
     if (!up) {
-      // a child that cannot start (Redis or Postgres unreachable) has said why on stderr
+      // a child that cannot start (Redis or Postgres unreachable) has said why (the primary wrote it to stderr)
       log.error({ child: slot.index, pid: child.pid, code, signal }, 'a child exited before every child listened: stopping');
       exitCode = code !== null && code !== 0 ? code : 1;
       stopAll('start failed');

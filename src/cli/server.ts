@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
 import { startService, STOP_FLUSH_MS } from '../service.js';
-import { CHILD_ENV, runPrimary, type ListeningMessage } from './primary.js';
+import { CHILD_ENV, runPrimary, type CannotStartMessage, type ListeningMessage } from './primary.js';
 
 // npm start: the HTTP server and the usage worker in one process; with WORKERS > 1 a
 // primary that runs that many of them on one port (src/cli/primary.ts).
@@ -30,10 +30,7 @@ async function main(): Promise<void> {
     return;
   }
   if (!config.tls && !child) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
-  const service = await startService(config, log, { child }).catch((err: Error) => {
-    process.stderr.write(`license-service: cannot start: ${scrub(err.message)}\n`);
-    process.exit(1);
-  });
+  const service = await startService(config, log, { child }).catch((err: Error) => cannotStart(child, scrub(err.message)));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -64,6 +61,20 @@ async function main(): Promise<void> {
     const listening: ListeningMessage = { type: 'listening', port: service.port };
     process.send?.(listening);
   }
+}
+
+/**
+ * Says why the server cannot start, on stderr, and exits 1. A child tells its primary instead:
+ * the children starting together meet the same cause, and the primary says it once.
+ */
+function cannotStart(child: boolean, reason: string): Promise<never> {
+  if (child && process.send) {
+    const message: CannotStartMessage = { type: 'cannot start', reason };
+    process.send(message, undefined, {}, () => process.exit(1));
+    return new Promise<never>(() => {});
+  }
+  process.stderr.write(`license-service: cannot start: ${reason}\n`);
+  process.exit(1);
 }
 
 void main();

@@ -4,16 +4,23 @@ import { pino } from 'pino';
 import postgres from 'postgres';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
+import { createRedis, type RedisClient } from '../../src/redis/client.js';
 import { KeySpace } from '../../src/redis/keys.js';
 import { startService, type Service } from '../../src/service.js';
+import { usageLag } from '../../src/usage/lag.js';
+import { startDeployed, type DeployedService } from './deployed.js';
 import { answerOf, call, type Answer, type Client } from './http.js';
-import { DEFAULT_WORKERS, spawnServer, type ServerProcess } from './processes.js';
 import { sleep, waitFor } from './wait.js';
 
 // The one harness: every test file runs its own service against the real local Redis and
 // Postgres, isolated by its own REDIS_PREFIX and PG_SCHEMA, and removes both when it ends
-// (startHarness in this process; startServerHarness runs the built server as `npm start`
-// does; testStorage alone for a test that runs the service as a child process itself).
+// (startHarness, or testStorage for a test that runs the service as a child process).
+// startHarness runs the service as `npm start` does with its default settings: a primary
+// and one server process per core on one port (./deployed.ts), reached only through that
+// port, each request on a connection of its own (./http.ts), so consecutive requests of a
+// test land on different processes as a user's do. startInProcessHarness runs it in the
+// test's own process, for a test that needs its internals (the usage worker object, the
+// logger, one process's timing); each call says why.
 
 export const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -69,15 +76,17 @@ export async function createLicense(client: Client, input: LicenseInput = {}): P
   return { licenseKey: res.body.data.licenseKey, firmaId: res.body.data.firmaId, password };
 }
 
-/** What a harness needs of the service it drives (the in-process service, or a server process). */
+/** What a harness needs of the service it drives (the in-process service, or the deployed processes). */
 export type ServiceHandle = Pick<Service, 'port' | 'worker' | 'stop'>;
+
+/** Pino's numbers of the levels a test may ask its logs at. */
+const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50 } as const;
+type LogLevel = keyof typeof LEVELS;
 
 export class Harness implements Client {
   readonly url: string;
   /** the service's key names (src/redis/keys.ts) */
   readonly keys: KeySpace;
-  /** each request on a connection of its own (Connection: close), so that requests spread over a server's processes */
-  freshConnections = false;
 
   constructor(
     readonly service: ServiceHandle,
@@ -86,11 +95,20 @@ export class Harness implements Client {
     readonly redis: Redis,
     /** a client of the test's own, with search_path set to the test's schema */
     readonly sql: postgres.Sql,
-    /** the service's log records (startHarness with logLevel), else empty */
-    readonly logs: Record<string, unknown>[] = [],
+    /** the service's log records so far (with HarnessOptions.logLevel), else none */
+    private readonly logsOf: () => Record<string, unknown>[] = () => [],
+    /** the processes, when the service runs as deployed (startHarness); null in-process */
+    readonly deployment: DeployedService | null = null,
+    /** Redis as the service reaches it (a Cluster's client too), for what the service's own code reads (the usage lag) */
+    private readonly serviceRedis: RedisClient | null = null,
   ) {
     this.url = `http://127.0.0.1:${service.port}`;
     this.keys = new KeySpace(config.redisPrefix);
+  }
+
+  /** The log records of every process of the service so far, at the level the test asked for (HarnessOptions.logLevel) and above. */
+  get logs(): Record<string, unknown>[] {
+    return this.logsOf();
   }
 
   get prefix(): string {
@@ -99,8 +117,7 @@ export class Harness implements Client {
 
   /** One request (a string body is sent as it is, any other as JSON); throws when no answer comes. */
   async request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-    const sent = this.freshConnections ? { connection: 'close', ...headers } : headers;
-    return answerOf(await call(this.url, method, path, body, sent, REQUEST_TIMEOUT_MS), `${method} ${path}`);
+    return answerOf(await call(this.url, method, path, body, headers, REQUEST_TIMEOUT_MS), `${method} ${path}`);
   }
 
   admin(method: string, path: string, body?: unknown): Promise<Answer> {
@@ -134,11 +151,25 @@ export class Harness implements Client {
     });
   }
 
-  /** Waits until the usage worker has moved every event to Postgres. */
+  /**
+   * Waits until the usage worker has moved every event to Postgres: the streams' lag as the
+   * worker reads it (src/usage/lag.ts), through the test's own Redis client when the worker
+   * runs in another process (a server process, or `npm run worker` beside RUN_WORKER=0).
+   */
   async drainWorker(timeoutMs = 10_000): Promise<void> {
     const worker = this.service.worker;
-    if (!worker) throw new Error('this service runs no worker');
-    await waitFor('the usage worker to drain', async () => (await worker.lag()) === 0, timeoutMs, 20);
+    const redis = this.serviceRedis;
+    const lag = worker ? () => worker.lag() : redis ? () => usageLag(redis, this.keys) : null;
+    if (!lag) throw new Error('this service runs no worker');
+    await waitFor('the usage worker to drain', async () => (await lag()) === 0, timeoutMs, 20);
+  }
+
+  /** The environment of a standalone usage worker (`npm run worker`, processes.spawnWorker) on this service's Redis and Postgres; overrides win. */
+  workerEnv(overrides: Record<string, string> = {}): Record<string, string> {
+    return {
+      REDIS_URL: this.config.redisUrl, DATABASE_URL: this.config.databaseUrl, REDIS_PREFIX: this.prefix, PG_SCHEMA: this.config.pgSchema,
+      ...overrides,
+    };
   }
 
   /** Deletes every Redis key of this service (what a Redis restart without persistence does). */
@@ -200,60 +231,74 @@ export function testEnv(label: string, overrides: Record<string, string> = {}): 
 /**
  * The test's own clients on the Redis and Postgres of a service's config (Postgres directly,
  * search_path = its schema), and at teardown the service's Redis keys deleted, its schema
- * dropped and the clients closed. Register it before anything that uses the storage: tap
- * runs teardowns last-in, first-out.
+ * dropped (unless `cleanup` is false: storage another harness of the test owns and removes)
+ * and the clients closed. Register it before anything that uses the storage: tap runs
+ * teardowns last-in, first-out.
  */
-export function testStorage(t: Teardown, config: Config): { redis: Redis; sql: postgres.Sql } {
+export function testStorage(t: Teardown, config: Config, cleanup = true): { redis: Redis; sql: postgres.Sql } {
   const redis = new Redis(config.redisUrl);
   const sql = postgres(DATABASE_URL, { onnotice: () => {}, max: 2, connection: { search_path: config.pgSchema } });
   t.teardown(async () => {
-    await deleteKeys(redis, config.redisPrefix);
-    await sql.unsafe(`drop schema if exists "${config.pgSchema}" cascade`);
+    if (cleanup) {
+      await deleteKeys(redis, config.redisPrefix);
+      await sql.unsafe(`drop schema if exists "${config.pgSchema}" cascade`);
+    }
     await Promise.all([redis.quit(), sql.end({ timeout: 2 })]);
   });
   return { redis, sql };
 }
 
+/** A second instance of another harness's deployment (its REDIS_PREFIX and PG_SCHEMA given): that harness removes the storage. */
+function joinsStorage(overrides: Record<string, string>): boolean {
+  return overrides.REDIS_PREFIX !== undefined && overrides.PG_SCHEMA !== undefined;
+}
+
 export interface HarnessOptions {
-  /** keep the service's log records at this level and above in harness.logs (default: log nothing) */
-  logLevel?: 'trace' | 'debug' | 'info' | 'warn' | 'error';
+  /** keep the service's log records at this level and above in harness.logs (default: none) */
+  logLevel?: LogLevel;
+}
+
+/** Records at `level` and above; none without a level. */
+function atLevel(records: Record<string, unknown>[], level: LogLevel | undefined): Record<string, unknown>[] {
+  if (level === undefined) return [];
+  return records.filter((r) => typeof r.level === 'number' && r.level >= LEVELS[level]);
 }
 
 /**
- * Starts a service for one test file and registers its cleanup: the service stopped, its
- * Redis keys deleted and its Postgres schema dropped.
+ * Starts the service for one test file as `npm start` runs it (WORKERS unset: a primary and
+ * one server process per core on one port) and registers its cleanup: every process stopped
+ * (SIGKILLed if it does not stop), its Redis keys deleted and its Postgres schema dropped.
+ * `overrides` win over the test environment (testEnv); WORKERS among them runs that many.
  */
 export async function startHarness(
   t: Teardown, label: string, overrides: Record<string, string> = {}, options: HarnessOptions = {},
 ): Promise<Harness> {
+  // readiness is the primary's info line: the processes log at info or below, the test sees its own level
+  const processLevel = options.logLevel === 'trace' || options.logLevel === 'debug' ? options.logLevel : 'info';
+  const env = testEnv(label, { ...overrides, LOG_LEVEL: processLevel });
+  const config = loadConfig(env);
+  const { redis, sql } = testStorage(t, config, !joinsStorage(overrides));
+  const serviceRedis = createRedis(config, 'test-harness');
+  t.teardown(() => serviceRedis.quit());
+  const deployed = await startDeployed(t, env);
+  return new Harness(deployed, config, redis, sql, () => atLevel(deployed.server.records(), options.logLevel), deployed, serviceRedis);
+}
+
+/**
+ * Starts the service in the test's own process (one server process), for a test that needs
+ * what only that gives: the usage worker object (stopped, lag read directly), the logger's
+ * records as written, the timing of one process. Cleanup as startHarness.
+ */
+export async function startInProcessHarness(
+  t: Teardown, label: string, overrides: Record<string, string> = {}, options: HarnessOptions = {},
+): Promise<Harness> {
   const config = loadConfig(testEnv(label, overrides));
-  const { redis, sql } = testStorage(t, config);
+  const { redis, sql } = testStorage(t, config, !joinsStorage(overrides));
   const logs: Record<string, unknown>[] = [];
   const logger = options.logLevel === undefined
     ? createLogger('silent')
     : pino({ level: options.logLevel }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   const service = await startService(config, logger);
   t.teardown(() => service.stop()); // before the storage's cleanup (last in, first out)
-  return new Harness(service, config, redis, sql, logs);
-}
-
-/**
- * The service as `npm start` runs it, for one test file: the built server as a child process
- * with WORKERS unset (one process per core) unless overrides set it, its requests each on a
- * connection of its own (so they spread over the processes), the harness's storage and
- * cleanup; stopped with SIGTERM at teardown. The harness has no in-process worker (drainWorker
- * throws): poll /metrics or the streams instead.
- */
-export async function startServerHarness(
-  t: Teardown, label: string, overrides: Record<string, string> = {},
-): Promise<{ h: Harness; server: ServerProcess }> {
-  const env = testEnv(label, { LOG_LEVEL: 'info', WORKERS: DEFAULT_WORKERS, ...overrides });
-  const { WORKERS: workers, ...unset } = env;
-  const config = loadConfig(workers === DEFAULT_WORKERS ? unset : env); // as the server reads it
-  const { redis, sql } = testStorage(t, config);
-  const server = await spawnServer(t, env, 30_000);
-  t.teardown(() => server.stop('SIGTERM')); // before the storage's cleanup (last in, first out)
-  const h = new Harness({ port: server.port, worker: null, stop: async () => void await server.stop('SIGTERM') }, config, redis, sql);
-  h.freshConnections = true;
-  return { h, server };
+  return new Harness(service, config, redis, sql, () => logs);
 }

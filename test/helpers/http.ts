@@ -1,9 +1,15 @@
 import http from 'node:http';
+import https from 'node:https';
 
-// The one fetch wrapper of the tests: one HTTP request with a deadline that never throws,
-// and what a client saw (an answer, no answer, a timeout) as an Outcome; timedCall also keeps
-// the time it took and its Retry-After. Harness.request is call() for a test that expects an
-// answer; the fault tests count every outcome.
+// The one HTTP client of the tests: one request with a deadline that never throws, and what a
+// client saw (an answer, no answer, a timeout) as an Outcome; timedCall also keeps the time
+// it took and its Retry-After. Harness.request is call() for a test that expects an answer;
+// the fault tests count every outcome.
+//
+// Every request goes on a connection of its own (Connection: close), as requests from many
+// users do: the service runs several processes on one port (`npm start`, WORKERS), the kernel
+// gives each connection to one of them, and a keep-alive connection would send every request
+// of a test to the same process. freshFetch is the same as a fetch, for the client SDK.
 
 /** An answer: status, headers, the body as text and parsed (null when it is not JSON). */
 export interface Answer<T = any> { // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -60,22 +66,98 @@ export async function timedCall(
   let retryAfter: string | null = null;
   let outcome: Outcome;
   try {
-    const res = await fetch(base + path, {
+    const res = await exchange(new URL(base + path), {
       method,
       headers: { 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body as BodyInit : JSON.stringify(body),
+      body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
     });
     retryAfter = res.headers.get('retry-after');
-    const text = await res.text();
+    const text = res.body.toString('utf8');
     outcome = { kind: 'answer', status: res.status, headers: res.headers, body: parseJson(text), text };
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string } };
+    const e = err as Error & { code?: string };
     outcome = e.name === 'TimeoutError' || e.name === 'AbortError'
       ? { kind: 'timeout' }
-      : { kind: 'noAnswer', error: e.cause?.code ?? e.cause?.message ?? e.message };
+      : { kind: 'noAnswer', error: e.code ?? e.message };
   }
   return { outcome, ms: Math.round(performance.now() - started), retryAfter, sentAt };
+}
+
+interface Exchange {
+  status: number;
+  headers: Headers;
+  body: Buffer;
+}
+
+/**
+ * One request on a new connection (no agent: Node sends Connection: close), the whole answer
+ * read. Rejects with the signal's reason when it aborts, with the socket's error otherwise.
+ */
+function exchange(
+  url: URL, init: { method: string; headers: Record<string, string>; body?: string | Uint8Array; signal?: AbortSignal },
+): Promise<Exchange> {
+  const { signal } = init;
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const body = init.body === undefined ? undefined : typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
+    const headers = body === undefined ? init.headers : { 'content-length': String(body.length), ...init.headers };
+    const req = (url.protocol === 'https:' ? https : http).request(url, { method: init.method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', fail);
+      res.once('end', () => {
+        signal?.removeEventListener('abort', onAbort);
+        try {
+          const answered = new Headers();
+          for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) answered.append(res.rawHeaders[i] as string, res.rawHeaders[i + 1] as string);
+          resolve({ status: res.statusCode ?? 0, headers: answered, body: Buffer.concat(chunks) });
+        } catch (err) {
+          reject(err as Error); // a header a fetch Headers refuses
+        }
+      });
+    });
+    function fail(err: Error): void {
+      signal?.removeEventListener('abort', onAbort);
+      reject(signal?.aborted ? signal.reason : err);
+    }
+    function onAbort(): void {
+      req.destroy(signal?.reason as Error);
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    req.on('error', fail); // on, not once: a second error may follow (a write after the server closed), and an unheard one ends the test process
+    req.end(body);
+  });
+}
+
+/** Answers that carry no body (a Response refuses one). */
+const NO_BODY = new Set([204, 205, 304]);
+
+/**
+ * A fetch (for the client SDK and the tests' own fetches) over a new connection per request,
+ * like every request of these helpers. Errors as fetch's: the signal's reason when aborted,
+ * else a TypeError whose cause is the socket's error.
+ */
+export async function freshFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
+  const url = new URL(input instanceof Request ? input.url : String(input));
+  const body = init.body ?? undefined;
+  if (body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array)) throw new TypeError('freshFetch: a string or byte body only');
+  let res: Exchange;
+  try {
+    res = await exchange(url, {
+      method: init.method ?? 'GET',
+      headers: Object.fromEntries(new Headers(init.headers).entries()),
+      body,
+      signal: init.signal ?? undefined,
+    });
+  } catch (err) {
+    if (init.signal?.aborted) throw err;
+    throw new TypeError('fetch failed', { cause: err });
+  }
+  return new Response(NO_BODY.has(res.status) || init.method === 'HEAD' ? null : new Uint8Array(res.body), { status: res.status, headers: res.headers });
 }
 
 /** The answer of an outcome; throws (naming the request) when there was none. */

@@ -6,12 +6,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Teardown } from './harness.js';
-import { sleep, until, waitFor } from './wait.js';
+import { until, waitFor } from './wait.js';
 
-// Real processes for tests that need more than the in-process service: a private
-// redis-server the test may break at will, a Redis Cluster, and the service's own programs
-// as child processes (the server `node dist/src/cli/server.js`, the usage worker
+// Real processes: a private redis-server the test may break at will, a Redis Cluster, and
+// the service's own programs as child processes (the server `node dist/src/cli/server.js`,
+// as `npm start` runs it: WORKERS unset, so one process per core; the usage worker
 // `node dist/src/cli/worker.js`), whose every stdout and stderr line is kept (spawnLogged).
+// None outlives its test: each is SIGKILLed at teardown, or when the test's process exits.
 
 const run = promisify(execFile);
 
@@ -52,6 +53,12 @@ export function exitOf(child: ChildProcess, timeoutMs: number): Promise<ExitStat
     });
   });
 }
+
+/** Children of this test process still running: SIGKILLed if the test's process exits without its teardown (a crash). */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
 
 /** SIGKILLs a child this test started (by its own handle, never by name) and waits for its exit. */
 async function killChild(child: ChildProcess): Promise<void> {
@@ -164,7 +171,7 @@ export interface LoggedProcess {
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<ExitStatus>;
 }
 
-/** As a WORKERS value of spawnLogged's env: leave WORKERS unset, so the default (one per core) applies, as with `npm start`. */
+/** As a WORKERS value of spawnLogged's env: leave WORKERS unset, so the default (one per core) applies, as with `npm start` (the default anyway). */
 export const DEFAULT_WORKERS = 'default';
 
 /**
@@ -173,16 +180,23 @@ export const DEFAULT_WORKERS = 'default';
  */
 export const SEVERAL_WORKERS = availableParallelism() >= 2 ? DEFAULT_WORKERS : '2';
 
-/** The environment of a spawned process: WORKERS=1 unless given; DEFAULT_WORKERS leaves it unset. */
+/** The environment of a spawned process: `env` plus PATH; WORKERS=DEFAULT_WORKERS leaves WORKERS unset. */
 function processEnv(env: Record<string, string>): Record<string, string> {
-  const full: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', WORKERS: '1', ...env };
+  const full: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env };
   if (full.WORKERS === DEFAULT_WORKERS) delete full.WORKERS;
   return full;
 }
 
+/** How many server processes `env` makes `npm start` run (config's WORKERS: one per core unless given). */
+export function serverProcessesOf(env: Record<string, string>): number {
+  const given = env.WORKERS;
+  return given === undefined || given === DEFAULT_WORKERS || given === '' ? availableParallelism() : Number(given);
+}
+
 /**
- * Runs `node <script>` with exactly `env` (plus PATH, and WORKERS=1 unless given; WORKERS=DEFAULT_WORKERS: unset) and
- * keeps every line it writes on stdout and stderr. The process is SIGKILLed at teardown if it is still running.
+ * Runs `node <script>` with exactly `env` (plus PATH; WORKERS as given, else unset: one server process
+ * per core, as `npm start`) and keeps every line it writes on stdout and stderr. The process is
+ * SIGKILLed at teardown if it is still running.
  */
 export function spawnLogged(t: Teardown, script: string, env: Record<string, string>): LoggedProcess {
   const born = Date.now();
@@ -190,6 +204,8 @@ export function spawnLogged(t: Teardown, script: string, env: Record<string, str
     env: processEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   t.teardown(() => killChild(child));
   const lines: LogLine[] = [];
   const listeners = new Set<(line: LogLine) => void>();
@@ -221,10 +237,19 @@ export function spawnLogged(t: Teardown, script: string, env: Record<string, str
     }));
   }
   const all = () => lines.map((l) => l.text).join('\n');
+  // each line parsed once, however often a test asks (a harness's logs are read while polling)
+  const parsed: Record<string, unknown>[] = [];
+  let parsedLines = 0;
   return {
     child,
     lines,
-    records: () => jsonRecords(lines),
+    records() {
+      if (parsedLines < lines.length) {
+        parsed.push(...jsonRecords(lines.slice(parsedLines)));
+        parsedLines = lines.length;
+      }
+      return parsed.slice();
+    },
     text: (stream) => lines.filter((l) => l.stream === stream).map((l) => l.text).join('\n'),
     lineMatching(match, timeoutMs, what) {
       return new Promise<LogLine>((resolve, reject) => {
@@ -265,7 +290,12 @@ export function spawnLogged(t: Teardown, script: string, env: Record<string, str
     async stop(signal: NodeJS.Signals = 'SIGTERM', stopTimeoutMs = 20_000) {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const status = await exitOf(child, stopTimeoutMs);
-      if (!status.timedOut) await Promise.race([Promise.all(ended), sleep(2000)]);
+      if (!status.timedOut) {
+        // the streams' last lines, for at most 2 s; the timer cleared, so that it never holds the test's process open
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([Promise.all(ended), new Promise<void>((resolve) => { timer = setTimeout(resolve, 2000); })]);
+        clearTimeout(timer);
+      }
       return status;
     },
   };
@@ -277,15 +307,16 @@ export interface ServerProcess extends LoggedProcess {
 }
 
 /**
- * Runs `node dist/src/cli/server.js` with exactly `env` (plus PATH), keeps every line it
- * writes on stdout and stderr, and resolves with the port of its "listening" line (use
- * PORT=0): with several processes (WORKERS other than 1, DEFAULT_WORKERS included), the
- * primary's "listening: all children", so every child serves. LOG_LEVEL must let info
- * lines through. The process is SIGKILLed at teardown if it is still running.
+ * Runs `node dist/src/cli/server.js` with exactly `env` (plus PATH; WORKERS unset unless
+ * given, as `npm start`), keeps every line it writes on stdout and stderr, and resolves with
+ * the port of its "listening" line (use PORT=0): with several processes (WORKERS unset on a
+ * machine of several cores, or above 1), the primary's "listening: all children", so every
+ * child serves. LOG_LEVEL must let info lines through. The process is SIGKILLed at teardown
+ * if it is still running (its children then stop by themselves: src/cli/server.ts).
  */
 export async function spawnServer(t: Teardown, env: Record<string, string>, timeoutMs = 20_000): Promise<ServerProcess> {
   const server = spawnLogged(t, SERVER_SCRIPT, env);
-  const ready = (env.WORKERS ?? '1') === '1' ? 'listening' : 'listening: all children';
+  const ready = serverProcessesOf(env) === 1 ? 'listening' : 'listening: all children';
   const portOf = (line: LogLine): number | null => {
     if (line.stream !== 'stdout' || !line.text.includes(ready)) return null;
     const m = /"port":(\d+)/.exec(line.text);

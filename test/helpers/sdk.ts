@@ -1,10 +1,12 @@
 import { LicenseClient, type LicenseClientOptions } from 'license-sign-token-service/sdk';
-import type { Client } from './http.js';
+import { freshFetch, type Client } from './http.js';
 
 // The tests talk to the public API through the client SDK (src/sdk), imported by the
 // package's name as a user would. sdkOf gives the SDK client of a test's Client: a Harness
-// (it has a URL) directly over fetch; any other Client (clientOf with a URL chosen per
-// request, a proxy's) through that Client, so its routing and deadline still apply.
+// (it has a URL) directly over freshFetch; any other Client (clientOf with a URL chosen per
+// request, a proxy's) through that Client, so its routing and deadline still apply. Either
+// way every request goes on a connection of its own (./http.ts), so that consecutive calls
+// can reach different processes of the service.
 
 /** What the helpers expect: one attempt (a test sees every refusal), the harness's deadline. */
 const TEST_DEFAULTS = { timeoutMs: 60_000, retry: { maxAttempts: 1 } } as const;
@@ -29,13 +31,13 @@ export function sdkOf(client: Client, options: Partial<LicenseClientOptions> = {
   if (known) return known;
   const url = (client as { url?: unknown }).url;
   const made = typeof url === 'string'
-    ? new LicenseClient({ ...TEST_DEFAULTS, baseUrl: url, ...options })
+    ? new LicenseClient({ ...TEST_DEFAULTS, baseUrl: url, fetch: freshFetch, ...options })
     : new LicenseClient({ ...TEST_DEFAULTS, baseUrl: 'http://client.invalid', fetch: fetchThrough(client), ...options });
   if (plain) clients.set(client, made);
   return made;
 }
 
-/** A fetch that records each request it sends ("METHOD path"), for counting what the SDK sent. */
+/** A fetch that records each request it sends ("METHOD path"), for counting what the SDK sent; a connection per request (freshFetch). */
 export function countingFetch(): { fetch: typeof fetch; sent: string[] } {
   const sent: string[] = [];
   return {
@@ -43,7 +45,7 @@ export function countingFetch(): { fetch: typeof fetch; sent: string[] } {
     fetch: (input, init) => {
       const url = new URL(input instanceof Request ? input.url : String(input));
       sent.push(`${init?.method ?? 'GET'} ${url.pathname}${url.search}`);
-      return fetch(input, init);
+      return freshFetch(input, init);
     },
   };
 }

@@ -8,8 +8,10 @@ import { startHarness } from '../helpers/harness.js';
 
 const b64 = (text: string): string => Buffer.from(text).toString('base64url');
 
+// one service for the file
+const h = await startHarness(t, 'admintokenserr');
+
 t.test('404 LICENSE_NOT_FOUND', async (t) => {
-  const h = await startHarness(t, 'admintokens404');
   for (const key of [randomUUID(), 'not-a-uuid', `${randomUUID()}x`]) {
     const res = await h.admin('GET', `/admin/v1/licenses/${key}/tokens`);
     t.equal(res.status, 404, key);
@@ -19,7 +21,6 @@ t.test('404 LICENSE_NOT_FOUND', async (t) => {
 });
 
 t.test('400 INVALID_REQUEST naming limit, cursor or status', async (t) => {
-  const h = await startHarness(t, 'admintokenserr');
   const lic = await h.createLicense();
   const path = `/admin/v1/licenses/${lic.licenseKey}/tokens`;
   for (const limit of ['0', '501', 'x', '-3', '2.5', '']) expectInvalid(t, await h.admin('GET', `${path}?limit=${limit}`), 'limit');

@@ -7,8 +7,10 @@ import { pollUntil } from '../helpers/wait.js';
 // GET /admin/v1/licenses/{licenseKey}/tokens is for the admin bearer only (a license's own
 // access token is no admin), and shows only that license's tokens.
 
+// one service for the file: each test on licenses of its own
+const h = await startHarness(t, 'admintokenssec');
+
 t.test('401 UNAUTHORIZED without or with a wrong bearer, a license\'s access token included', async (t) => {
-  const h = await startHarness(t, 'admintokenssec');
   const lic = await h.createLicense();
   const { accessToken } = await getTokenPair(h, lic);
   await expectAdminAuthRefused(t, h, 'GET', `/admin/v1/licenses/${lic.licenseKey}/tokens`);
@@ -18,7 +20,6 @@ t.test('401 UNAUTHORIZED without or with a wrong bearer, a license\'s access tok
 });
 
 t.test('another license\'s cursor shows nothing of the other license', async (t) => {
-  const h = await startHarness(t, 'admintokensiso');
   const a = await h.createLicense();
   const b = await h.createLicense();
   await getTokenPair(h, a);

@@ -6,8 +6,10 @@ import { startHarness } from '../helpers/harness.js';
 
 const b64 = (text: string): string => Buffer.from(text).toString('base64url');
 
+// one service for the file
+const h = await startHarness(t, 'adminlisterr');
+
 t.test('400 INVALID_REQUEST naming limit or cursor', async (t) => {
-  const h = await startHarness(t, 'adminlisterr');
   await h.createLicense();
   for (const limit of ['0', '501', '999', '1000', '-1', '1.5', 'abc', '', ' 5', '5%00', '1e2', '0x10']) {
     expectInvalid(t, await h.admin('GET', `/admin/v1/licenses?limit=${limit}`), 'limit');
@@ -22,7 +24,6 @@ t.test('400 INVALID_REQUEST naming limit or cursor', async (t) => {
 });
 
 t.test('a cursor past every license: an empty last page', async (t) => {
-  const h = await startHarness(t, 'adminlistend');
   await h.createLicense();
   const res = await h.admin('GET', `/admin/v1/licenses?cursor=${b64('99999999999999999|zzz')}`);
   t.equal(res.status, 200, res.text);

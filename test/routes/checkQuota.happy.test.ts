@@ -24,9 +24,10 @@ async function redeem(h: Harness, token: string): Promise<number> {
   return (await sdkOf(h).validate({ token })).usedQuota;
 }
 
-t.test('answers (default 30 s cache)', async (t) => {
-  const h = await startHarness(t, 'cq-shape', NO_RATE_LIMITS);
+// one service for the file (default cache), each test on licenses of its own
+const h = await startHarness(t, 'cq-shape', NO_RATE_LIMITS);
 
+t.test('answers (default 30 s cache)', async (t) => {
   t.test('200 body: success, data with every field, message, current timestamp', async (t) => {
     const expiryDate = new Date(Date.now() + 90 * DAY_MS).toISOString();
     const lic = await h.createLicense({ totalQuota: 4, expiryDate, organizationName: 'Özgür Eczane Ltd. Şti.' });
@@ -79,13 +80,13 @@ t.test('answers (default 30 s cache)', async (t) => {
 });
 
 t.test('default cache: a redemption may stay hidden for 30 s, an admin change shows at once', async (t) => {
-  const h = await startHarness(t, 'cq-cache', NO_RATE_LIMITS);
   const lic = await h.createLicense({ totalQuota: 5 });
   const source = new TokenSource(h, lic);
   const first = await quota(h, lic.licenseKey);
   t.equal(first.remainingQuota, 5, 'first look: 5 left');
 
   t.equal(await redeem(h, await source.next()), 1, 'one redemption');
+  // fails while each server process caches its own answers (the next check may reach one that has none): one cache per instance is being fixed
   const cached = await quota(h, lic.licenseKey);
   t.equal(cached.remainingQuota, 5, 'the redemption is not visible yet (cached answer)');
   t.equal(cached.usedQuota, 0, 'cached usedQuota');
@@ -122,7 +123,7 @@ t.test('QUOTA_CACHE_SECONDS=0: redemptions are visible immediately', async (t) =
 });
 
 t.test('two instances sharing Redis and Postgres: an admin change on A shows on B\'s very next answer', async (t) => {
-  const a = await startHarness(t, 'cq-pair', NO_RATE_LIMITS);
+  const a = h;
   const b = await startHarness(t, 'cq-pair-b', {
     ...NO_RATE_LIMITS,
     REDIS_PREFIX: a.config.redisPrefix,

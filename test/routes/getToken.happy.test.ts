@@ -8,8 +8,10 @@ import { expectSignToken } from '../helpers/shapes.js';
 // tokens, and what an issue does (and does not do) to quota and the audit trail. Through the
 // client SDK (a refusal throws), but for the check of the wire's content type.
 
+// one service for the file: each test on licenses of its own
+const h = await startHarness(t, 'gettokenhappy', { RATE_GET_TOKEN_PER_MIN: '0' });
+
 t.test('get-token success', async (t) => {
-  const h = await startHarness(t, 'gettokenhappy', { RATE_GET_TOKEN_PER_MIN: '0' });
   const org = 'Örnek Eczanesi Ltd. Şti.';
   const lic = await h.createLicense({ organizationName: org, totalQuota: 5, password: 'pa55-Şifre!' });
   const sdk = sdkOf(h);
@@ -72,7 +74,6 @@ t.test('get-token success', async (t) => {
 });
 
 t.test('issuing spends no quota; redeeming does, and remainingQuota shows it', async (t) => {
-  const h = await startHarness(t, 'gettokenquota', { RATE_GET_TOKEN_PER_MIN: '0' });
   const lic = await h.createLicense({ totalQuota: 3 });
   const sdk = sdkOf(h);
   const first = await sdk.getToken({ ...lic, imzaTipi: 0 });
@@ -96,7 +97,6 @@ t.test('issuing spends no quota; redeeming does, and remainingQuota shows it', a
 });
 
 t.test('each issued sign token is recorded in the audit trail', async (t) => {
-  const h = await startHarness(t, 'gettokenaudit', { RATE_GET_TOKEN_PER_MIN: '0' });
   const lic = await h.createLicense({ totalQuota: 5 });
   const sdk = sdkOf(h);
   const a = await sdk.getToken({ ...lic, imzaTipi: 0 });

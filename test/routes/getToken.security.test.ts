@@ -37,8 +37,11 @@ async function timed(fn: () => Promise<Answer>): Promise<{ ms: number; res: Answ
   return { ms: performance.now() - started, res };
 }
 
+/** Every limit off, the failed logins per address too: one service for the tests that need no limit (each on licenses of its own). */
+const unlimited = await startHarness(t, 'gettokensec', { ...NO_RATE_LIMITS, QUOTA_CACHE_SECONDS: '0', RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
+
 t.test('get-token security', async (t) => {
-  const h = await startHarness(t, 'gettokensec', { RATE_GET_TOKEN_PER_MIN: '0' });
+  const h = unlimited;
 
   t.test('the password and its hash never appear in any response', async (t) => {
     const password = 'Gizli-Parola-7f3a9c';
@@ -148,9 +151,7 @@ t.test('get-token security', async (t) => {
 });
 
 t.test('unknown license keys: negative cache and timing', async (t) => {
-  const h = await startHarness(t, 'flood-unknown', {
-    ...NO_RATE_LIMITS, QUOTA_CACHE_SECONDS: '0', RATE_GET_TOKEN_FAILURES_PER_MIN: '0',
-  });
+  const h = unlimited;
   const lic = await h.createLicense({ totalQuota: 100 });
   const marker = (key: string): string => h.keys.unknownKey(key);
   /** What an admin change on another instance does: the key is announced on the invalidation channel. */
@@ -244,7 +245,7 @@ t.test('the hashing queue is bounded: 503 with Retry-After past PASSWORD_QUEUE_M
 });
 
 t.test('a real customer is served during a flood of unknown keys', async (t) => {
-  const h = await startHarness(t, 'flood-customer', { TRUST_PROXY: '1' });
+  const h = await startHarness(t, 'flood-customer', { TRUST_PROXY: '1' }); // the default limits; the flood from 200 addresses, one failure each
   const lic = await h.createLicense();
   const flood = Promise.all(Array.from({ length: 200 }, () => getTokenFrom(h, randomAddress(), randomUUID(), 'guess')));
   await sleep(20); // the flood is in flight

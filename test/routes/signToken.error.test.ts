@@ -11,8 +11,10 @@ import { expectCodedError, NOT_AN_OBJECT } from '../helpers/shapes.js';
 const PATH = '/api/v1/auth/sign-token';
 const DAY = 86_400_000;
 
+// one service for the file: each test on licenses of its own
+const h = await startHarness(t, 'signtokenerr', { RATE_GET_TOKEN_PER_MIN: '0', RATE_SIGN_TOKEN_PER_MIN: '0' });
+
 t.test('sign-token errors', async (t) => {
-  const h = await startHarness(t, 'signtokenerr', { RATE_GET_TOKEN_PER_MIN: '0', RATE_SIGN_TOKEN_PER_MIN: '0' });
   const lic = await h.createLicense({ totalQuota: 5 });
   const got = await h.getToken(lic.licenseKey, lic.password, 0);
   t.equal(got.status, 200);
@@ -103,8 +105,6 @@ t.test('sign-token errors', async (t) => {
 });
 
 t.test('sign-token answers the license state as get-token does', async (t) => {
-  const h = await startHarness(t, 'signtokenstate', { RATE_SIGN_TOKEN_PER_MIN: '0' });
-
   t.test('deactivation: 401 INVALID_TOKEN (the access token is revoked); reactivated, a new get-token works', async (t) => {
     const lic = await h.createLicense();
     const access = (await h.getToken(lic.licenseKey, lic.password, 0)).body.accessToken as string;

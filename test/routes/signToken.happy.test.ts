@@ -8,8 +8,10 @@ import { expectSignToken, MSG } from '../helpers/shapes.js';
 // Bearer access token, without the password. Through the client SDK (a refusal throws), but
 // where the wire itself is checked (content type, the Bearer scheme's spelling).
 
+// one service for the file: each test on a license of its own
+const h = await startHarness(t, 'signtokenhappy', { RATE_GET_TOKEN_PER_MIN: '0', RATE_SIGN_TOKEN_PER_MIN: '0' });
+
 t.test('sign-token success', async (t) => {
-  const h = await startHarness(t, 'signtokenhappy', { RATE_GET_TOKEN_PER_MIN: '0', RATE_SIGN_TOKEN_PER_MIN: '0' });
   const org = 'İmza Sağlık Hizmetleri';
   const lic = await h.createLicense({ organizationName: org, totalQuota: 4 });
   const sdk = sdkOf(h);
@@ -64,7 +66,6 @@ t.test('sign-token success', async (t) => {
 });
 
 t.test('sign tokens from sign-token redeem through validate, once each', async (t) => {
-  const h = await startHarness(t, 'signtokenredeem', { RATE_SIGN_TOKEN_PER_MIN: '0' });
   const lic = await h.createLicense({ totalQuota: 3 });
   const sdk = sdkOf(h);
   const got = await sdk.getToken({ ...lic, imzaTipi: 0 });
@@ -101,7 +102,6 @@ t.test('sign tokens from sign-token redeem through validate, once each', async (
 
 t.test('a renamed organization shows in the next sign token', async (t) => {
   // CONTRACT: every admin change is in force for the very next public request
-  const h = await startHarness(t, 'signtokenpw');
   const lic = await h.createLicense({ totalQuota: 2 });
   const sdk = sdkOf(h);
   const got = await sdk.getToken({ ...lic, imzaTipi: 0 });

@@ -156,6 +156,7 @@ t.test('slots move between masters while redemptions run: every request answers,
       t.same(o.body, VALIDATE_503, 'in validate\'s shape');
       t.match(o.headers.get('retry-after'), /^[1-9]\d*$/, 'with Retry-After');
     }
+    // fails while /metrics answers for the one server process a scrape reaches (its aggregation over the processes is being fixed)
     t.equal((await scrape(h)).value('license_redis_errors_total', { source: 'request' }) - before, 1,
       'counted once in license_redis_errors_total{source="request"}');
     quietSlot = -1;

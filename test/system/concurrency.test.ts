@@ -6,8 +6,11 @@ import { mintTokens } from '../helpers/tokens.js';
 // Races against one token and against the last units of quota: the Lua scripts must make
 // each redemption atomic, so no unit is spent twice and quota never goes below zero.
 
+// one service for the file, each race on a license of its own; every request on a
+// connection of its own, so the racers reach every server process
+const h = await startHarness(t, 'conc', LIVE_COUNTS);
+
 t.test('200 parallel validates of one token: exactly one succeeds', async (t) => {
-  const h = await startHarness(t, 'conc-one', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
   const got = await h.getToken(lic.licenseKey, lic.password, 0);
   t.equal(got.status, 200);
@@ -43,7 +46,6 @@ t.test('200 parallel validates of one token: exactly one succeeds', async (t) =>
 t.test('60 distinct tokens against 25 units of quota, all in parallel', async (t) => {
   const Q = 25;
   const N = 60;
-  const h = await startHarness(t, 'conc-many', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: Q });
   const { tokens } = await mintTokens(h, lic, N, 1);
   t.equal(new Set(tokens).size, N, `${N} distinct sign tokens minted`);

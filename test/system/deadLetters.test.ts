@@ -3,10 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
-import { loadConfig } from '../../src/config.js';
-import { Harness, LIVE_COUNTS, startHarness, testEnv, testStorage, type Teardown } from '../helpers/harness.js';
+import { LIVE_COUNTS, startHarness, type Harness, type Teardown } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
-import { spawnServer } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { getTokenPair, mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
@@ -62,6 +60,11 @@ const deadCount = (h: Harness) => h.redis.xlen(h.keys.deadLetters);
 async function health(h: Harness): Promise<{ status: number; deadLetters: number | null; usageLag: number | null }> {
   const res = await h.request('GET', '/healthz');
   return { status: res.status, deadLetters: res.body?.deadLetters ?? null, usageLag: res.body?.usageLag ?? null };
+}
+
+/** Events waiting in the usage streams (what the worker's lag counts: src/usage/lag.ts). */
+async function lag(h: Harness): Promise<number> {
+  return (await Promise.all(h.keys.streams.map((s) => h.redis.xlen(s)))).reduce((a, b) => a + b, 0);
 }
 
 async function usedQuota(h: Harness, firmaId: string): Promise<number | undefined> {
@@ -199,7 +202,7 @@ t.test('poisoned redemption events: the good ones count exactly once, the poison
   const ids = await xaddAtomically(h, h.keys.forLicense(lic.firmaId).stream, batch);
 
   await waitFor('the batch is persisted and both poisoned events are buried', async () =>
-    (await h.service.worker?.lag()) === 0 && (await deadCount(h)) === 2, 10_000);
+    (await lag(h)) === 0 && (await deadCount(h)) === 2, 10_000);
 
   t.equal(await usedQuota(h, lic.firmaId), 4, 'used_quota counts each good redemption once');
   for (const jwt of [g0, g1, g2, g3]) {
@@ -329,16 +332,14 @@ async function lockSignTokens(h: Harness): Promise<() => Promise<void>> {
 async function startProxiedHarness(t: Teardown, label: string, settings: Record<string, string> = {}) {
   const { proxy, url } = await startPostgresProxy(t, settings); // registered first: closed after the harness has stopped
   const h = await startHarness(t, label, { ...LIVE_COUNTS, DATABASE_URL: url }, { logLevel: 'warn' });
-  const worker = h.service.worker;
-  if (!worker) throw new Error('no worker');
   /** warnings with an error logged since h.logs[from] (the worker's "retrying") */
   const retriesSince = (from: number) => h.logs.slice(from).filter((l) => l.level === 40 && l.err !== undefined);
-  return { h, proxy, worker, logs: h.logs, retriesSince };
+  return { h, proxy, retriesSince };
 }
 
 t.test('transient failures (Postgres unreachable, a lock not granted in time) are retried, never dead-lettered', async (t) => {
   // the service's own sessions give up waiting for a lock after 300 ms (SQLSTATE 55P03)
-  const { h, proxy, worker, logs, retriesSince } = await startProxiedHarness(t, 'deadletters-down', { lock_timeout: '300' });
+  const { h, proxy, retriesSince } = await startProxiedHarness(t, 'deadletters-down', { lock_timeout: '300' });
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic, 6, 0);
   await h.drainWorker();
@@ -349,7 +350,7 @@ t.test('transient failures (Postgres unreachable, a lock not granted in time) ar
   proxy.cut();
   for (const token of cutOff) t.equal((await h.validate(token, 'down.example')).status, 200);
   await sleep(1500);
-  t.equal(await worker.lag(), 3, 'the redemptions wait in the stream');
+  t.equal(await lag(h), 3, 'the redemptions wait in the stream');
   t.equal(await deadCount(h), 0, 'none is dead-lettered while Postgres is down');
   const down = await health(h);
   t.equal(down.status, 503, '/healthz: Postgres down');
@@ -363,14 +364,14 @@ t.test('transient failures (Postgres unreachable, a lock not granted in time) ar
   // 2. Postgres answers, but refuses for now: the token tables stay locked past the worker's lock_timeout
   const unlock = await lockSignTokens(h);
   try {
-    const from = logs.length;
+    const from = h.logs.length;
     for (const token of locked) t.equal((await h.validate(token, 'locked.example')).status, 200);
     // refused at least once: a retry logged with 55P03 (or, wrongly, a dead letter)
     await waitFor('the worker is refused the lock', async () =>
       retriesSince(from).some((l) => (l.err as { code?: string }).code === '55P03') || (await deadCount(h)) > 0, 5_000);
     await sleep(500);
     t.equal(await deadCount(h), 0, 'a lock timeout (55P03) is not a dead letter');
-    t.equal(await worker.lag(), 3, 'the redemptions wait in the stream');
+    t.equal(await lag(h), 3, 'the redemptions wait in the stream');
   } finally {
     await unlock();
   }
@@ -382,22 +383,16 @@ t.test('transient failures (Postgres unreachable, a lock not granted in time) ar
 });
 
 t.test('a connection lost in the middle of the worker\'s write is retried, never dead-lettered (server process)', async (t) => {
-  // the real server process: a failure that escapes the worker's error handling ends it
-  const { proxy, url } = await startPostgresProxy(t); // closed last (teardowns run last-in, first-out)
-  const env = testEnv('deadletters-midwrite', { ...LIVE_COUNTS, DATABASE_URL: url, LOG_LEVEL: 'info' });
-  const config = loadConfig(env);
-  const { redis, sql } = testStorage(t, config); // cleaned after the server is killed
-  const server = await spawnServer(t, env);
-  const noWorker = { port: server.port, worker: null, stop: async () => {} };
-  const h = new Harness(noWorker, config, redis, sql);
-  const lag = async () => (await Promise.all(h.keys.streams.map((s) => redis.xlen(s)))).reduce((a, b) => a + b, 0);
-  const retries = () => server.records().filter((r) => r.level === 40 && r.err !== undefined);
-  const exited = () => server.child.exitCode !== null || server.child.signalCode !== null;
-  const fatal = () => server.records().find((r) => (r.level as number) >= 50);
+  // the real server processes: a failure that escapes the worker's error handling ends its process
+  const { h, proxy } = await startProxiedHarness(t, 'deadletters-midwrite');
+  const { sql } = h;
+  const retries = () => h.logs.filter((l) => l.level === 40 && l.err !== undefined);
+  const died = () => h.logs.find((l) => l.msg === 'child died: restarting it');
+  const fatal = () => h.logs.find((l) => (l.level as number) >= 50);
 
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic, 2, 0);
-  await waitFor('the issuances are persisted', async () => (await lag()) === 0, 10_000);
+  await waitFor('the issuances are persisted', async () => (await lag(h)) === 0, 10_000);
   const [first, second] = tokens as [string, string];
 
   // the worker's transaction waits for a lock the test holds; the connection drops under it
@@ -415,14 +410,14 @@ t.test('a connection lost in the middle of the worker\'s write is retried, never
   }
   // one event alone in its batch: were a lost connection taken for a refusal, it would be a dead letter at once
   await waitFor('the worker sees its write fail', async () =>
-    retries().length > before || (await deadCount(h)) > 0 || exited(), 5_000);
+    retries().length > before || (await deadCount(h)) > 0 || died() !== undefined, 5_000);
   await sleep(500);
-  if (exited()) {
-    t.fail(`the server died: exit ${server.child.exitCode ?? server.child.signalCode}, ${JSON.stringify(fatal()?.err ?? fatal())}`);
+  if (died()) {
+    t.fail(`a server process died: ${JSON.stringify(died())}, ${JSON.stringify(fatal()?.err ?? fatal())}`);
     return;
   }
   t.equal(await deadCount(h), 0, `a lost connection is not a dead letter (${String((retries()[before]?.err as { code?: string } | undefined)?.code)})`);
-  t.equal(await lag(), 1, 'the redemption waits in the stream');
+  t.equal(await lag(h), 1, 'the redemption waits in the stream');
   proxy.restore();
   await waitFor('the redemption lands once Postgres is back', async () => (await usedQuota(h, lic.firmaId)) === 1, 15_000);
   t.equal((await rowOf(h, claimsOf(first).token_id))?.status, 'used');

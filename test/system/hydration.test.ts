@@ -1,5 +1,6 @@
 import t from 'tap';
 import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
+import { spawnWorker } from '../helpers/processes.js';
 import { MSG } from '../helpers/shapes.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { LicenseField } from '../../src/redis/scripts.js';
@@ -14,8 +15,10 @@ async function pgUsed(h: Harness, firmaId: string): Promise<number | undefined> 
   return row?.used;
 }
 
+// one service for the file (but the test that stops the worker), each test on licenses of its own
+const h = await startHarness(t, 'hydrate', LIVE_COUNTS);
+
 t.test('the service carries on after every Redis key is lost', async (t) => {
-  const h = await startHarness(t, 'hydrate-flush', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10, organizationName: 'Hidrasyon A.Ş.' });
   const other = await h.createLicense({ totalQuota: 3 });
   const { accessToken, tokens } = await mintTokens(h, lic, 4, 0);
@@ -89,7 +92,6 @@ t.test('the service carries on after every Redis key is lost', async (t) => {
 });
 
 t.test('a second flush keeps counting from Postgres', async (t) => {
-  const h = await startHarness(t, 'hydrate-twice', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 3 });
   const redeemFresh = async () => {
     const { tokens } = await mintTokens(h, lic, 1, 1);
@@ -112,28 +114,29 @@ t.test('a second flush keeps counting from Postgres', async (t) => {
 });
 
 t.test('a license hash lost while its redemptions wait in the stream counts them', async (t) => {
-  const h = await startHarness(t, 'hydrate-queued', LIVE_COUNTS);
-  const lic = await h.createLicense({ totalQuota: 10 });
-  const { tokens } = await mintTokens(h, lic, 6, 0);
-  t.equal((await h.validate(tokens[0])).body.usedQuota, 1);
-  await h.drainWorker();
+  // the usage worker runs beside the servers (`npm run worker`), so that it can stop while they serve
+  const queued = await startHarness(t, 'hydrate-queued', { ...LIVE_COUNTS, RUN_WORKER: '0' });
+  const worker = await spawnWorker(t, queued.workerEnv());
+  const lic = await queued.createLicense({ totalQuota: 10 });
+  const { tokens } = await mintTokens(queued, lic, 6, 0);
+  t.equal((await queued.validate(tokens[0])).body.usedQuota, 1);
+  await queued.drainWorker();
   // the worker stops; three redemptions wait in the stream, Postgres says 1
-  await (h.service.worker as NonNullable<typeof h.service.worker>).stop();
-  for (const token of tokens.slice(1, 4)) t.equal((await h.validate(token)).status, 200);
-  t.equal(await pgUsed(h, lic.firmaId), 1);
-  const hash = h.keys.forLicense(lic.firmaId).license;
-  t.equal(await h.redis.del(hash), 1);
+  t.equal((await worker.stop('SIGTERM')).code, 0, 'the worker stopped');
+  for (const token of tokens.slice(1, 4)) t.equal((await queued.validate(token)).status, 200);
+  t.equal(await pgUsed(queued, lic.firmaId), 1);
+  const hash = queued.keys.forLicense(lic.firmaId).license;
+  t.equal(await queued.redis.del(hash), 1);
 
-  const next = await h.validate(tokens[4]);
+  const next = await queued.validate(tokens[4]);
   t.equal(next.status, 200);
   t.equal(next.body.usedQuota, 5, 'Postgres (1) plus the three queued plus this one');
   t.equal(next.body.remainingQuota, 5);
-  const quota = await h.checkQuota(lic.licenseKey);
+  const quota = await queued.checkQuota(lic.licenseKey);
   t.equal(quota.body.data.usedQuota, 5);
 });
 
 t.test('losing only the license hash', async (t) => {
-  const h = await startHarness(t, 'hydrate-hash', LIVE_COUNTS);
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic, 6, 0);
   const hash = h.keys.forLicense(lic.firmaId).license;

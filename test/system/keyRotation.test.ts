@@ -123,8 +123,11 @@ t.test('rotation: k1, k2 added, k2 signing with k1 still verifying, k1 retired',
   await c.drainWorker();
 });
 
+/** The default settings (JWT_SECRET alone, the default issuer): one service for the tests of them. */
+const plain = await startHarness(t, 'rot-default', LIVE_COUNTS);
+
 t.test('JWT_SECRET alone signs with kid "default"', async (t) => {
-  const h = await startHarness(t, 'rot-default', LIVE_COUNTS);
+  const h = plain;
   const lic = await h.createLicense();
   const pair = await getTokenPair(h, lic);
   const secret = h.config.jwtKeys[0]!.secret;
@@ -157,7 +160,7 @@ t.test('a token must name the kid of the key that signed it', async (t) => {
 
 t.test('iss must be JWT_ISSUER', async (t) => {
   t.test('default issuer: another iss, or none, is refused', async (t) => {
-    const h = await startHarness(t, 'rot-iss', LIVE_COUNTS);
+    const h = plain;
     const secret = h.config.jwtKeys[0]!.secret;
     const lic = await h.createLicense();
     const pair = await getTokenPair(h, lic);

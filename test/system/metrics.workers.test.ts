@@ -1,5 +1,6 @@
 import t from 'tap';
-import { NO_RATE_LIMITS, startServerHarness } from '../helpers/harness.js';
+import type { DeployedService } from '../helpers/deployed.js';
+import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { parseMetrics, promtool, scrape, wentBack, type Scrape } from '../helpers/metrics.js';
 import { SEVERAL_WORKERS, type LogLine } from '../helpers/processes.js';
 import { oneRequestPerConnection } from '../helpers/sockets.js';
@@ -29,7 +30,8 @@ const record = (line: LogLine): Record<string, unknown> | null => {
 };
 
 t.test('WORKERS as npm start leaves it: one scrape sums every child, counters never go back, a child killed and restarted', async (t) => {
-  const { h, server } = await startServerHarness(t, 'metricsworkers', { ...NO_RATE_LIMITS, WORKERS: SEVERAL_WORKERS });
+  const h = await startHarness(t, 'metricsworkers', { ...NO_RATE_LIMITS, WORKERS: SEVERAL_WORKERS });
+  const server = (h.deployment as DeployedService).server;
   const allUp = record(await server.lineMatching((l) => record(l)?.msg === 'listening: all children', 30_000, 'every child listening'));
   let pids = allUp?.pids as number[];
   const children = pids.length;
@@ -120,7 +122,7 @@ t.test('WORKERS as npm start leaves it: one scrape sums every child, counters ne
 
 // one process on purpose: what WORKERS=1 leaves unchanged is the subject
 t.test('WORKERS=1: the process answers for itself, as before', async (t) => {
-  const { h } = await startServerHarness(t, 'metricsone', { ...NO_RATE_LIMITS, WORKERS: '1' });
+  const h = await startHarness(t, 'metricsone', { ...NO_RATE_LIMITS, WORKERS: '1' });
   const before = await scrape(h);
   for (let i = 0; i < 5; i++) t.equal((await h.request('GET', '/healthz')).status, 200);
   const after = await scrape(h);

@@ -8,8 +8,10 @@ import { getTokenPair, mintTokens } from '../helpers/tokens.js';
 
 // The RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers) on every
 // answer that came from the script call counting a limit, 429s and refusals included; none on
-// answers decided before that call, and none when the limit is 0. Each limit gets a service
-// of its own with every other limit off, so only the requests under test are counted.
+// answers decided before that call, and none when the limit is 0. The four limits count per
+// company or per license key, and each test uses licenses of its own, so one service with
+// those four on serves them (the failed-login budgets, per address and per key, and every
+// limit off get services of their own).
 
 interface Counted { name: string; q: number; w: number; r: number; t: number }
 
@@ -72,8 +74,15 @@ async function expectCountdown(t: Asserts, q: number, send: (i: number) => Promi
   }
 }
 
+const h = await startHarness(t, 'rlf-limits', {
+  ...NO_RATE_LIMITS,
+  RATE_VALIDATE_PER_MIN: '5',
+  RATE_SIGN_TOKEN_PER_MIN: '5', // minting 6 tokens of a license for validate: get-token and 5 sign-tokens
+  RATE_GET_TOKEN_PER_MIN: '4',
+  RATE_CHECK_QUOTA_PER_MIN: '3',
+});
+
 t.test('validate: "validate" per company', async (t) => {
-  const h = await startHarness(t, 'rlf-validate', { ...NO_RATE_LIMITS, RATE_VALIDATE_PER_MIN: '5' });
 
   t.test('r counts down from 4; the 6th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense({ totalQuota: 20 });
@@ -104,7 +113,6 @@ t.test('validate: "validate" per company', async (t) => {
 });
 
 t.test('sign-token: "sign-token" per company', async (t) => {
-  const h = await startHarness(t, 'rlf-sign', { ...NO_RATE_LIMITS, RATE_SIGN_TOKEN_PER_MIN: '5' });
 
   t.test('r counts down from 4; the 6th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense({ totalQuota: 20 });
@@ -127,7 +135,6 @@ t.test('sign-token: "sign-token" per company', async (t) => {
 });
 
 t.test('get-token: "get-token" per license key, counting the tokens issued', async (t) => {
-  const h = await startHarness(t, 'rlf-get', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_PER_MIN: '4' });
 
   t.test('r counts down from 3; the 5th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense({ totalQuota: 20 });
@@ -163,15 +170,15 @@ t.test('get-token: "get-token" per license key, counting the tokens issued', asy
 });
 
 t.test('failed logins: "failed-logins" per address, "failed-logins-key" per key', async (t) => {
-  const h = await startHarness(t, 'rlf-failed', {
+  const failed = await startHarness(t, 'rlf-failed', {
     ...NO_RATE_LIMITS, TRUST_PROXY: '1', GET_TOKEN_MAX_DELAY_MS: '0',
     RATE_GET_TOKEN_FAILURES_PER_MIN: '2', RATE_GET_TOKEN_KEY_FAILURES_PER_MIN: '3',
   });
   const from = (address: string, licenseKey: string, password: string) =>
-    h.request('POST', '/api/v1/auth/get-token', { licenseKey, password, imzaTipi: 0 }, { 'x-forwarded-for': address });
+    failed.request('POST', '/api/v1/auth/get-token', { licenseKey, password, imzaTipi: 0 }, { 'x-forwarded-for': address });
 
   t.test('an address\'s failures count down its budget; past it a 429 with r=0, the right password included', async (t) => {
-    const lic = await h.createLicense();
+    const lic = await failed.createLicense();
     for (let i = 0; i < 2; i++) {
       const res = await from('203.0.113.1', randomUUID(), `wrong password ${i}`);
       expectCodedError(t, res, 401, 'INVALID_CREDENTIALS', `failure ${i + 1}`);
@@ -182,7 +189,7 @@ t.test('failed logins: "failed-logins" per address, "failed-logins-key" per key'
   });
 
   t.test('a wrong password and an unknown key carry the same fields (no telling which keys exist)', async (t) => {
-    const lic = await h.createLicense();
+    const lic = await failed.createLicense();
     const wrong = await from('203.0.113.2', lic.licenseKey, 'wrong password');
     const unknown = await from('203.0.113.3', randomUUID(), 'wrong password');
     t.equal(wrong.headers.get('ratelimit-policy'), unknown.headers.get('ratelimit-policy'), 'the same policy');
@@ -190,13 +197,13 @@ t.test('failed logins: "failed-logins" per address, "failed-logins-key" per key'
   });
 
   t.test('a key\'s failures from several addresses: past its budget a 429 "failed-logins-key"', async (t) => {
-    const lic = await h.createLicense();
+    const lic = await failed.createLicense();
     for (let i = 0; i < 3; i++) expectCodedError(t, await from(`198.51.100.${i + 1}`, lic.licenseKey, 'guess'), 401, 'INVALID_CREDENTIALS');
     expectOver(t, await from('198.51.100.9', lic.licenseKey, 'guess'), 'failed-logins-key', 3, 'the 4th, from a fresh address');
   });
 
   t.test('an address trusted at a key: its failures there count down its own budget at the key', async (t) => {
-    const lic = await h.createLicense();
+    const lic = await failed.createLicense();
     t.equal((await from('192.0.2.5', lic.licenseKey, lic.password)).status, 200, 'a login (the address is trusted at the key)');
     for (let i = 0; i < 3; i++) {
       const res = await from('192.0.2.5', lic.licenseKey, `mistyped ${i}`);
@@ -207,7 +214,6 @@ t.test('failed logins: "failed-logins" per address, "failed-logins-key" per key'
 });
 
 t.test('check-quota: "check-quota" per license key and client address', async (t) => {
-  const h = await startHarness(t, 'rlf-quota', { ...NO_RATE_LIMITS, RATE_CHECK_QUOTA_PER_MIN: '3' });
 
   t.test('r counts down from 2; the 4th is a 429 with r=0 and t = Retry-After', async (t) => {
     const lic = await h.createLicense();
@@ -226,20 +232,20 @@ t.test('check-quota: "check-quota" per license key and client address', async (t
 });
 
 t.test('every limit 0: neither field on any answer', async (t) => {
-  const h = await startHarness(t, 'rlf-off', NO_RATE_LIMITS);
-  const lic = await h.createLicense({ totalQuota: 5 });
-  const got = await h.getToken(lic.licenseKey, lic.password);
+  const off = await startHarness(t, 'rlf-off', NO_RATE_LIMITS);
+  const lic = await off.createLicense({ totalQuota: 5 });
+  const got = await off.getToken(lic.licenseKey, lic.password);
   t.equal(got.status, 200);
-  const signed = await h.signToken(got.body.accessToken);
+  const signed = await off.signToken(got.body.accessToken);
   t.equal(signed.status, 200);
   const answers: [string, Answer][] = [
     ['get-token 200', got],
-    ['get-token 401', await h.getToken(lic.licenseKey, 'wrong password 1')],
+    ['get-token 401', await off.getToken(lic.licenseKey, 'wrong password 1')],
     ['sign-token 200', signed],
-    ['validate 200', await h.validate(signed.body.signToken)],
-    ['validate 400 used', await h.validate(signed.body.signToken)],
-    ['check-quota 200', await h.checkQuota(lic.licenseKey)],
-    ['check-quota 404', await h.checkQuota(randomUUID())],
+    ['validate 200', await off.validate(signed.body.signToken)],
+    ['validate 400 used', await off.validate(signed.body.signToken)],
+    ['check-quota 200', await off.checkQuota(lic.licenseKey)],
+    ['check-quota 404', await off.checkQuota(randomUUID())],
   ];
   t.same(answers.map(([, a]) => a.status), [200, 401, 200, 200, 400, 200, 404], 'the answers expected');
   for (const [what, res] of answers) expectNone(t, res, what);

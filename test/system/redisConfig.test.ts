@@ -8,14 +8,16 @@ import { judgeRedisConfig, type MasterSettings } from '../../src/redis/configChe
 import { DATABASE_URL, testEnv } from '../helpers/harness.js';
 import { call } from '../helpers/http.js';
 import {
-  exitOf, SERVER_SCRIPT, spawnLogged, spawnServer, startPrivateRedis, startRedisCluster, WORKER_SCRIPT, type LoggedProcess,
+  exitOf, SERVER_SCRIPT, serverProcessesOf, spawnLogged, spawnServer, startPrivateRedis, startRedisCluster, WORKER_SCRIPT,
+  type LoggedProcess,
 } from '../helpers/processes.js';
 
 // Redis's configuration read at start (README "Redis configuration check"): an evicting
 // maxmemory-policy refuses the start with one line, appendonly no in production is a
 // warning, a Redis that will not answer CONFIG is a warning (a refusal when strict), and
-// REDIS_CONFIG_CHECK overrides. The server and the standalone worker run as child processes
-// against private redis-servers and a private Cluster; the shared Redis is not touched.
+// REDIS_CONFIG_CHECK overrides. The server (as `npm start` runs it: a primary and a server
+// process per core, each checking at its start) and the standalone worker run as child
+// processes against private redis-servers and a private Cluster; the shared Redis is not touched.
 
 const run = promisify(execFile);
 
@@ -103,6 +105,9 @@ function configWarnings(p: LoggedProcess): string[] {
   return p.records().filter((r) => Number(r.level) === 40 && 'redisConfigCheck' in r).map((r) => String(r.msg));
 }
 
+/** A warning as a server logs it: once by each of its processes (every one checks Redis at its start). */
+const perProcess = (warning: string): string[] => Array<string>(serverProcessesOf(testEnv('rcfg'))).fill(warning);
+
 async function assertServes(t: TestT, url: string): Promise<void> {
   const health = await call(url, 'GET', '/healthz');
   t.equal(health.kind === 'answer' ? health.status : health.kind, 200, '/healthz answers 200');
@@ -128,7 +133,7 @@ t.test('noeviction starts and serves; appendonly no warns in production only', a
 
   const prod = await spawnServer(t, envOf('rcfg-prod', { REDIS_URL: bare.url }, { NODE_ENV: 'production' }));
   await assertServes(t, prod.url);
-  t.same(configWarnings(prod), [`Redis 127.0.0.1:${bare.port} has ${NO_AOF}`], 'production: the warning, once');
+  t.same(configWarnings(prod), perProcess(`Redis 127.0.0.1:${bare.port} has ${NO_AOF}`), 'production: the warning, once per server process');
 
   const aof = await startPrivateRedis(t, ['--appendonly', 'yes']);
   const durable = await spawnServer(t, envOf('rcfg-aof', { REDIS_URL: aof.url }, { NODE_ENV: 'production' }));
@@ -145,7 +150,7 @@ t.test('REDIS_CONFIG_CHECK=warn starts with a warning, off without one', async (
   const warned = await spawnServer(t, envOf('rcfg-warn', { REDIS_URL: redis.url }, { REDIS_CONFIG_CHECK: 'warn' }));
   await assertServes(t, warned.url);
   const harm = ALLKEYS.replace(', or REDIS_CONFIG_CHECK=warn to start anyway', '; starting anyway (REDIS_CONFIG_CHECK=warn)');
-  t.same(configWarnings(warned), [`Redis 127.0.0.1:${redis.port} has maxmemory-policy allkeys-lru: ${harm}`]);
+  t.same(configWarnings(warned), perProcess(`Redis 127.0.0.1:${redis.port} has maxmemory-policy allkeys-lru: ${harm}`));
   const off = await spawnServer(t, envOf('rcfg-off', { REDIS_URL: redis.url }, { REDIS_CONFIG_CHECK: 'off', NODE_ENV: 'production' }));
   await assertServes(t, off.url);
   t.same(configWarnings(off), [], 'off: not even the appendonly warning');
@@ -158,7 +163,7 @@ t.test('a Redis that refuses CONFIG: a warning and the start, or a refusal when 
   await redis.cli('set', new KeySpace(env.REDIS_PREFIX as string).runId, 'an-earlier-run');
   const server = await spawnServer(t, env);
   await assertServes(t, server.url);
-  t.same(configWarnings(server), [`could not read the configuration of Redis 127.0.0.1:${redis.port} (${RENAMED}): ${UNCHECKED}`]);
+  t.same(configWarnings(server), perProcess(`could not read the configuration of Redis 127.0.0.1:${redis.port} (${RENAMED}): ${UNCHECKED}`));
   t.ok(server.records().some((r) => String(r.msg).startsWith('Redis restart handled')), 'the restart handled without CONFIG');
 
   const strict = `could not read the configuration of Redis 127.0.0.1:${redis.port} (${RENAMED}): ` +
@@ -179,7 +184,7 @@ t.test('Redis Cluster: every master is read; one evicting master refuses, named'
   const server = await spawnServer(t, envOf('rcfg-cluster-ok', { REDIS_CLUSTER_NODES: cluster.nodes }, { NODE_ENV: 'production' }));
   await assertServes(t, server.url);
   const [warning, ...more] = configWarnings(server);
-  t.same(more, [], 'one warning');
+  t.same(more, perProcess(warning ?? '').slice(1), 'one warning, once per server process');
   const named = /^Redis (.*) have (.*)$/.exec(warning ?? '');
   t.same(named?.[1]?.split(', ').sort(), cluster.ports.map((p) => `127.0.0.1:${p}`).sort(), 'every master read and named');
   t.equal(named?.[2], NO_AOF);

@@ -42,8 +42,10 @@ async function expectWorks(t: Asserts, h: Harness, lic: TestLicense, accessToken
   t.equal(history.status, 200, `${what}: history 200 (${history.text})`);
 }
 
+// one service for the file, each test on licenses of its own (the race below needs its own limits)
+const h = await startHarness(t, 'revoke', { ...LIVE_COUNTS, RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
+
 t.test('revocation on one instance', async (t) => {
-  const h = await startHarness(t, 'revoke', { ...LIVE_COUNTS, RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
 
   t.test('a password change revokes the access tokens issued before, at once', async (t) => {
     const lic = await h.createLicense({ totalQuota: 20 });
@@ -130,7 +132,7 @@ t.test('revocation on one instance', async (t) => {
 });
 
 t.test('every instance refuses a revoked token on its next request', async (t) => {
-  const a = await startHarness(t, 'revoke-a', LIVE_COUNTS);
+  const a = h;
   const b = await startHarness(t, 'revoke-b', {
     ...LIVE_COUNTS, REDIS_PREFIX: a.prefix, PG_SCHEMA: a.config.pgSchema, JWT_SECRET: a.config.jwtKeys[0]!.secret, RUN_WORKER: '0',
   });
@@ -152,16 +154,16 @@ t.test('every instance refuses a revoked token on its next request', async (t) =
 // succeed after the change. The tokens-issued counter tells them apart: it counts every
 // get-token whose password checked out (lua/loginGranted.lua), issued or not.
 t.test('a get-token racing a password change hands out no working access token of the old password', async (t) => {
-  const h = await startHarness(t, 'revoke-race', { ...LIVE_COUNTS, RATE_GET_TOKEN_PER_MIN: '100000', PASSWORD_QUEUE_MAX: '1000' });
-  const lic = await h.createLicense({ totalQuota: 1000 });
-  const checkedOut = async (): Promise<number> => Number((await h.redis.get(h.keys.rateGetToken(lic.licenseKey))) ?? 0);
-  const probe = await h.getToken(lic.licenseKey, 'a wrong password 123');
+  const race = await startHarness(t, 'revoke-race', { ...LIVE_COUNTS, RATE_GET_TOKEN_PER_MIN: '100000', PASSWORD_QUEUE_MAX: '1000' });
+  const lic = await race.createLicense({ totalQuota: 1000 });
+  const checkedOut = async (): Promise<number> => Number((await race.redis.get(race.keys.rateGetToken(lic.licenseKey))) ?? 0);
+  const probe = await race.getToken(lic.licenseKey, 'a wrong password 123');
   t.equal(probe.status, 401, 'a wrong password: 401');
   t.equal(await checkedOut(), 0, 'and not counted as a login that checked out (the counter this test reads)');
 
   const [, ...answers] = await Promise.all([
-    patch(h, lic, { password: NEW_PASSWORD }),
-    ...Array.from({ length: 24 }, () => h.getToken(lic.licenseKey, lic.password)),
+    patch(race, lic, { password: NEW_PASSWORD }),
+    ...Array.from({ length: 24 }, () => race.getToken(lic.licenseKey, lic.password)),
   ]);
   const handedOut = answers.filter((a) => a.status === 200);
   const refused = answers.filter((a) => a.status === 401);
@@ -174,11 +176,11 @@ t.test('a get-token racing a password change hands out no working access token o
   for (const [i, got] of handedOut.entries()) {
     const access = got.body.accessToken as string;
     t.equal(genOf(access), 0, `200 #${i}: its access token is of the old generation`);
-    await expectRevoked(t, h, lic, access, `200 #${i}: its access token`);
-    t.equal((await h.validate(got.body.signToken)).status, 200, `200 #${i}: its sign token, issued before the change, redeems`);
+    await expectRevoked(t, race, lic, access, `200 #${i}: its access token`);
+    t.equal((await race.validate(got.body.signToken)).status, 200, `200 #${i}: its sign token, issued before the change, redeems`);
   }
-  const fresh = await getTokenPair(h, { licenseKey: lic.licenseKey, password: NEW_PASSWORD });
+  const fresh = await getTokenPair(race, { licenseKey: lic.licenseKey, password: NEW_PASSWORD });
   t.equal(genOf(fresh.accessToken), 1, 'the new password gives gen 1');
-  await expectWorks(t, h, lic, fresh.accessToken, 'the new access token');
-  await h.drainWorker();
+  await expectWorks(t, race, lic, fresh.accessToken, 'the new access token');
+  await race.drainWorker();
 });

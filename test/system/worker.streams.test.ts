@@ -1,6 +1,7 @@
 import t from 'tap';
 import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
+import { spawnWorker } from '../helpers/processes.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { EventKind } from '../../src/redis/scripts.js';
@@ -34,8 +35,8 @@ t.test('events queued by an earlier version (a field per value) are written as t
   await h.redis.xadd(stream, '*', ...eventFields({ kind: EventKind.used, tokenId: c.token_id, firmaId: lic.firmaId, imzaTipi: 1, atMs: at + 2, issuedMs: c.iat * 1000 }));
   await h.redis.xadd(stream, '*', ...legacyEventFields({ kind: EventKind.issued, tokenId: d.token_id, firmaId: lic.firmaId, imzaTipi: 1, atMs: at, expiresMs: d.exp * 1000 }));
 
-  const w = await startHarness(t, 'worker-legacy-w', { REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema });
-  await w.drainWorker();
+  await spawnWorker(t, h.workerEnv()); // npm run worker
+  await h.drainWorker();
   t.equal(await usedQuota(h, lic.firmaId), 3, 'three redemptions counted, whatever their form');
   const rows = await h.sql`select token_id, status, used_at, origin, imza_tipi::int as imza_tipi from sign_tokens where firma_id = ${lic.firmaId}`;
   const byId = new Map(rows.map((r) => [r.token_id as string, r]));
@@ -114,8 +115,8 @@ t.test('acknowledging trims the stream, but never an entry another worker holds'
   t.equal(await streamTotal(h), 6, 'the lag counts them');
 
   // the other worker writes nothing and dies: its entry is reclaimed, and the stream empties
-  const w = await startHarness(t, 'worker-trim-w', { REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema, WORKER_CLAIM_IDLE_MS: '200' });
+  await spawnWorker(t, h.workerEnv({ WORKER_CLAIM_IDLE_MS: '200' })); // npm run worker
   await waitFor('the held redemption is reclaimed and written', async () => (await usedQuota(h, lic.firmaId)) === 6, 10_000);
-  await w.drainWorker();
+  await h.drainWorker();
   t.equal(await h.redis.xlen(stream), 0, 'the stream is empty');
 });

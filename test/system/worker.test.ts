@@ -1,5 +1,5 @@
 import t from 'tap';
-import { DATABASE_URL, REDIS_URL, LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
+import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
 import { spawnWorker } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
@@ -96,7 +96,6 @@ t.test('issued and redeemed tokens reach Postgres; a replayed event changes noth
 t.test('duplicate events within one batch count once', async (t) => {
   // no worker in the serving harness: events pile up, then one worker reads them in one batch
   const h = await startHarness(t, 'worker-dup', { ...LIVE_COUNTS, RUN_WORKER: '0' });
-  t.equal(h.service.worker, null);
   const lic = await h.createLicense({ totalQuota: 10 });
   const { tokens } = await mintTokens(h, lic, 3, 0);
   for (const token of tokens.slice(0, 2)) t.equal((await h.validate(token, 'dup.example')).status, 200);
@@ -115,8 +114,8 @@ t.test('duplicate events within one batch count once', async (t) => {
   }
   t.equal(await streamTotal(h), 3 + 2 + 6 + 2, 'all events wait in the stream');
 
-  const w = await startHarness(t, 'worker-dup-w', { REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema });
-  await w.drainWorker();
+  await spawnWorker(t, h.workerEnv()); // npm run worker
+  await h.drainWorker();
   t.equal(await usedQuota(h, lic.firmaId), 3, 'three tokens turned used, each counted once');
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 3);
@@ -126,8 +125,6 @@ t.test('duplicate events within one batch count once', async (t) => {
 t.test('events survive Postgres being down', async (t) => {
   const { proxy, url } = await startPostgresProxy(t); // registered first: closed after the harness has stopped
   const h = await startHarness(t, 'worker-pgdown', { ...LIVE_COUNTS, DATABASE_URL: url });
-  const worker = h.service.worker;
-  if (!worker) throw new Error('no worker');
   const lic = await h.createLicense({ totalQuota: 8 });
   t.ok(proxy.connections > 0, 'the service talks to Postgres through the proxy');
 
@@ -143,7 +140,7 @@ t.test('events survive Postgres being down', async (t) => {
   t.equal(quota.body.data.usedQuota, 5, 'check-quota counts from Redis');
 
   await sleep(500); // give the worker time to try (and fail)
-  t.equal(await worker.lag(), 6 + 5, 'every event still waits in the streams');
+  t.equal(await streamTotal(h), 6 + 5, 'every event still waits in the streams');
   const none = await h.sql`select count(*)::int as n from sign_tokens where firma_id = ${lic.firmaId}`;
   t.equal(none[0]?.n, 0, 'nothing reached Postgres yet');
   t.equal(await usedQuota(h, lic.firmaId), 0);
@@ -169,7 +166,7 @@ t.test('a standalone worker process moves the events', async (t) => {
   const [empty] = await h.sql`select count(*)::int as n from sign_tokens`;
   t.equal(empty?.n, 0, 'nothing in Postgres yet');
 
-  const worker = await spawnWorker(t, { REDIS_URL, REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema, DATABASE_URL });
+  const worker = await spawnWorker(t, h.workerEnv());
 
   await waitFor('the standalone worker drains the streams', async () => (await streamTotal(h)) === 0, 20_000);
   t.equal(await usedQuota(h, lic.firmaId), 3);
@@ -200,10 +197,8 @@ t.test('pending events of a dead consumer are reclaimed', async (t) => {
   const pending = (await h.redis.xpending(h.keys.forLicense(lic.firmaId).stream, 'usage')) as [number, ...unknown[]];
   t.equal(pending[0], 5, 'all five are pending on the dead consumer');
 
-  const w = await startHarness(t, 'worker-claim-w', {
-    REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema, WORKER_CLAIM_IDLE_MS: '200',
-  });
-  await w.drainWorker(15_000);
+  await spawnWorker(t, h.workerEnv({ WORKER_CLAIM_IDLE_MS: '200' })); // npm run worker
+  await h.drainWorker(15_000);
   t.equal(await usedQuota(h, lic.firmaId), 2, 'the reclaimed redemptions are counted');
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 3, 'the reclaimed issuances are in the audit trail');

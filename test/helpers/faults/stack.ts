@@ -185,7 +185,7 @@ export class Stack {
  * Starts a private Redis, the optional proxy in front of the shared Postgres, the servers
  * and the optional standalone worker. Env defaults: testEnv(label) with the private
  * REDIS_URL, DATABASE_URL (through the proxy if any), no rate limits, QUOTA_CACHE_SECONDS=0,
- * LOG_LEVEL=info, RUN_WORKER=0 with a standalone worker else 1; options.env wins.
+ * LOG_LEVEL=info, WORKERS=1, RUN_WORKER=0 with a standalone worker else 1; options.env wins.
  * Teardown: processes SIGKILLed, schema dropped, clients closed, Redis killed, proxy closed.
  */
 export async function startStack(t: Teardown, options: StackOptions): Promise<Stack> {
@@ -199,6 +199,10 @@ export async function startStack(t: Teardown, options: StackOptions): Promise<St
     ...NO_RATE_LIMITS,
     QUOTA_CACHE_SECONDS: '0',
     LOG_LEVEL: 'info',
+    // one process per server slot: a fault test kills a server and means the process that
+    // serves (a SIGKILLed primary's children would stop gently); several processes of one
+    // server are the subject of workers.redisRestart, which asks for them
+    WORKERS: '1',
     RUN_WORKER: options.standaloneWorker ? '0' : '1',
     ...options.env,
   });
