@@ -8,6 +8,7 @@ import { createRedis, type RedisClient } from '../../src/redis/client.js';
 import { KeySpace } from '../../src/redis/keys.js';
 import { startService, type Service } from '../../src/service.js';
 import { usageLag } from '../../src/usage/lag.js';
+import { DEFAULT_WORKERS } from './processes.js';
 import { startDeployed, type DeployedService } from './deployed.js';
 import { answerOf, call, type Answer, type Client } from './http.js';
 import { sleep, waitFor } from './wait.js';
@@ -276,6 +277,7 @@ export async function startHarness(
   // readiness is the primary's info line: the processes log at info or below, the test sees its own level
   const processLevel = options.logLevel === 'trace' || options.logLevel === 'debug' ? options.logLevel : 'info';
   const env = testEnv(label, { ...overrides, LOG_LEVEL: processLevel });
+  if (env.WORKERS === DEFAULT_WORKERS) delete env.WORKERS; // as npm start with WORKERS unset
   const config = loadConfig(env);
   const { redis, sql } = testStorage(t, config, !joinsStorage(overrides));
   const serviceRedis = createRedis(config, 'test-harness');

@@ -142,16 +142,22 @@ export interface LogLine {
   at: number;
 }
 
+/** A line that is a JSON object (a pino record), parsed; null for any other line. */
+export function recordOf(line: LogLine): Record<string, unknown> | null {
+  try {
+    const parsed: unknown = JSON.parse(line.text);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Record<string, unknown> : null;
+  } catch {
+    return null; // not a JSON line
+  }
+}
+
 /** The lines that are JSON objects (pino's records), parsed; the others skipped. */
 export function jsonRecords(lines: LogLine[]): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   for (const line of lines) {
-    try {
-      const parsed: unknown = JSON.parse(line.text);
-      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) out.push(parsed as Record<string, unknown>);
-    } catch {
-      // not a JSON line
-    }
+    const record = recordOf(line);
+    if (record !== null) out.push(record);
   }
   return out;
 }

@@ -1,22 +1,22 @@
 import { availableParallelism } from 'node:os';
 import type { Redis } from 'ioredis';
-import { loadConfig, type Config } from '../../src/config.js';
-import { KeySpace } from '../../src/redis/keys.js';
-import { testEnv, testStorage, type Teardown } from './harness.js';
-import { clientOf, type Client } from './http.js';
-import { DEFAULT_WORKERS, spawnServer, type ServerProcess } from './processes.js';
+import type { Config } from '../../src/config.js';
+import type { KeySpace } from '../../src/redis/keys.js';
+import type { DeployedService } from './deployed.js';
+import { startHarness, type Teardown } from './harness.js';
+import type { Client } from './http.js';
+import type { ServerProcess } from './processes.js';
 
-// The service as `npm start` runs it: `node dist/src/cli/server.js` with WORKERS unset, so
-// one process per core serves the one port, with the test's own storage (REDIS_PREFIX,
-// PG_SCHEMA) cleaned up at teardown. Requests meant to reach every process go on fresh
-// connections (./sockets.ts oneRequestPerConnection): a keep-alive connection sticks to one.
+// The check-quota tests' view of the service as startHarness runs it (`npm start`, WORKERS
+// unset: one process per core on one port): the processes' pids, to aim requests at each of
+// them (./sockets.ts oneRequestPerConnection), and the keys of a license key's slot.
 
 export interface DefaultServer {
   server: ServerProcess;
   port: number;
   /** the server processes, as the primary listed them */
   pids: number[];
-  /** a keep-alive client (its requests land on one process or another, not on every one) */
+  /** a client of the service (each request on a connection of its own) */
   client: Client;
   config: Config;
   keys: KeySpace;
@@ -24,15 +24,13 @@ export interface DefaultServer {
   redis: Redis;
 }
 
-/** Starts the built server with the defaults plus `overrides` (WORKERS stays unset). */
+/** The service as startHarness runs it (WORKERS unset), seen as these tests use it: its processes' pids and one client. */
 export async function startDefaultServer(t: Teardown, label: string, overrides: Record<string, string> = {}): Promise<DefaultServer> {
-  const env = testEnv(label, { LOG_LEVEL: 'info', ...overrides });
-  const config = loadConfig(env);
-  const { redis } = testStorage(t, config);
-  const server = await spawnServer(t, { ...env, WORKERS: DEFAULT_WORKERS }, 30_000);
-  const pids = server.records().find((r) => r.msg === 'listening: all children')?.pids as number[] | undefined;
-  if (!pids || pids.length !== availableParallelism()) throw new Error(`expected one process per core, the primary said: ${JSON.stringify(pids)}`);
-  return { server, port: server.port, pids, client: clientOf(server.url), config, keys: new KeySpace(config.redisPrefix), redis };
+  const h = await startHarness(t, label, overrides);
+  const deployment = h.deployment as DeployedService;
+  const pids = deployment.children();
+  if (pids.length !== availableParallelism()) throw new Error(`expected one process per core, the primary started: ${JSON.stringify(pids)}`);
+  return { server: deployment.server, port: h.service.port, pids, client: h, config: h.config, keys: h.keys, redis: h.redis };
 }
 
 /** Every Redis key of a license key's slot ({k:<licenseKey>}: credentials, check-quota's answer, the counters), sorted. */

@@ -2,7 +2,7 @@ import t from 'tap';
 import type { DeployedService } from '../helpers/deployed.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { parseMetrics, promtool, scrape, wentBack, type Scrape } from '../helpers/metrics.js';
-import { SEVERAL_WORKERS, type LogLine } from '../helpers/processes.js';
+import { recordOf as record, SEVERAL_WORKERS } from '../helpers/processes.js';
 import { oneRequestPerConnection } from '../helpers/sockets.js';
 import { getTokenPair, signOne } from '../helpers/tokens.js';
 import { pollUntil } from '../helpers/wait.js';
@@ -20,14 +20,6 @@ const REQUESTS = 'license_http_requests_total';
 /** The warnings promtool gives on prom-client's default metrics, explained in README "Metrics": nothing else may appear. */
 const EXPLAINED = new Set(['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']
   .map((name) => `${name} non-counter metrics should not have "_total" suffix`));
-
-const record = (line: LogLine): Record<string, unknown> | null => {
-  try {
-    return JSON.parse(line.text) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
-};
 
 t.test('WORKERS as npm start leaves it: one scrape sums every child, counters never go back, a child killed and restarted', async (t) => {
   const h = await startHarness(t, 'metricsworkers', { ...NO_RATE_LIMITS, WORKERS: SEVERAL_WORKERS });

@@ -3,7 +3,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLicense, testEnv, testStorage, type TestLicense } from '../helpers/harness.js';
 import { clientOf, type Client } from '../helpers/http.js';
 import { claimsOf } from '../helpers/jwt.js';
-import { exitOf, freeLoopbackPort, SERVER_SCRIPT, spawnLogged, spawnServer, type ExitStatus, type LogLine, type ServerProcess } from '../helpers/processes.js';
+import { exitOf, freeLoopbackPort, recordOf as record, SERVER_SCRIPT, spawnLogged, spawnServer, type ExitStatus, type ServerProcess } from '../helpers/processes.js';
 import { oneRequestPerConnection, parentOf, type OneShotAnswer } from '../helpers/sockets.js';
 import { TokenSource } from '../helpers/tokens.js';
 import { pollUntil } from '../helpers/wait.js';
@@ -19,14 +19,6 @@ type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
 const LIMIT = 40; // RATE_VALIDATE_PER_MIN: per company, shared by the processes
 const USED = 'Bu token zaten kullanılmış. Yeni token alınız.';
 const NO_QUOTA = 'İmza kotası doldu';
-
-const record = (line: LogLine): Record<string, unknown> | null => {
-  try {
-    return JSON.parse(line.text) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
-};
 
 t.test('WORKERS=3: one token, one license and one rate limit hammered from every process; SIGTERM and SIGKILL', async (t) => {
   const port = await freeLoopbackPort();
