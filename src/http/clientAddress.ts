@@ -17,6 +17,25 @@ export function clientAddress(peer: string, forwardedFor: string, trustedHops: n
   return address;
 }
 
+/** The part of uWebSockets.js's request that the header lines are read through. */
+interface HeaderLines {
+  forEach(cb: (lowerCaseName: string, value: string) => void): void;
+}
+
+/**
+ * Every X-Forwarded-For line of a request, joined in order as one list (RFC 9110 5.3): a
+ * proxy such as HAProxy adds a line of its own after the client's, and reading only the
+ * first line would let the client's claim decide the address. An empty line keeps its
+ * place as an empty entry, which stops the walk like any entry that is not an address.
+ */
+export function forwardedFor(req: HeaderLines): string {
+  let joined: string | null = null;
+  req.forEach((name, value) => {
+    if (name === 'x-forwarded-for') joined = joined === null ? value : `${joined},${value}`;
+  });
+  return joined ?? '';
+}
+
 /**
  * What one client is, for per-address limits: an IPv4 address, or the /64 network of an
  * IPv6 one (one host is usually given a whole /64). IPv4-mapped IPv6 counts as IPv4.

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { ServiceUnavailable } from '../errors.js';
 import { HttpMeters, type RequestMeter } from '../metrics/http.js';
 import type { Metrics } from '../metrics/registry.js';
-import { clientAddress } from './clientAddress.js';
+import { clientAddress, forwardedFor } from './clientAddress.js';
 import { CorsPolicy } from './cors.js';
 import { LogThrottle } from './logThrottle.js';
 import { retryHeaders, type Headers, type Reply, type TransportErrors } from './reply.js';
@@ -253,7 +253,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       query: route.needsQuery ? (uReq.getQuery() ?? '') : '',
       authorization: route.needsAuthorization ? uReq.getHeader('authorization') : '',
       clientAddress: route.needsClientAddress
-        ? clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), uReq.getHeader('x-forwarded-for'), options.trustProxy)
+        ? clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), options.trustProxy === 0 ? '' : forwardedFor(uReq), options.trustProxy)
         : '',
       idempotencyKey: route.needsIdempotencyKey ? uReq.getHeader('idempotency-key') : '',
       body: null,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import t from 'tap';
 import { createLicense, NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { RATE_MESSAGE, retryAfterSeconds } from '../helpers/shapes.js';
@@ -74,6 +75,22 @@ t.test('behind a proxy (TRUST_PROXY=1): counted per forwarded address, an IPv6 /
   for (let i = 0; i < 12; i++) rotating.push(await from(`2001:db8:7:9::${(i + 1).toString(16)}`));
   t.same(rotating, [...Array(10).fill(200), 429, 429], 'addresses of one IPv6 /64 share one count');
   t.equal(await from('2001:db8:7:a::1'), 200, 'the next /64 has its own');
+
+  // behind HAProxy (option forwardfor) the client's own line comes first and the proxy's
+  // after it: every line counts, read from the right, so the client's claim changes nothing
+  const lines = (...values: string[]) => new Promise<number>((resolve, reject) => {
+    const req = http.request(`${h.url}${path(lic.licenseKey)}`, { agent: false, headers: { 'x-forwarded-for': values } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  const spoofing: number[] = [];
+  for (let i = 0; i < 12; i++) spoofing.push(await lines(`198.51.100.${i + 1}`, '192.0.2.200'));
+  t.same(spoofing, [...Array(10).fill(200), 429, 429], 'two lines, a new claim in the first each time: counted for the proxy\'s 192.0.2.200');
+  t.equal(await lines('192.0.2.200', '192.0.2.201'), 200, 'the rightmost line decides: 192.0.2.201 has its own count');
+  t.equal(await lines('192.0.2.201, 192.0.2.200', ''), 200, 'an empty last line is no address: the peer\'s count (127.0.0.1), not 192.0.2.200\'s');
 });
 
 t.test('a client whose address is unknown is counted on the key\'s own counter', async (t) => {
