@@ -3,7 +3,7 @@ import t from 'tap';
 import { NO_RATE_LIMITS, startHarness, type Harness } from '../helpers/harness.js';
 import type { Answer } from '../helpers/http.js';
 import { expectCodedError, expectUnavailable } from '../helpers/shapes.js';
-import { sleep } from '../helpers/wait.js';
+import { sleep, waitFor } from '../helpers/wait.js';
 
 // get-token against abuse. Passwords: the password and its hash never leave the service,
 // credentials are checked before anything about the license is revealed, a password change
@@ -262,3 +262,30 @@ t.test('a real customer is served during a flood of unknown keys', async (t) => 
   t.equal(again.status, 200, 'and after it');
 });
 
+t.test('customers come first: a get-token during an import is answered before a quarter of the import is done', async (t) => {
+  // The admin API's password hashes wait in a queue of their own, after every customer's
+  // verification, and never hold the hasher's last slot: an import of licenses (a hash each)
+  // must not make a customer wait for it. Counted, not timed: how many of the import's
+  // licenses were created when the customer's get-token was answered.
+  const h = await startHarness(t, 'admin-hashing', NO_RATE_LIMITS);
+  const lic = await h.createLicense();
+  t.equal((await h.getToken(lic.licenseKey, lic.password)).status, 200, 'the customer logs in before the import');
+  const IMPORT = 60;
+  let created = 0;
+  const imported = Promise.all(Array.from({ length: IMPORT }, async () => {
+    const res = await h.admin('POST', '/admin/v1/licenses', {
+      organizationName: 'İçe Aktarım A.Ş.', password: randomUUID(), totalQuota: 1,
+      expiryDate: new Date(Date.now() + DAY).toISOString(),
+    });
+    created++;
+    return res.status;
+  }));
+  const queued = async () => Number(/^license_hasher_jobs\{state="queued"\} (\d+)$/m.exec((await h.request('GET', '/metrics')).text)?.[1] ?? 0);
+  await waitFor('the import\'s hashes queued', async () => (await queued()) > 0, 15_000, 5);
+  const customer = await h.getToken(lic.licenseKey, lic.password, 1);
+  const createdWhenAnswered = created;
+  const statuses = await imported;
+  t.equal(customer.status, 200, `the customer's get-token: 200 (${customer.text})`);
+  t.ok(createdWhenAnswered < IMPORT / 4, `answered while the import was under way: ${createdWhenAnswered} of ${IMPORT} created`);
+  t.same(statuses, Array(IMPORT).fill(201), 'and the import completes: every license created');
+});
