@@ -215,6 +215,11 @@ export class HotLicenses {
     return { credentials: found, waitMs: 0, rate: found.rate, trusted: found.trusted, gate: found.gate };
   }
 
+  /** Whether a license may have this key: every key that exists is in the process's set (src/licenses/knownKeys.ts), or was created in the last moments. */
+  mayExist(licenseKey: string): boolean {
+    return this.firmaIds.has(licenseKey) || this.known.has(licenseKey);
+  }
+
   async firmaIdOf(licenseKey: string): Promise<string | null> {
     const known = this.firmaIds.get(licenseKey);
     if (known !== undefined) return known;

@@ -100,7 +100,11 @@ const limited = send(failure('RATE_LIMITED', { retryAfter: 42 }), retryHeaders(4
 const LIMIT = {
   per: 'license key and client address', setting: 'RATE_CHECK_QUOTA_PER_MIN',
   // not 400: a key that is no UUID is refused before any look-up
-  statuses: { 200: 'every', 403: 'every', 404: 'every', 410: 'every', 429: 'every' },
+  statuses: {
+    200: 'every', 403: 'every', 410: 'every', 429: 'every',
+    // a key no license has is answered from the process's set of license keys, uncounted
+    404: 'a key the instance knew of whose license Postgres lacks (a key no license has is answered without counting, so a spray of random keys costs no Redis write)',
+  },
 } as const;
 
 const doc: RouteDoc = {
@@ -174,6 +178,17 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
     return send(failure('RATE_LIMITED', { retryAfter: seconds }), [...retryHeaders(seconds) ?? [], ...counted ?? []]);
   }
 
+  /**
+   * A key not in the process's set of every license key: a spray of random keys must cost
+   * no Redis write (a counter per key and address would be one each). Redis is only read,
+   * for a license created elsewhere a moment ago whose announcement has not arrived yet;
+   * none: 404, uncounted.
+   */
+  async function unknown(licenseKey: string, client: string): Promise<Reply> {
+    if ((await ctx.hot.firmaIdOf(licenseKey)) !== null) return answer(licenseKey, client);
+    return send(failure('LICENSE_NOT_FOUND'));
+  }
+
   return {
     method: 'get',
     path: '/api/license/check-quota/:licenseKey',
@@ -187,7 +202,8 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
       // counted per key and client, so a stranger who knows the key spends only his own
       // count; an unknown address ("") is counted on the key's own counter, shared by
       // every request without one: no address must not mean no limit
-      return answer(licenseKey, req.clientAddress === '' ? '' : addressBucket(req.clientAddress));
+      const client = req.clientAddress === '' ? '' : addressBucket(req.clientAddress);
+      return ctx.hot.mayExist(licenseKey) ? answer(licenseKey, client) : unknown(licenseKey, client);
     },
   };
 }

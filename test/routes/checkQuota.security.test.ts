@@ -131,6 +131,31 @@ t.test('the limit comes from the environment: RATE_CHECK_QUOTA_PER_MIN=5 allows 
   t.same(statuses, [200, 200, 200, 200, 200, 429, 429]);
 });
 
+t.test('a spray of keys no license has writes nothing to Redis, and a key created a moment ago is found', async (t) => {
+  const h = await startHarness(t, 'cq-spray', { TRUST_PROXY: '1' }); // the default limits
+  const sprayed = Array.from({ length: 200 }, () => randomUUID());
+  const from = (key: string, i: number) => h.request('GET', path(key), undefined, { 'X-Forwarded-For': `198.51.100.${i % 4}` });
+  const answers = await Promise.all(sprayed.map(from));
+  t.same([...new Set(answers.map((a) => `${a.status} ${a.body?.error?.code}`))], ['404 LICENSE_NOT_FOUND'], 'every one: 404 LICENSE_NOT_FOUND');
+  t.notOk(answers.some((a) => a.headers.get('ratelimit') !== null), 'none counted: no RateLimit fields');
+  const written: string[] = [];
+  for await (const keys of h.redis.scanStream({ match: `${h.prefix}:*`, count: 1000 })) {
+    for (const key of keys as string[]) if (sprayed.some((k) => key.includes(k))) written.push(key);
+  }
+  t.same(written, [], 'no Redis key names any sprayed key');
+  const again: number[] = [];
+  for (let i = 0; i < 12; i++) again.push((await from(sprayed[0] as string, 0)).status);
+  t.same(again, Array(12).fill(404), 'one unknown key 12 times from one address (the limit is 10): 404 each time, nothing counted');
+
+  // created through one process, asked at once through every process: a key not yet announced
+  // to a process is looked for in Redis (read only) before it is called unknown
+  for (let i = 0; i < 5; i++) {
+    const lic = await h.createLicense({ totalQuota: 7 });
+    const seen = await Promise.all([0, 1, 2, 3].map(() => h.checkQuota(lic.licenseKey)));
+    t.same(seen.map((a) => a.status), [200, 200, 200, 200], `license ${i + 1}: found at once by every process`);
+  }
+});
+
 t.test('an unknown key is 404 and stays so while remembered', async (t) => {
   const h = await startHarness(t, 'cq-unknown', {
     ...NO_RATE_LIMITS, QUOTA_CACHE_SECONDS: '0', RATE_GET_TOKEN_FAILURES_PER_MIN: '0',

@@ -107,7 +107,7 @@ t.test('check-quota', async (t) => {
   const lic = await k.license();
   await k.expect(t, 200, 'found', checkQuota(lic.licenseKey), COUNTED);
   await k.expect(t, 400, 'no UUID', checkQuota('not-a-uuid'), UNCOUNTED);
-  await k.expect(t, 404, 'unknown', checkQuota(randomUUID()), COUNTED);
+  await k.expect(t, 404, 'unknown', checkQuota(randomUUID()), UNCOUNTED); // a key no license has: never counted
   await k.expect(t, 410, 'expired', checkQuota((await k.license({ expiryDate: past() })).licenseKey), COUNTED);
   await k.expect(t, 403, 'inactive', checkQuota((await k.license({ isActive: false })).licenseKey), COUNTED);
   // QUOTA_EXCEEDED was counted (RateLimit fields) and is no rate limit (no Retry-After)
