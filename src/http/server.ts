@@ -81,11 +81,24 @@ const LINGER_MS = 2000;
 
 const textDecoder = new TextDecoder();
 
+/**
+ * The TLS 1.2 suites offered: Mozilla's "intermediate" profile without its DHE suites (no
+ * DH parameters are configured, so they could not be negotiated): forward-secret AEAD only,
+ * no static RSA key exchange, CBC, SHA-1 or 3DES. TLS 1.3's suites are all AEAD and stay as
+ * OpenSSL sets them; the build refuses TLS 1.0 and 1.1 by itself. The order is the
+ * client's (uWebSockets.js has no option for the server's), which the profile allows since
+ * every suite offered is strong.
+ */
+export const TLS12_CIPHERS = [
+  'ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-CHACHA20-POLY1305', 'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const router = new Router(options.routes);
   const { log, fallbackErrors } = options;
   const app = options.tls
-    ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile })
+    ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile, ssl_ciphers: TLS12_CIPHERS })
     : uWS.App();
   const hsts = options.tls !== null;
   const { cors, metrics } = options;
