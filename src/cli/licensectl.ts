@@ -5,7 +5,7 @@ import { commands } from './licensectl/commands.js';
 import { importFile } from './licensectl/import.js';
 import { keyValues } from './licensectl/output.js';
 
-// licensectl: the admin API (CONTRACT.md) from a shell. `licensectl --help` lists the
+// licensectl: the admin API (in /openapi.json) from a shell. `licensectl --help` lists the
 // commands; README.md "Admin CLI (licensectl)" has examples. Exit codes: 0 ok, 1 the API
 // refused (or, for import, some row was rejected), 2 a usage error. No stack trace ever
 // reaches the user: every failure is one line on stderr.

@@ -44,7 +44,7 @@ const replies = {
 const refusals: Record<RedeemRefusal, readonly [Reply, string]> = {
   [Outcome.TOKEN_SPENT]: [replies.TOKEN_USED, 'already_used'],
   [Outcome.TOKEN_EXPIRED]: [replies.TOKEN_EXPIRED, 'token_expired'],
-  [Outcome.LICENSE_EXPIRED]: [replies.TOKEN_INVALID, 'license_expired'], // an expired or inactive license: "invalid" (CONTRACT)
+  [Outcome.LICENSE_EXPIRED]: [replies.TOKEN_INVALID, 'license_expired'], // an expired or inactive license: "invalid", as documented
   [Outcome.LICENSE_INACTIVE]: [replies.TOKEN_INVALID, 'license_inactive'],
   [Outcome.ORIGIN_NOT_ALLOWED]: [replies.ORIGIN_DENIED, 'origin_refused'],
   [Outcome.NO_QUOTA_LEFT]: [replies.QUOTA_EXHAUSTED, 'quota_exhausted'],

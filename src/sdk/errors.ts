@@ -25,7 +25,7 @@ export type ValidateErrorCode =
  */
 export type LicenseErrorCode = CodedErrorCode | ValidateErrorCode | 'RATE_LIMITED' | 'UNEXPECTED_RESPONSE';
 
-/** validate's published messages and the code the SDK gives each (spec, Errors; CONTRACT.md). */
+/** validate's published messages and the code the SDK gives each (spec, Errors; /openapi.json). */
 export const VALIDATE_MESSAGES: Readonly<Record<string, LicenseErrorCode>> = {
   'Token boş olamaz': 'TOKEN_EMPTY',
   'Token süresi dolmuş': 'TOKEN_EXPIRED',

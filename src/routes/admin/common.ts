@@ -6,7 +6,7 @@ import { normaliseDomain } from '../../licenses/origin.js';
 import { coded, quotaPercentage } from '../replies.js';
 import { bearer } from '../schemas.js';
 
-// What the admin routes (CONTRACT.md) share: the token check, the answers, the view of a license.
+// What the admin routes (in /openapi.json) share: the token check, the answers, the view of a license.
 
 //                        status  code                       message
 export const adminReplies = {
@@ -54,7 +54,7 @@ export function licenseReply(license: LicenseView, status = 200): Reply {
   return reply(status, { success: true, data: licenseData(license) });
 }
 
-/** The License object of CONTRACT.md (never the password or its hash). */
+/** The License object of /openapi.json (never the password or its hash). */
 export function licenseData(license: LicenseView): Record<string, unknown> {
   const { totalQuota, usedQuota } = license;
   return {

@@ -8,7 +8,7 @@ import { readLicenseRoute } from './v1_licenses_read.js';
 import { licenseTokensRoute } from './v1_licenses_tokens.js';
 import { patchLicenseRoute } from './v1_licenses_patch.js';
 
-/** The admin API (CONTRACT.md), every route behind ADMIN_TOKEN. */
+/** The admin API (in /openapi.json), every route behind ADMIN_TOKEN. */
 export function adminRoutes(ctx: RouteContext, adminToken: string): Route[] {
   const guard = adminGuard(adminToken);
   return [
