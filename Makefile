@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -32,7 +32,7 @@ run: build
 	  echo ""; \
 	  exec node dist/src/cli/server.js
 
-test: browser-tools metrics-tools build
+test: browser-tools metrics-tools front-tools build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
@@ -72,6 +72,20 @@ metrics-tools:
 	  $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus >/dev/null 2>&1 || \
 	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y prometheus >/dev/null; }; \
 	  command -v promtool >/dev/null || { echo "promtool did not install: apt-get install -y prometheus"; exit 1; }; }
+
+# The front's tests (test/system/nginxFront.test.ts, deploy.systemd.test.ts) run Debian's nginx
+# with deploy/nginx's config and check deploy/systemd's unit with systemd-analyze: installed
+# when missing, as root or through passwordless sudo; otherwise the one command to run is
+# printed. On a machine with systemd the nginx package also starts nginx on port 80
+# (systemctl disable --now nginx); the tests run a private one on ports of their own.
+front-tools:
+	@{ [ -x /usr/sbin/nginx ] && command -v systemd-analyze >/dev/null; } || { \
+	  if [ "$$(id -u)" -eq 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as="sudo -n"; \
+	  else echo "nginx or systemd-analyze is missing (the front's tests need them): sudo apt-get install -y nginx systemd"; exit 1; fi; \
+	  echo "installing nginx and systemd-analyze (Debian packages nginx, systemd)"; \
+	  $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y nginx systemd >/dev/null 2>&1 || \
+	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y nginx systemd >/dev/null; }; \
+	  [ -x /usr/sbin/nginx ] || { echo "nginx did not install: apt-get install -y nginx"; exit 1; }; }
 
 # Performance (bench/README.md): wrk from Debian's packages, installed when missing.
 load-tools:

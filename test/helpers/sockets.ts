@@ -29,6 +29,17 @@ export async function connectionOwners(port: number, pids: number[]): Promise<Ma
   return owners;
 }
 
+/** The client ports of the established loopback connections to `port` (the server's side, from /proc/net/tcp). */
+export async function establishedTo(port: number): Promise<Set<number>> {
+  const clients = new Set<number>();
+  for (const line of (await readFile('/proc/net/tcp', 'utf8')).split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10 || f[3] !== '01') continue; // 01: ESTABLISHED
+    if (parseInt(f[1]?.split(':')[1] ?? '', 16) === port) clients.add(parseInt(f[2]?.split(':')[1] ?? '', 16));
+  }
+  return clients;
+}
+
 /** The parent pid of a process (/proc/<pid>/stat, the field after the state). */
 export async function parentOf(pid: number): Promise<number | null> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);

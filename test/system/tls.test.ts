@@ -1,4 +1,3 @@
-import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
@@ -7,6 +6,7 @@ import path from 'node:path';
 import t from 'tap';
 import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
 import { parseJson } from '../helpers/http.js';
+import { acceptedTls12Suites, handshake, knownTls12Suites, selfSignedCertificate } from '../helpers/tlsSuites.js';
 
 // HTTPS is mandatory (spec): with TLS_CERT_FILE/TLS_KEY_FILE the service serves HTTPS itself,
 // with a Strict-Transport-Security header, and no plain HTTP on that port.
@@ -51,27 +51,10 @@ function plainHttpAttempt(port: number): Promise<string> {
   });
 }
 
-/** The suite `openssl s_client` with these options agrees on with the server; null: no handshake. */
-function handshake(port: number, args: string[]): Promise<string | null> {
-  return new Promise((resolve) => {
-    const child = execFile('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-servername', 'localhost', ...args],
-      { timeout: 10_000, encoding: 'utf8' }, (_err, stdout) => {
-        const suite = /^New, [^,]+, Cipher is (\S+)$/m.exec(stdout)?.[1];
-        resolve(suite === undefined || suite === '(NONE)' ? null : suite);
-      });
-    child.stdin?.end();
-  });
-}
-
 t.test('HTTPS with TLS_CERT_FILE / TLS_KEY_FILE', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'lic-tls-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const keyFile = path.join(dir, 'key.pem');
-  const certFile = path.join(dir, 'cert.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-days', '1',
-    '-keyout', keyFile, '-out', certFile,
-  ], { stdio: 'ignore' });
+  const { certFile, keyFile } = selfSignedCertificate(dir);
 
   const h = await startHarness(t, 'tls', { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, ALLOW_HTTP: '' });
   t.not(h.config.tls, null, 'the config serves TLS');
@@ -111,18 +94,11 @@ t.test('HTTPS with TLS_CERT_FILE / TLS_KEY_FILE', async (t) => {
   });
 
   t.test('TLS 1.2 and 1.3 only, forward-secret AEAD suites only (openssl s_client)', async (t) => {
-    // every TLS 1.2 suite this openssl knows, the weak ones included (@SECLEVEL=0)
-    const known = execFileSync('openssl', ['ciphers', 'ALL:COMPLEMENTOFALL:@SECLEVEL=0'], { encoding: 'utf8' })
-      .trim().split(':').filter((c) => !c.startsWith('TLS_'));
+    const known = knownTls12Suites();
     t.ok(known.includes('AES128-SHA') && known.includes('ECDHE-RSA-AES128-SHA'), `the weak suites are among the ${known.length} tried`);
-    const accepted: string[] = [];
-    for (let i = 0; i < known.length; i += 8) {
-      const batch = known.slice(i, i + 8);
-      const got = await Promise.all(batch.map((c) => handshake(port, ['-tls1_2', '-cipher', `${c}:@SECLEVEL=0`])));
-      batch.forEach((c, j) => { if (got[j] === c) accepted.push(c); });
-    }
+    const accepted = await acceptedTls12Suites(port, known);
     // an RSA certificate: the ECDSA suites of the list cannot be negotiated with it
-    t.same(accepted.sort(), ['ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-RSA-CHACHA20-POLY1305'],
+    t.same(accepted, ['ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-RSA-CHACHA20-POLY1305'],
       'TLS 1.2: only ECDHE with AES-GCM or ChaCha20-Poly1305 (no static RSA, CBC, SHA-1 or 3DES)');
     t.equal(await handshake(port, ['-tls1', '-cipher', 'ALL:@SECLEVEL=0']), null, 'TLS 1.0 refused');
     t.equal(await handshake(port, ['-tls1_1', '-cipher', 'ALL:@SECLEVEL=0']), null, 'TLS 1.1 refused');

@@ -1,0 +1,116 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Teardown } from './harness.js';
+import { freeLoopbackPort, exitOf } from './processes.js';
+import { selfSignedCertificate } from './tlsSuites.js';
+import { waitFor } from './wait.js';
+
+// The real nginx (Debian's), running the front the repository ships in deploy/nginx, in a
+// directory of its own: only what cannot be the same on a test machine is changed (ports,
+// certificate, the upstream's port), and each change must find its line exactly once, so a
+// test of an edited config fails instead of testing something else.
+
+/** deploy/nginx/license-service.conf of this checkout (dist/test/helpers -> repository root). */
+export const NGINX_SITE = fileURLToPath(new URL('../../../deploy/nginx/license-service.conf', import.meta.url));
+
+export interface NginxFront {
+  /** the HTTPS port (the config's 443) */
+  tlsPort: number;
+  /** the plain-HTTP port (the config's 80: health checks and the redirect) */
+  httpPort: number;
+  /** the certificate nginx presents (self-signed, CN=localhost) */
+  certFile: string;
+  /** what nginx wrote to its error log so far */
+  errorLog(): string;
+}
+
+export interface NginxFrontOptions {
+  /** the addresses the config's geo block treats as internal: replaces its 127.0.0.0/8 line */
+  internal?: string;
+}
+
+/** Replaces the one occurrence of `from` in `text`; throws when there is none or several. */
+function replaceOnce(text: string, from: string, to: string): string {
+  const at = text.indexOf(from);
+  if (at < 0 || text.indexOf(from, at + 1) >= 0) throw new Error(`deploy/nginx config: expected exactly one "${from}"`);
+  return text.slice(0, at) + to + text.slice(at + from.length);
+}
+
+/** nginx's binary, or null when it is not installed (make test installs it). */
+export function nginxBinary(): string | null {
+  for (const candidate of ['/usr/sbin/nginx', '/usr/bin/nginx']) {
+    try {
+      execFileSync(candidate, ['-v'], { stdio: 'ignore' });
+      return candidate;
+    } catch { /* next */ }
+  }
+  return null;
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Starts nginx with deploy/nginx's site in front of the service on `servicePort`; stopped at teardown. */
+export async function startNginxFront(t: Teardown, servicePort: number, options: NginxFrontOptions = {}): Promise<NginxFront> {
+  const binary = nginxBinary();
+  if (binary === null) throw new Error('nginx is not installed (make test installs it: apt-get install -y nginx)');
+  const dir = mkdtempSync(path.join(tmpdir(), 'lic-nginx-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const { certFile, keyFile } = selfSignedCertificate(dir);
+  const [tlsPort, httpPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+
+  let site = readFileSync(NGINX_SITE, 'utf8');
+  site = replaceOnce(site, 'server 127.0.0.1:8080 ', `server 127.0.0.1:${servicePort} `);
+  site = replaceOnce(site, 'listen 443 ssl http2;', `listen 127.0.0.1:${tlsPort} ssl http2;`);
+  site = replaceOnce(site, 'listen [::]:443 ssl http2;', '');
+  site = replaceOnce(site, 'listen 80;', `listen 127.0.0.1:${httpPort};`);
+  site = replaceOnce(site, 'listen [::]:80;', '');
+  site = replaceOnce(site, '/etc/ssl/license-service/fullchain.pem', certFile);
+  site = replaceOnce(site, '/etc/ssl/license-service/privkey.pem', keyFile);
+  if (options.internal !== undefined) site = replaceOnce(site, '127.0.0.0/8 1;', `${options.internal} 1;`);
+  writeFileSync(path.join(dir, 'license-service.conf'), site);
+
+  // the parts of Debian's /etc/nginx/nginx.conf a front needs, with every path in `dir`
+  const main = `
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log info;
+${process.getuid?.() === 0 ? 'user root;' : ''}
+events { worker_connections 1024; }
+http {
+  include /etc/nginx/mime.types;
+  default_type application/octet-stream;
+  access_log ${dir}/access.log;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  include ${dir}/license-service.conf;
+}
+`;
+  writeFileSync(path.join(dir, 'nginx.conf'), main);
+  const conf = path.join(dir, 'nginx.conf');
+  execFileSync(binary, ['-t', '-q', '-c', conf, '-p', dir, '-e', path.join(dir, 'error.log')], { stdio: 'pipe' });
+  const child = spawn(binary, ['-c', conf, '-p', dir, '-e', path.join(dir, 'error.log'), '-g', 'daemon off;'], { stdio: 'ignore' });
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const exit = await exitOf(child, 5000);
+    if (exit.timedOut) child.kill('SIGKILL');
+  });
+  await waitFor('nginx accepting', async () => (await accepts(tlsPort)) && (await accepts(httpPort)), 10_000);
+  return {
+    tlsPort, httpPort, certFile,
+    errorLog: () => { try { return readFileSync(path.join(dir, 'error.log'), 'utf8'); } catch { return ''; } },
+  };
+}

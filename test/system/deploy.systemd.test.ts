@@ -1,0 +1,76 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import t from 'tap';
+import { loadConfig } from '../../src/config.js';
+import { STOP_FLUSH_MS } from '../../src/service.js';
+
+// deploy/systemd as an operator installs it: the unit passes systemd's own check, starts what
+// `npm start` starts, gives a stop the time the service takes, and its environment file is a
+// configuration the service accepts, pointing where the nginx front sends requests.
+
+const run = promisify(execFile);
+const repo = (file: string) => fileURLToPath(new URL(`../../../${file}`, import.meta.url));
+const UNIT = repo('deploy/systemd/license-service.service');
+const ENV_FILE = repo('deploy/systemd/license-service.env.example');
+
+/** The unit's settings, each key's values in order (a later line of the same key adds to the list). */
+function unitSettings(text: string): Map<string, string[]> {
+  const settings = new Map<string, string[]>();
+  for (const line of text.split('\n')) {
+    const m = /^([A-Za-z]+)=(.*)$/.exec(line.trim());
+    if (m) settings.set(m[1] as string, [...(settings.get(m[1] as string) ?? []), m[2] as string]);
+  }
+  return settings;
+}
+
+/** An EnvironmentFile as systemd reads this one: KEY=value lines, # comments. */
+function environmentFile(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line.trim());
+    if (m) env[m[1] as string] = m[2] as string;
+  }
+  return env;
+}
+
+const unit = unitSettings(readFileSync(UNIT, 'utf8'));
+const one = (key: string): string => {
+  const values = unit.get(key) ?? [];
+  if (values.length !== 1) throw new Error(`${key}: ${values.length} lines in the unit`);
+  return values[0] as string;
+};
+
+t.test('systemd-analyze verify finds nothing to say', async (t) => {
+  const { stdout, stderr } = await run('systemd-analyze', ['verify', UNIT]).catch((err: { stdout?: string; stderr?: string; message: string }) => {
+    t.fail(`systemd-analyze verify: ${err.message}`);
+    return { stdout: err.stdout ?? '', stderr: err.stderr ?? '' };
+  });
+  t.equal(`${stdout}${stderr}`.trim(), '', 'no warning');
+});
+
+t.test('the unit starts what npm start starts, and stops as the service stops', async (t) => {
+  const pkg = JSON.parse(readFileSync(repo('package.json'), 'utf8')) as { scripts: { start: string } };
+  const [, script] = pkg.scripts.start.split(' ');
+  t.equal(one('ExecStart'), `/usr/bin/node ${one('WorkingDirectory')}/${script}`, 'ExecStart runs the start script from the working directory');
+  t.equal(one('KillMode'), 'mixed', 'SIGTERM to the primary alone: it stops its children in order');
+  t.equal(one('KillSignal'), 'SIGTERM');
+  const stopSeconds = Number(/^(\d+)s$/.exec(one('TimeoutStopSec'))?.[1]);
+  const deadline = loadConfig({ ...environmentFile(readFileSync(ENV_FILE, 'utf8')) }).shutdownTimeoutMs + STOP_FLUSH_MS + 4000;
+  t.ok(stopSeconds * 1000 > deadline, `TimeoutStopSec (${stopSeconds} s) outlasts the primary's own stop deadline (${deadline} ms)`);
+  t.ok(Number(one('LimitNOFILE')) >= 65536, 'a descriptor for every connection');
+  t.equal(one('Restart'), 'on-failure');
+  t.equal(one('EnvironmentFile'), '/etc/license-service/env');
+});
+
+t.test('the environment file is a configuration the service accepts, behind the front', async (t) => {
+  const env = environmentFile(readFileSync(ENV_FILE, 'utf8'));
+  const config = loadConfig(env);
+  t.equal(config.trustProxy, 1, 'one trusted hop: nginx');
+  t.equal(config.host, '127.0.0.1', 'reachable through nginx only');
+  t.equal(config.tls, null, 'nginx terminates TLS');
+  const nginx = readFileSync(repo('deploy/nginx/license-service.conf'), 'utf8');
+  t.match(nginx, new RegExp(`server ${config.host}:${config.port} `), 'the front sends requests where the service listens');
+  t.notOk('WORKERS' in env, 'WORKERS unset: one process per core');
+});
