@@ -36,6 +36,8 @@ export interface Service {
   routes: readonly Route[];
   /** graceful: stop accepting, answer what was accepted, flush the worker, close connections */
   stop(): Promise<void>;
+  /** TLS_CERT_FILE and TLS_KEY_FILE read again for new connections (SIGHUP): the new certificate's fingerprint, null without TLS */
+  reloadTls(): Promise<string | null>;
 }
 
 export interface ServiceOptions {
@@ -101,6 +103,7 @@ export async function startService(config: Config, log: Logger, options: Service
     port,
     worker,
     routes,
+    reloadTls: () => http.reloadTls(),
     async stop() {
       const stopBy = Date.now() + config.shutdownTimeoutMs + STOP_FLUSH_MS;
       await http.drain(config.shutdownTimeoutMs);

@@ -162,6 +162,11 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
 
   process.on('SIGTERM', () => stopAll('SIGTERM'));
   process.on('SIGINT', () => stopAll('SIGINT'));
+  // every child reads the certificate again (a child started later reads the new one anyway)
+  process.on('SIGHUP', () => {
+    if (stopping) return;
+    for (const slot of slots) slot.child?.kill('SIGHUP');
+  });
   log.info({ workers: slots.length, port }, 'starting children');
   for (const slot of slots) start(slot);
 }

@@ -55,6 +55,14 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // a renewed certificate, without a restart (systemctl reload); never the default of ending the process
+  process.on('SIGHUP', () => {
+    if (stopping) return;
+    service.reloadTls().then(
+      (fingerprint) => log.info({ fingerprint }, fingerprint ? 'SIGHUP: TLS certificate reloaded for new connections' : 'SIGHUP: no TLS to reload'),
+      (err: Error) => log.error({ err: scrub(err.message) }, 'SIGHUP: TLS certificate not reloaded; still serving the previous one'),
+    );
+  });
   if (child) {
     // a primary that is gone (killed) leaves no orphan serving on its port
     process.on('disconnect', () => stop('primary gone'));

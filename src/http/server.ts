@@ -9,6 +9,7 @@ import { LogThrottle } from './logThrottle.js';
 import { retryHeaders, type Headers, type Reply, type TransportErrors } from './reply.js';
 import type { Request, Route } from './route.js';
 import { Router, type PathEntry } from './router.js';
+import { checkCertificate, createApp } from './tlsApp.js';
 
 interface RequestState {
   /** answered (or gone): nothing more is sent */
@@ -51,6 +52,12 @@ export interface HttpServer {
   drain(timeoutMs: number): Promise<void>;
   /** close every connection (idle keep-alive ones included) */
   close(): void;
+  /**
+   * Reads TLS_CERT_FILE and TLS_KEY_FILE again and serves new connections with them; open
+   * connections keep the old certificate. Resolves with the new certificate's fingerprint,
+   * null without TLS; rejects, still serving the old one, when the files cannot be used.
+   */
+  reloadTls(): Promise<string | null>;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -81,25 +88,14 @@ const LINGER_MS = 2000;
 
 const textDecoder = new TextDecoder();
 
-/**
- * The TLS 1.2 suites offered: Mozilla's "intermediate" profile without its DHE suites (no
- * DH parameters are configured, so they could not be negotiated): forward-secret AEAD only,
- * no static RSA key exchange, CBC, SHA-1 or 3DES. TLS 1.3's suites are all AEAD and stay as
- * OpenSSL sets them; the build refuses TLS 1.0 and 1.1 by itself. The order is the
- * client's (uWebSockets.js has no option for the server's), which the profile allows since
- * every suite offered is strong.
- */
-export const TLS12_CIPHERS = [
-  'ECDHE-ECDSA-AES128-GCM-SHA256', 'ECDHE-RSA-AES128-GCM-SHA256', 'ECDHE-ECDSA-AES256-GCM-SHA384',
-  'ECDHE-RSA-AES256-GCM-SHA384', 'ECDHE-ECDSA-CHACHA20-POLY1305', 'ECDHE-RSA-CHACHA20-POLY1305',
-].join(':');
-
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const router = new Router(options.routes);
   const { log, fallbackErrors } = options;
-  const app = options.tls
-    ? uWS.SSLApp({ cert_file_name: options.tls.certFile, key_file_name: options.tls.keyFile, ssl_ciphers: TLS12_CIPHERS })
-    : uWS.App();
+  if (options.tls) checkCertificate(options.tls);
+  let app = createApp(options.tls);
+  /** apps replaced by a certificate reload: they finish their connections, and close with the server */
+  const retired: uWS.TemplatedApp[] = [];
+  let listening: { host: string; port: number } | null = null;
   const hsts = options.tls !== null;
   const { cors, metrics } = options;
   const fixedHeaders = new Map(options.routes.map((r) => [r, routeHeaders(r, cors !== null)]));
@@ -217,7 +213,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     finish();
   }
 
-  app.any('/*', (res, uReq) => {
+  const onRequest = (res: uWS.HttpResponse, uReq: uWS.HttpRequest): void => {
     inFlight++;
     const state: RequestState = {
       done: false, head: false, gone: false, lingering: false, lingerTimer: null, discarded: 0, req: null, fixed: PLAIN, cors: null,
@@ -308,7 +304,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         run(res, state, route, req);
       }
     });
-  });
+  };
+  app.any('/*', onRequest);
 
   return {
     listen(host, port) {
@@ -319,7 +316,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
             return;
           }
           listenSocket = socket;
-          resolve(uWS.us_socket_local_port(socket));
+          listening = { host, port: uWS.us_socket_local_port(socket) };
+          resolve(listening.port);
         });
       });
     },
@@ -337,9 +335,37 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         };
       });
     },
+    reloadTls() {
+      const tls = options.tls;
+      if (!tls || !listening || !listenSocket) return Promise.resolve(null);
+      let fingerprint: string;
+      try {
+        fingerprint = checkCertificate(tls);
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
+      const fresh = createApp(tls);
+      fresh.any('/*', onRequest);
+      const { host, port } = listening;
+      return new Promise((resolve, reject) => {
+        // the port is shared (SO_REUSEPORT): the new app listens beside the old one, then the
+        // old one stops accepting; its open connections end as their clients leave
+        fresh.listen(host, port, (socket) => {
+          if (!socket) {
+            reject(new Error(`cannot listen again on ${host}:${port} with the new certificate`));
+            return;
+          }
+          if (listenSocket) uWS.us_listen_socket_close(listenSocket);
+          listenSocket = socket;
+          retired.push(app);
+          app = fresh;
+          resolve(fingerprint);
+        });
+      });
+    },
     close() {
       // present at run time since uWS v20.12, missing from this build's type definitions
-      (app as unknown as { close(): void }).close();
+      for (const a of [...retired, app]) (a as unknown as { close(): void }).close();
     },
   };
 }

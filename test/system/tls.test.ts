@@ -1,11 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
+import tls from 'node:tls';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
 import { parseJson } from '../helpers/http.js';
+import { waitFor } from '../helpers/wait.js';
 import { acceptedTls12Suites, handshake, knownTls12Suites, selfSignedCertificate } from '../helpers/tlsSuites.js';
 
 // HTTPS is mandatory (spec): with TLS_CERT_FILE/TLS_KEY_FILE the service serves HTTPS itself,
@@ -51,12 +54,51 @@ function plainHttpAttempt(port: number): Promise<string> {
   });
 }
 
+/** The SHA-256 fingerprint of a PEM certificate file, as node:crypto writes it. */
+function fingerprintOf(file: string): string {
+  return new X509Certificate(readFileSync(file)).fingerprint256;
+}
+
+/** The fingerprint of the certificate a new connection is shown. */
+function certificateOf(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => {
+      const fingerprint = socket.getPeerCertificate().fingerprint256;
+      socket.destroy();
+      resolve(fingerprint);
+    });
+    socket.on('error', reject);
+  });
+}
+
+function openTlsSession(port: number): Promise<tls.TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => resolve(socket));
+    socket.on('error', reject);
+  });
+}
+
+/** One keep-alive request on an open TLS connection: its status. */
+function requestOn(socket: tls.TLSSocket, urlPath: string): Promise<{ status: number }> {
+  return new Promise((resolve, reject) => {
+    let received = '';
+    const onData = (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      const m = /^HTTP\/1\.1 (\d{3})[^]*?\r\n\r\n/.exec(received);
+      if (m) { socket.off('data', onData); resolve({ status: Number(m[1]) }); }
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+    socket.write(`GET ${urlPath} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+  });
+}
+
 t.test('HTTPS with TLS_CERT_FILE / TLS_KEY_FILE', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'lic-tls-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const { certFile, keyFile } = selfSignedCertificate(dir);
 
-  const h = await startHarness(t, 'tls', { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, ALLOW_HTTP: '' });
+  const h = await startHarness(t, 'tls', { TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, ALLOW_HTTP: '' }, { logLevel: 'info' });
   t.not(h.config.tls, null, 'the config serves TLS');
   const port = h.service.port;
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -109,5 +151,34 @@ t.test('HTTPS with TLS_CERT_FILE / TLS_KEY_FILE', async (t) => {
     const answer = await plainHttpAttempt(port);
     t.notMatch(answer, /HTTP\/1\.[01] 200/, `plain HTTP is not served (${answer.slice(0, 80)})`);
     t.notMatch(answer, /"success":true/);
+  });
+
+  t.test('SIGHUP: a renewed certificate for new connections, without a restart; a broken one keeps the old', async (t) => {
+    const before = await certificateOf(port);
+    t.equal(before, fingerprintOf(certFile), 'the certificate of the files at start');
+    const kept = await openTlsSession(port);
+    t.teardown(() => kept.destroy());
+    const renewedDir = mkdtempSync(path.join(tmpdir(), 'lic-tls-renewed-'));
+    t.teardown(() => rmSync(renewedDir, { recursive: true, force: true }));
+    const renewed = selfSignedCertificate(renewedDir);
+    copyFileSync(renewed.certFile, certFile);
+    copyFileSync(renewed.keyFile, keyFile);
+    const children = h.deployment?.children() ?? [];
+    process.kill(h.deployment?.primary as number, 'SIGHUP');
+    // each new connection may land on any process: every one of several shows the new certificate
+    await waitFor('every process serving the renewed certificate', async () => {
+      const seen = await Promise.all(Array.from({ length: 8 }, () => certificateOf(port)));
+      return seen.every((f) => f === fingerprintOf(renewed.certFile));
+    }, 15_000, 100);
+    t.same(h.deployment?.children(), children, 'the same processes: nothing restarted');
+    t.equal((await requestOn(kept, '/healthz')).status, 200, 'a connection opened before the reload goes on');
+    const quota = await httpsRequest(port, 'GET', '/healthz');
+    t.equal(quota.status, 200, 'new connections are served');
+
+    writeFileSync(certFile, 'not a certificate');
+    process.kill(h.deployment?.primary as number, 'SIGHUP');
+    await waitFor('the refused reload logged', () => h.logs.some((r) => /not reloaded/.test(String(r.msg))), 15_000, 50);
+    t.equal(await certificateOf(port), fingerprintOf(renewed.certFile), 'still serving the renewed certificate');
+    t.equal((await httpsRequest(port, 'GET', '/healthz')).status, 200);
   });
 });
