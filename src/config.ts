@@ -92,6 +92,10 @@ export interface WebhookConfig {
   backoffMaxMs: number;
   /** deliveries in flight at once per worker */
   concurrency: number;
+  /** WEBHOOK_ALLOW_HTTP: http:// webhook URLs are accepted and sent to (tests, on-premises receivers) */
+  allowHttp: boolean;
+  /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: webhooks may reach loopback, private, link-local and metadata addresses */
+  allowPrivateNetworks: boolean;
 }
 
 function webhookConfig(env: Env): WebhookConfig {
@@ -110,6 +114,8 @@ function webhookConfig(env: Env): WebhookConfig {
     backoffMs,
     backoffMaxMs,
     concurrency: intVar(env, 'WEBHOOK_CONCURRENCY', 4, 1, 64),
+    allowHttp: flagVar(env, 'WEBHOOK_ALLOW_HTTP', 'http:// webhook URLs allowed', 'https:// only'),
+    allowPrivateNetworks: flagVar(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'webhooks may reach internal addresses', 'public addresses only'),
   };
 }
 
@@ -160,6 +166,14 @@ function intVar(env: Env, name: string, fallback: number, min: number, max: numb
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+/** An on/off setting: 1 or 0, unset or empty being 0 (off). */
+function flagVar(env: Env, name: string, on: string, off: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === '0') return false;
+  if (raw === '1') return true;
+  throw new ConfigError(`${name} must be 1 (${on}) or 0 (${off}), got "${raw}"`);
 }
 
 function parseClusterNodes(raw: string | undefined): { host: string; port: number }[] {

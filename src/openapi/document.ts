@@ -48,7 +48,7 @@ function description(options: DocumentOptions): string {
   return `License and single-use signing-token service.
 
 - Paths match case-insensitively: \`/api/License/check-quota/{licenseKey}\` as published is the same resource as the lower-case path shown here.
-- Every string the service reads has format \`text\`: no C0 control character (NUL included), no DEL, no lone surrogate; instants (format \`instant\`) are RFC 3339 date-times of a real calendar day between the years 1970 and 9999; a \`webhook-url\` is an absolute http or https URL with a host and no user name or password.
+- Every string the service reads has format \`text\`: no C0 control character (NUL included), no DEL, no lone surrogate; instants (format \`instant\`) are RFC 3339 date-times of a real calendar day between the years 1970 and 9999; a \`webhook-url\` is an absolute http or https URL with a host and no user name or password (the \`webhookUrl\` fields say which targets an instance sends to).
 - Every answer of an operation is listed on it, with exactly the headers it carries (a header only some answers of a status carry is marked not required, and its description says which): the route's own answers, 405 to a method its path does not serve (\`Allow\` lists those it does; no body for HEAD), 413 to a body over the limit, and 503 with \`Retry-After\` when Redis or Postgres cannot answer in time (nothing changed).
 - Every answer carries \`X-Content-Type-Options: nosniff\` (and \`Strict-Transport-Security\` over HTTPS); the responses below do not repeat them.
 - A path no route serves: 404 \`NOT_FOUND\` in the \`{success:false, error:{code, message}}\` shape (\`#/components/responses/${NOT_FOUND}\`; OpenAPI has no operation for a path that does not exist).

@@ -78,8 +78,15 @@ export const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), {
     + 'port or path counts by its host, and one that names no host is 400 naming domains',
 });
 export const Quota = Type.Integer({ minimum: 0, maximum: 1e12 });
-/** null clears the webhook (and forgets its secret) */
-export const WebhookUrl = Type.Union([Type.String({ format: 'webhook-url', maxLength: 2048 }), Type.Null()]);
+/** null clears the webhook (and forgets its secret); the target rules beyond the format are the handlers' (src/webhooks/guard.ts) */
+export const WebhookUrl = Type.Union([Type.String({ format: 'webhook-url', maxLength: 2048 }), Type.Null()], {
+  description: 'where the worker POSTs this license\'s events; null removes it and its secret. Only https:// unless the instance '
+    + 'sets WEBHOOK_ALLOW_HTTP=1. A host that is, or resolves to, an internal address (loopback, private, CGNAT, link-local, '
+    + 'unspecified, multicast, broadcast, reserved or documentation ranges, such an IPv4 address inside IPv6, a cloud metadata '
+    + 'endpoint) or is named localhost, *.localhost, *.internal, *.local or *.home.arpa is refused unless it sets '
+    + 'WEBHOOK_ALLOW_PRIVATE_NETWORKS=1. Either refusal: 400 naming webhookUrl. A name that does not resolve when it is set is '
+    + 'accepted: every delivery resolves and checks it again',
+});
 export const WebhookSecret = Text({ minLength: 16, maxLength: 256 });
 
 /** The name of the offending field, for "INVALID_REQUEST naming the field". */

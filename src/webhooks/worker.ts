@@ -133,7 +133,7 @@ export class WebhookWorker {
     const { url, secret } = event;
     const outcome: Attempt = url === null || secret === null
       ? { ok: false, status: null, error: 'the license has no webhook URL any more' }
-      : await sendWebhook({ ...event, url, secret }, this.config.timeoutMs, this.stopping.signal);
+      : await sendWebhook({ ...event, url, secret }, this.config.timeoutMs, this.stopping.signal, { policy: this.config });
     if (this.stopping.signal.aborted && !outcome.ok) return; // unrecorded: the lease lapses, another worker sends it
     try {
       if (outcome.ok) {
@@ -141,7 +141,8 @@ export class WebhookWorker {
         this.log.debug({ webhook: event.id, type: event.type, attempt: event.attempt }, 'webhook delivered');
         return;
       }
-      const last = event.attempt >= this.config.maxAttempts || url === null;
+      // a target the policy refuses stays refused on a retry: failed for good at once (replayable once it is fixed)
+      const last = event.attempt >= this.config.maxAttempts || url === null || outcome.permanent === true;
       await this.outbox.attemptFailed(event, outcome.status, outcome.error, last ? null : backoffMs(this.config, event.attempt));
       // where it went by scheme and host only: a URL's path or query may hold a receiver's token
       const to = url === null ? null : hostOf(url);

@@ -123,6 +123,13 @@ t.test('licensectl commands', async (t) => {
     t.equal(jsonOf(moved).webhookUrl, 'https://hooks.example.com/v2', 'the URL alone changes; the secret stays');
     t.equal(jsonOf(moved).webhookSecretSet, true);
     expectFailure(t, await runCli(h, ['set-webhook', key, 'ftp://hooks.example.com', '--secret', secret]), 1, /^licensectl: INVALID_REQUEST: webhookUrl: .+\n$/);
+    // http:// and internal targets, refused by the service's defaults (README "Webhooks"): the API's words, nothing changed
+    expectFailure(t, await runCli(h, ['set-webhook', key, 'http://hooks.example.com/imza', '--secret', secret]), 1,
+      /^licensectl: INVALID_REQUEST: webhookUrl: yalnızca https:\/\/ adresleri kabul edilir\n$/);
+    for (const internal of ['https://127.0.0.1:6379/', 'https://169.254.169.254/latest/meta-data/', 'https://[::ffff:127.0.0.1]/', 'https://metadata.google.internal/']) {
+      expectFailure(t, await runCli(h, ['set-webhook', key, internal, '--secret', secret]), 1, /^licensectl: INVALID_REQUEST: webhookUrl: iç ağ adreslerine izin verilmez\n$/);
+    }
+    t.equal((await read()).webhookUrl, 'https://hooks.example.com/v2', 'the refused URLs changed nothing');
     expectFailure(t, await runCli(h, ['set-webhook', key, '', '--secret', secret]), 2, /"" removes the webhook: give no secret with it/);
     expectFailure(t, await runCli(h, ['set-webhook', key, 'https://x.example.com', '--ask-secret']), 2, /no terminal to ask the secret on: use --secret-stdin/);
     const removed = await runCli(h, ['set-webhook', key, '']);

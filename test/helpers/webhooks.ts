@@ -17,6 +17,15 @@ export const QUICK_WEBHOOKS: Record<string, string> = {
   WEBHOOK_TIMEOUT_MS: '2000',
 };
 
+/**
+ * The receivers here are http:// on 127.0.0.1, which the service refuses by default (README
+ * "Webhooks"): a test that delivers to one allows both, as an on-premises deployment would.
+ */
+export const LOCAL_RECEIVERS: Record<string, string> = {
+  WEBHOOK_ALLOW_HTTP: '1',
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: '1',
+};
+
 export interface Delivery {
   path: string;
   headers: IncomingHttpHeaders;
@@ -35,6 +44,8 @@ export interface Receiver {
   url: string;
   deliveries: Delivery[];
   respond: Responder;
+  /** TCP connections accepted so far, whether or not a request came on them */
+  connections: number;
   /** deliveries to one path, or of one event type there */
   to(path: string, type?: string): Delivery[];
 }
@@ -46,6 +57,7 @@ export async function startReceiver(t: Teardown, respond: Responder = () => 200)
     url: '',
     deliveries,
     respond,
+    connections: 0,
     to: (path, type) => deliveries.filter((d) => d.path === path && (type === undefined || d.body.type === type)),
   };
   const server = http.createServer((req, res) => {
@@ -71,6 +83,7 @@ export async function startReceiver(t: Teardown, respond: Responder = () => 200)
       });
     });
   });
+  server.on('connection', () => { receiver.connections++; });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   t.teardown(() => new Promise<void>((resolve) => {

@@ -25,6 +25,12 @@ t.test('create, read, change, credit', async (t) => {
   await k.expect(t, 409, 'create: key taken', create({ organizationName: 'X', password: 'p', totalQuota: 1, expiryDate: past(), licenseKey: key }));
   await k.expect(t, 400, 'create: bad totalQuota', create({ organizationName: 'X', password: 'p', totalQuota: -1, expiryDate: past() }));
   await k.expect(t, 400, 'create: a domain that is no host name', create({ organizationName: 'X', password: 'p', totalQuota: 1, expiryDate: past(), domains: ['https://'] }));
+  await k.expect(t, 400, 'create: an http:// webhook', create({
+    organizationName: 'X', password: 'p', totalQuota: 1, expiryDate: past(), webhookUrl: 'http://hooks.example/imza', webhookSecret: 's'.repeat(16),
+  }));
+  await k.expect(t, 400, 'create: a webhook to an internal address', create({
+    organizationName: 'X', password: 'p', totalQuota: 1, expiryDate: past(), webhookUrl: 'https://169.254.169.254/', webhookSecret: 's'.repeat(16),
+  }));
   await k.expect(t, 401, 'create: no token', k.c.request('POST', '/admin/v1/licenses', {}));
   await k.expect(t, 200, 'read', k.admin('GET', path));
   await k.expect(t, 404, 'read: unknown', k.admin('GET', `/admin/v1/licenses/${randomUUID()}`));
@@ -32,6 +38,8 @@ t.test('create, read, change, credit', async (t) => {
   await k.expect(t, 401, 'read: wrong token', k.c.request('GET', path, undefined, bearer('not-the-admin-token-at-all')));
   await k.expect(t, 200, 'patch', k.admin('PATCH', path, { isActive: false, domains: ['eczane.example'] }));
   await k.expect(t, 400, 'patch: empty', k.admin('PATCH', path, {}));
+  await k.expect(t, 400, 'patch: an http:// webhook', k.admin('PATCH', path, { webhookUrl: 'http://hooks.example/imza', webhookSecret: 's'.repeat(16) }));
+  await k.expect(t, 400, 'patch: a webhook to an internal address', k.admin('PATCH', path, { webhookUrl: 'https://localhost/', webhookSecret: 's'.repeat(16) }));
   await k.expect(t, 404, 'patch: unknown', k.admin('PATCH', `/admin/v1/licenses/${randomUUID()}`, { isActive: true }));
   await k.expect(t, 401, 'patch: no token', k.c.request('PATCH', path, { isActive: true }));
   await k.expect(t, 200, 'quota', k.admin('POST', `${path}/quota`, { add: 5 }, { 'idempotency-key': 'purchase-1' }));

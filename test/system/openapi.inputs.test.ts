@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { normaliseDomain } from '../../src/licenses/origin.js';
 import { UUID } from '../../src/routes/schemas.js';
+import { refusalOf } from '../../src/webhooks/guard.js';
 import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { freshConnectionClient, type Answer } from '../helpers/http.js';
 import { bearer } from '../helpers/jwt.js';
@@ -18,9 +19,11 @@ import { getTokenPair } from '../helpers/tokens.js';
 // one too long, control characters, lone surrogates, other types), so both sides of every
 // limit are tried. Limits off, so that only the field decides.
 //
-// Two fields are checked by the rule their description states besides the schema: a
-// domain must name a host, and a cursor must be one the list handed out (opaque: a schema
-// cannot say which base64url strings decode to a page's position).
+// Three fields are checked by the rule their description states besides the schema: a
+// domain must name a host, a cursor must be one the list handed out (opaque: a schema
+// cannot say which base64url strings decode to a page's position), and a webhook URL must
+// be https:// to a host that is not internal (the service's default settings; the names
+// generated here resolve to nothing, so the host as written decides).
 
 const h = await startHarness(t, 'oa-inputs', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
 const c = freshConnectionClient(h.url);
@@ -126,6 +129,9 @@ const adminKeys = fc.oneof(
 /** An admin key the answer cannot judge: a UUID of no license is 404 like a refused key. */
 const unjudgedKey = (v: unknown) => notInPath(v) || (UUID.test(String(v)) && String(v).toLowerCase() !== adminLic.licenseKey);
 const newLicense = { organizationName: 'Girdi A.Ş.', password: 'a password', totalQuota: 5, expiryDate: inAYear };
+/** A webhookUrl the default settings send to: https://, and no internal address or name as its host. */
+const DEFAULT_TARGETS = { allowHttp: false, allowPrivateNetworks: false };
+const allowedTarget = (v: unknown) => v === null || refusalOf(new URL(v as string), DEFAULT_TARGETS) === null;
 const secret = 'w'.repeat(16);
 
 /** A cursor some list hands out: the base64url of its sort key. */
@@ -162,7 +168,9 @@ const PROBES: Record<string, Probe> = {
     alsoAdmits: (v) => (v as string[]).every((d) => normaliseDomain(d) !== null),
   },
   'post /admin/v1/licenses body.licenseKey': { send: adminBody('POST', '/admin/v1/licenses', newLicense, 'licenseKey'), refused: naming('licenseKey'), runs: 40 },
-  'post /admin/v1/licenses body.webhookUrl': { send: adminBody('POST', '/admin/v1/licenses', { ...newLicense, webhookSecret: secret }, 'webhookUrl'), refused: naming('webhookUrl'), runs: 40 },
+  'post /admin/v1/licenses body.webhookUrl': {
+    send: adminBody('POST', '/admin/v1/licenses', { ...newLicense, webhookSecret: secret }, 'webhookUrl'), refused: naming('webhookUrl'), runs: 40, alsoAdmits: allowedTarget,
+  },
   'post /admin/v1/licenses body.webhookSecret': { send: adminBody('POST', '/admin/v1/licenses', newLicense, 'webhookSecret'), refused: naming('webhookSecret'), runs: 40 },
   'get /admin/v1/licenses/{licenseKey} path.licenseKey': {
     send: (v) => c.request('GET', `/admin/v1/licenses/${pathValue(v)}`, undefined, admin), refused: notFound, skip: unjudgedKey,
@@ -179,7 +187,7 @@ const PROBES: Record<string, Probe> = {
   'patch /admin/v1/licenses/{licenseKey} body.domains': {
     send: adminBody('PATCH', keyPath, {}, 'domains'), refused: naming('domains'), alsoAdmits: (v) => (v as string[]).every((d) => normaliseDomain(d) !== null),
   },
-  'patch /admin/v1/licenses/{licenseKey} body.webhookUrl': { send: adminBody('PATCH', keyPath, { webhookSecret: secret }, 'webhookUrl'), refused: naming('webhookUrl') },
+  'patch /admin/v1/licenses/{licenseKey} body.webhookUrl': { send: adminBody('PATCH', keyPath, { webhookSecret: secret }, 'webhookUrl'), refused: naming('webhookUrl'), alsoAdmits: allowedTarget },
   'patch /admin/v1/licenses/{licenseKey} body.webhookSecret': { send: adminBody('PATCH', keyPath, {}, 'webhookSecret'), refused: naming('webhookSecret') },
   'post /admin/v1/licenses/{licenseKey}/quota body.add': { send: adminBody('POST', `${keyPath}/quota`, {}, 'add'), refused: naming('add') },
   'post /admin/v1/licenses/{licenseKey}/quota header.Idempotency-Key': {

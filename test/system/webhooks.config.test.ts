@@ -10,9 +10,13 @@ import { backoffMs } from '../../src/webhooks/worker.js';
 t.test('defaults', async (t) => {
   t.same(loadConfig(testEnv('whcfg')).webhooks, {
     quotaLowPercent: 10, expiringDays: 7, scanIntervalMs: 60_000, pollMs: 1000, timeoutMs: 5000, maxAttempts: 10,
-    backoffMs: 10_000, backoffMaxMs: 3_600_000, concurrency: 4,
+    backoffMs: 10_000, backoffMaxMs: 3_600_000, concurrency: 4, allowHttp: false, allowPrivateNetworks: false,
   });
   t.equal(loadConfig(testEnv('whcfg', { WEBHOOK_QUOTA_LOW_PERCENT: '0' })).webhooks.quotaLowPercent, 0, '0 turns quota.low off');
+  t.match(loadConfig(testEnv('whcfg', { WEBHOOK_ALLOW_HTTP: '1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: '1' })).webhooks,
+    { allowHttp: true, allowPrivateNetworks: true }, 'http:// and internal targets only when set to 1');
+  t.match(loadConfig(testEnv('whcfg', { WEBHOOK_ALLOW_HTTP: '0', WEBHOOK_ALLOW_PRIVATE_NETWORKS: '' })).webhooks,
+    { allowHttp: false, allowPrivateNetworks: false }, '0 or empty: off');
 });
 
 t.test('bad values: one clear message naming the variable', async (t) => {
@@ -25,6 +29,9 @@ t.test('bad values: one clear message naming the variable', async (t) => {
     ['WEBHOOK_MAX_ATTEMPTS', '0', /WEBHOOK_MAX_ATTEMPTS must be between 1 and 100/],
     ['WEBHOOK_CONCURRENCY', '1000', /WEBHOOK_CONCURRENCY must be between 1 and 64/],
     ['WEBHOOK_BACKOFF_MAX_MS', '5', /WEBHOOK_BACKOFF_MAX_MS \(5\) must not be below WEBHOOK_BACKOFF_MS \(10000\)/],
+    ['WEBHOOK_ALLOW_HTTP', 'yes', /WEBHOOK_ALLOW_HTTP must be 1 \(http:\/\/ webhook URLs allowed\) or 0 \(https:\/\/ only\), got "yes"/],
+    ['WEBHOOK_ALLOW_HTTP', 'true', /WEBHOOK_ALLOW_HTTP must be 1 .* or 0 .*, got "true"/],
+    ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', ' 1', /WEBHOOK_ALLOW_PRIVATE_NETWORKS must be 1 \(webhooks may reach internal addresses\) or 0 \(public addresses only\), got " 1"/],
   ];
   for (const [name, value, message] of bad) {
     t.throws(() => loadConfig(testEnv('whcfg', { [name]: value })), { constructor: ConfigError, message }, `${name}=${value}`);

@@ -2,7 +2,7 @@ import t from 'tap';
 import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { TokenSource } from '../helpers/tokens.js';
 import { pollUntil, waitFor } from '../helpers/wait.js';
-import { outboxOf, QUICK_WEBHOOKS, setWebhook, signatureValid, startReceiver, type Delivery } from '../helpers/webhooks.js';
+import { LOCAL_RECEIVERS, outboxOf, QUICK_WEBHOOKS, setWebhook, signatureValid, startReceiver, type Delivery } from '../helpers/webhooks.js';
 import type { Asserts } from '../helpers/shapes.js';
 import { WebhookOutbox } from '../../src/webhooks/outbox.js';
 import { scanExpiring } from '../../src/webhooks/expiring.js';
@@ -39,7 +39,7 @@ function checkSigned(t: Asserts, d: Delivery, secret = SECRET): void {
 }
 
 t.test('webhooks', async (t) => {
-  const h = await startHarness(t, 'webhooks', { ...LIVE_COUNTS, ...QUICK_WEBHOOKS, WEBHOOK_MAX_ATTEMPTS: '3' }, { logLevel: 'debug' });
+  const h = await startHarness(t, 'webhooks', { ...LIVE_COUNTS, ...QUICK_WEBHOOKS, ...LOCAL_RECEIVERS, WEBHOOK_MAX_ATTEMPTS: '3' }, { logLevel: 'debug' });
   const receiver = await startReceiver(t);
 
   t.test('quota.low and quota.exhausted once per crossing, signed; a purchase re-arms quota.low', async (t) => {

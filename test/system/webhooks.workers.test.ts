@@ -3,7 +3,7 @@ import { DATABASE_URL, LIVE_COUNTS, REDIS_URL, startHarness } from '../helpers/h
 import { spawnWorker } from '../helpers/processes.js';
 import { TokenSource } from '../helpers/tokens.js';
 import { pollUntil } from '../helpers/wait.js';
-import { outboxOf, QUICK_WEBHOOKS, setWebhook, signatureValid, startReceiver } from '../helpers/webhooks.js';
+import { LOCAL_RECEIVERS, outboxOf, QUICK_WEBHOOKS, setWebhook, signatureValid, startReceiver } from '../helpers/webhooks.js';
 
 // The webhook sender beside other workers and beside the usage worker: two workers on one
 // outbox never send one event twice, and a receiver that hangs holds up no usage event.
@@ -11,7 +11,7 @@ import { outboxOf, QUICK_WEBHOOKS, setWebhook, signatureValid, startReceiver } f
 const SECRET = 'whsec-workers-0123456789abcdef';
 
 t.test('two workers at once: every event delivered exactly once', async (t) => {
-  const env = { ...QUICK_WEBHOOKS, WEBHOOK_CONCURRENCY: '2' };
+  const env = { ...QUICK_WEBHOOKS, ...LOCAL_RECEIVERS, WEBHOOK_CONCURRENCY: '2' };
   const h = await startHarness(t, 'webhooks2', { ...LIVE_COUNTS, ...env });
   // a second worker process on the same Redis keys and Postgres schema (usage and webhooks)
   const second = await spawnWorker(t, { REDIS_URL, REDIS_PREFIX: h.prefix, PG_SCHEMA: h.config.pgSchema, DATABASE_URL, ...env, LOG_LEVEL: 'debug' });
@@ -45,7 +45,7 @@ t.test('two workers at once: every event delivered exactly once', async (t) => {
 
 t.test('a receiver that never answers holds up no usage event, and the worker still stops', async (t) => {
   const h = await startHarness(t, 'webhookshang', {
-    ...LIVE_COUNTS, ...QUICK_WEBHOOKS, WEBHOOK_TIMEOUT_MS: '60000', WEBHOOK_CONCURRENCY: '1', SHUTDOWN_TIMEOUT_MS: '500',
+    ...LIVE_COUNTS, ...QUICK_WEBHOOKS, ...LOCAL_RECEIVERS, WEBHOOK_TIMEOUT_MS: '60000', WEBHOOK_CONCURRENCY: '1', SHUTDOWN_TIMEOUT_MS: '500',
   });
   const receiver = await startReceiver(t);
   // never answers (the teardown closes the connection): the only delivery slot stays taken

@@ -3,6 +3,7 @@ import { reply, type Reply } from '../../http/reply.js';
 import type { Handler } from '../../http/route.js';
 import type { LicenseView } from '../../licenses/changes.js';
 import { normaliseDomain } from '../../licenses/origin.js';
+import { webhookUrlRefusal, type Refusal, type TargetPolicy } from '../../webhooks/guard.js';
 import { coded, quotaPercentage } from '../replies.js';
 import { bearer } from '../schemas.js';
 
@@ -19,6 +20,22 @@ export const adminReplies = {
 
 /** A webhook URL is never without a secret to sign its requests (README "Webhooks"). */
 export const secretRequired = (): Reply => invalid('webhookSecret', 'webhookUrl için gerekli (en az 16 karakter)');
+
+/** Why a webhook URL's target is refused (src/webhooks/guard.ts), in words that say nothing of what is there. */
+export const webhookTargetReplies: Record<Refusal, Reply> = {
+  insecure: invalid('webhookUrl', 'yalnızca https:// adresleri kabul edilir'),
+  internal: invalid('webhookUrl', 'iç ağ adreslerine izin verilmez'),
+};
+
+/**
+ * The answer refusing a webhook URL the operator's policy does not allow (http://, an
+ * internal address or a name that resolves to one), or null: none given, null, or allowed.
+ */
+export async function webhookTargetRefused(url: string | null | undefined, policy: TargetPolicy): Promise<Reply | null> {
+  if (typeof url !== 'string') return null;
+  const refusal = await webhookUrlRefusal(url, policy);
+  return refusal === null ? null : webhookTargetReplies[refusal];
+}
 
 export function invalid(field: string, why = 'geçersiz'): Reply {
   return coded(400, 'INVALID_REQUEST', `${field}: ${why}`);

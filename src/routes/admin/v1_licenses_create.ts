@@ -9,7 +9,7 @@ import { codedErrors } from '../replies.js';
 import {
   bodyParser, canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, WebhookSecret, WebhookUrl,
 } from '../schemas.js';
-import { adminReplies, domainsOf, invalid, licenseReply, secretRequired } from './common.js';
+import { adminReplies, domainsOf, invalid, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies } from './common.js';
 import { exampleLicense, licenseAnswer, unauthorized } from './docs.js';
 
 const CreateLicenseBody = Type.Object(
@@ -47,6 +47,8 @@ const doc: RouteDoc = {
     ...errorResponses(codedErrorOf, [
       ['a field missing, unknown or invalid: the message names it', invalid('totalQuota')],
       ['a domain that is no host name', invalid('domains', '"https://" bir alan adı değil')],
+      ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
+      ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
       unauthorized,
       ['the licenseKey given is taken', adminReplies.LICENSE_EXISTS],
     ]),
@@ -64,6 +66,8 @@ export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Han
       const body = parsed.value;
       const domains = domainsOf(body.domains);
       if (domains && !Array.isArray(domains)) return domains;
+      const refusedTarget = await webhookTargetRefused(body.webhookUrl, ctx.config.webhooks);
+      if (refusedTarget) return refusedTarget;
       const webhookUrl = body.webhookUrl ?? null;
       if (webhookUrl !== null && body.webhookSecret === undefined) return secretRequired();
       const license = await ctx.admin.create({

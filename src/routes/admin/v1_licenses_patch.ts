@@ -5,7 +5,7 @@ import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, WebhookSecret, WebhookUrl } from '../schemas.js';
-import { adminReplies, domainsOf, invalid, licenseReply, secretRequired } from './common.js';
+import { adminReplies, domainsOf, invalid, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies } from './common.js';
 import { exampleLicense, licenseAnswer, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 
 const PatchLicenseBody = Type.Object(
@@ -39,6 +39,8 @@ const doc: RouteDoc = {
     200: licenseAnswer('the license as changed', 'deactivated', exampleLicense({ isActive: false })),
     ...errorResponses(codedErrorOf, [
       ['an empty body, or a field unknown or invalid: the message names it', invalid('expiryDate')],
+      ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
+      ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
       unauthorized,
       notFound,
     ]),
@@ -59,6 +61,8 @@ export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Hand
       const body = parsed.value;
       const domains = domainsOf(body.domains);
       if (domains && !Array.isArray(domains)) return domains;
+      const refusedTarget = await webhookTargetRefused(body.webhookUrl, ctx.config.webhooks);
+      if (refusedTarget) return refusedTarget;
       const license = await ctx.admin.update(key, {
         organizationName: body.organizationName,
         password: body.password,
