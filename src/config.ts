@@ -32,9 +32,13 @@ export interface Config {
   /**
    * per minute, 0 = off. getToken: tokens get-token issues per license key (correct credentials only);
    * getTokenFailures: failed get-tokens per client address; getTokenKeyFailures: failed get-tokens per license
-   * key from addresses not trusted there, and per key and address for a trusted one (src/licenses/loginLimits.ts)
+   * key from addresses not trusted there, and per key and address for a trusted one (src/licenses/loginLimits.ts);
+   * history: history requests per license, counted before Postgres is read (src/routes/license_history.ts)
    */
-  rate: { getToken: number; getTokenFailures: number; getTokenKeyFailures: number; signToken: number; validate: number; checkQuota: number };
+  rate: {
+    getToken: number; getTokenFailures: number; getTokenKeyFailures: number; signToken: number; validate: number; checkQuota: number;
+    history: number;
+  };
   /** get-token's failure budgets: how long an address stays trusted at a key it logged in to (0: never), the longest an attempt is held before it is refused */
   logins: { trustMs: number; maxDelayMs: number };
   /** X-Forwarded-For hops to trust for the client address */
@@ -256,6 +260,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
       signToken: intVar(env, 'RATE_SIGN_TOKEN_PER_MIN', 100, 0, 1e9),
       validate: intVar(env, 'RATE_VALIDATE_PER_MIN', 100, 0, 1e9),
       checkQuota: intVar(env, 'RATE_CHECK_QUOTA_PER_MIN', 10, 0, 1e9),
+      history: intVar(env, 'RATE_HISTORY_PER_MIN', 60, 0, 1e9),
     },
     logins: {
       trustMs: intVar(env, 'GET_TOKEN_TRUST_DAYS', 30, 0, 3650) * 86_400_000,

@@ -56,6 +56,7 @@ async function refresh() {
   if (history && token === state.token) {
     if (history.failed) {
       historyFailed(history.failed);
+      if (history.failed.status === 429) wait = Math.max(wait, history.failed.retryAfter);
     } else {
       show($('history-message'), '');
       $('history').hidden = false; // visible first: the chart is drawn to its width

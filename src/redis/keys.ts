@@ -60,6 +60,8 @@ export interface LicenseKeys {
   license: string;
   rateValidate: string;
   rateSign: string;
+  /** history pages read in the current window (lua/count.lua) */
+  rateHistory: string;
   stream: string;
   /** the bucket's epoch, raised after a Redis restart that may have lost writes (src/redis/restarts.ts) */
   epoch: string;
@@ -99,6 +101,7 @@ export class KeySpace {
       license: `${tag}:l:${firmaId}`,
       rateValidate: `${tag}:rv:${firmaId}`,
       rateSign: `${tag}:rs:${firmaId}`,
+      rateHistory: `${tag}:rh:${firmaId}`,
       stream: `${tag}:ev`,
       epoch: `${tag}:epoch`,
       markers(expMs) {

@@ -69,12 +69,13 @@ export { CredentialsField, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventF
 
 type Args = (string | number)[];
 type Reply = (string | number | null)[];
-export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'sync' | 'fence' | 'ack' | 'redeem' | 'issue';
+export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'redeem'
+  | 'issue';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
-const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'sync', 'fence', 'ack', 'redeem', 'issue'];
+const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue'];
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
@@ -222,6 +223,14 @@ export interface LoginGranted {
   rate: RateCount;
 }
 
+/** count.lua's answer: DONE (within the limit) or OVER_RATE_LIMIT (wait rate.resetMs), and what the counter says. */
+export interface Counted {
+  outcome: Outcome.DONE | Outcome.OVER_RATE_LIMIT;
+  rate: RateCount;
+}
+
+const readCounted = (reply: unknown): Counted => ({ outcome: outcomeOf((reply as Reply)[0]) as Counted['outcome'], rate: rateOf(reply as Reply, 1) });
+
 function readQuotaChecked(reply: unknown): QuotaChecked {
   const r = reply as Reply;
   const status = String(r[5] ?? '');
@@ -256,7 +265,12 @@ export const scripts = {
     name: 'loginGranted',
     args: [3, keys.rateGetToken(licenseKey), trusted ? keys.pairFailures(licenseKey, a.address) : keys.keyFailures(licenseKey),
       keys.trustedAddresses(licenseKey), a.tokensLimit, a.windowMs, a.keyBudget, a.address, a.trustMs, mostTrusted],
-    read: (reply) => ({ outcome: outcomeOf((reply as Reply)[0]) as LoginGranted['outcome'], rate: rateOf(reply as Reply, 1) }),
+    read: readCounted,
+  }),
+
+  /** lua/count.lua: one request counted against a limit (> 0) on its counter, and nothing else (history) */
+  count: (counter: string, limit: number, windowMs: number): ScriptCall<Counted> => ({
+    name: 'count', args: [1, counter, limit, windowMs], read: readCounted,
   }),
 
   /** lua/failures.lua: a place in a failed-login budget (a client address's: KeySpace.failures), or the refusal */

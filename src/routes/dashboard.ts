@@ -40,14 +40,16 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * How often the page asks check-quota again: once per cache window (QUOTA_CACHE_SECONDS;
- * 10 s when the cache is off), and never more than half the rate limit (per key and client
- * address) allows, so that a second tab or the web application itself still gets answers.
+ * How often the page asks check-quota (and, given an access token, history) again: once per
+ * cache window (QUOTA_CACHE_SECONDS; 10 s when the cache is off), and never more than half
+ * of either rate limit allows (check-quota's per key and client address, history's per
+ * license, at one page a refresh), so that a second tab or the web application itself still
+ * gets answers.
  */
 export function refreshSeconds(config: Pick<Config, 'quotaCacheSeconds' | 'rate'>): number {
   const window = config.quotaCacheSeconds > 0 ? config.quotaCacheSeconds : 10;
-  const perMinute = config.rate.checkQuota;
-  return Math.max(1, window, perMinute > 0 ? Math.ceil(120 / perMinute) : 0);
+  const halfOf = (perMinute: number): number => (perMinute > 0 ? Math.ceil(120 / perMinute) : 0);
+  return Math.max(1, window, halfOf(config.rate.checkQuota), halfOf(config.rate.history));
 }
 
 /** The page with this instance's settings in data- attributes of <body> (read by the script; no inline script). */

@@ -1,11 +1,14 @@
 import { Type } from '@sinclair/typebox';
+import { RATE_WINDOW_MS } from '../config.js';
 import { reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { RedemptionCursor as Cursor } from '../licenses/store.js';
 import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
-import { codedErrorOf, Timestamp, Uuid } from '../openapi/schemas.js';
+import { codedErrorOf, RateLimitedError, Timestamp, Uuid } from '../openapi/schemas.js';
+import { Outcome, runScript, scripts } from '../redis/scripts.js';
 import type { RouteContext } from './context.js';
-import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest } from './replies.js';
+import { RateLimitFields } from './rateLimitFields.js';
+import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest, rateLimited } from './replies.js';
 import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageLimit, pageOf, pageQueryFields } from './paging.js';
 import { bearer, ImzaTipi, isInstant, LicenseKey, licenseKeyParam, queryParser } from './schemas.js';
 
@@ -49,6 +52,21 @@ const HistoryPage = Type.Object({
   }, { additionalProperties: false }),
 }, { additionalProperties: false });
 
+/**
+ * The answers that carry the RateLimit fields: those that passed the count, which comes after
+ * every check that needs no look-up and after the license check (a token of another license
+ * spends nothing of this one's), and before Postgres is read (src/openapi/routeDoc.ts RateLimitDoc).
+ */
+const LIMIT = {
+  per: 'license', setting: 'RATE_HISTORY_PER_MIN',
+  statuses: {
+    200: 'every',
+    401: 'INVALID_TOKEN for an access token revoked by a password change or a deactivation (not for one missing, malformed '
+      + 'or expired: refused before any look-up)',
+    429: 'every',
+  },
+} as const;
+
 const doc: RouteDoc = {
   summary: 'List a license\'s redemptions, newest first',
   description: 'Paged with limit and cursor. Needs an access token of that very license; a password change or a deactivation ' +
@@ -81,6 +99,7 @@ const doc: RouteDoc = {
       ['a cursor this server did not hand out', invalidRequest('cursor')],
       ['the access token is missing, malformed, expired or revoked', authReplies.INVALID_TOKEN],
       ['the access token belongs to another license', forbidden],
+      ['too many history requests for this license (RATE_HISTORY_PER_MIN)', rateLimited(42_000), RateLimitedError],
     ]),
   },
 };
@@ -88,6 +107,11 @@ const doc: RouteDoc = {
 /** GET /api/License/history/{licenseKey}: the license's redemptions, newest first. */
 export function historyRoute(ctx: RouteContext): Route {
   const parseQuery = queryParser(HistoryQuery);
+  const limit = ctx.config.rate.history;
+  const fields = new RateLimitFields('history', limit);
+  /** One Redis call counts the request against its license's limit; null: the limit is off, nothing counted. */
+  const count = (firmaId: string) => (limit === 0 ? null
+    : runScript(ctx.redis, scripts.count(ctx.keys.forLicense(firmaId).rateHistory, limit, RATE_WINDOW_MS)));
   return {
     method: 'get',
     path: '/api/license/history/:licenseKey',
@@ -96,7 +120,7 @@ export function historyRoute(ctx: RouteContext): Route {
     needsQuery: true,
     cors: true,
     noStore: true,
-    doc,
+    doc: { ...doc, rateLimits: [fields.describe(LIMIT)] },
     async handler(req) {
       const token = bearer(req.authorization);
       const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);
@@ -105,18 +129,22 @@ export function historyRoute(ctx: RouteContext): Route {
       if (licenseKey === null) return invalidKey;
       const query = parseQuery(req.query);
       if (!query.ok) return invalidRequest(query.field);
-      const limit = pageLimit(query.value.limit);
+      const pageSize = pageLimit(query.value.limit);
       const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
       if (query.value.cursor !== undefined && cursor === null) return invalidRequest('cursor');
       if ((await ctx.hot.firmaIdOf(licenseKey)) !== claims.firma_id) return forbidden;
+      // counted before Postgres is read: a client paging past its limit costs the database nothing
+      const counted = await count(claims.firma_id);
+      const rate = counted?.rate ?? null;
+      if (counted?.outcome === Outcome.OVER_RATE_LIMIT) return fields.on(rateLimited(counted.rate.resetMs), rate);
       const [generation, rows] = await Promise.all([
-        ctx.store.tokenGeneration(claims.firma_id), ctx.store.redemptions(claims.firma_id, limit + 1, cursor),
+        ctx.store.tokenGeneration(claims.firma_id), ctx.store.redemptions(claims.firma_id, pageSize + 1, cursor),
       ]);
       // Postgres holds every admin change before any instance applies it: a token of an older generation is revoked
-      if (generation !== claims.gen) return authReplies.INVALID_TOKEN;
-      const page = pageOf(rows, limit, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
+      if (generation !== claims.gen) return fields.on(authReplies.INVALID_TOKEN, rate);
+      const page = pageOf(rows, pageSize, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
       const items = page.items.map((r) => ({ tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }));
-      return reply(200, { success: true, data: { items, nextCursor: page.nextCursor } });
+      return fields.on(reply(200, { success: true, data: { items, nextCursor: page.nextCursor } }), rate);
     },
   };
 }

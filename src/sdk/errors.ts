@@ -19,8 +19,8 @@ export type ValidateErrorCode =
   | 'QUOTA_EXHAUSTED' | 'IDEMPOTENCY_KEY_REUSED';
 
 /**
- * RATE_LIMITED: any 429 with Retry-After (get-token, sign-token and validate send no code,
- * check-quota sends this one). UNEXPECTED_RESPONSE: an answer in no published shape (a
+ * RATE_LIMITED: any 429 with Retry-After (get-token, sign-token, validate and history send no
+ * code, check-quota sends this one). UNEXPECTED_RESPONSE: an answer in no published shape (a
  * proxy's HTML page, a code this SDK does not know: the body is kept in `body`).
  */
 export type LicenseErrorCode = CodedErrorCode | ValidateErrorCode | 'RATE_LIMITED' | 'UNEXPECTED_RESPONSE';

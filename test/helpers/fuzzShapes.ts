@@ -5,8 +5,8 @@ import { type Got, parseJson, type Sent } from './fuzzHttp.js';
 // ---- published shapes -----------------------------------------------------------------------
 
 /**
- * coded: {success:false, error:{code, message}} (sign-token, history, admin, unknown paths);
- * issue: coded, or the published 429 {success:false, message, retryAfter} (get-token, sign-token);
+ * coded: {success:false, error:{code, message}} (admin, unknown paths);
+ * issue: coded, or the published 429 {success:false, message, retryAfter} (get-token, sign-token, history);
  * message: {success:false, message} (validate; 429 adds retryAfter, quota exhausted remainingQuota 0);
  * timestamped: {success:false, error:{code, message}, timestamp} plus optional data, retryAfter (check-quota).
  */
@@ -16,12 +16,13 @@ export type Shape = 'coded' | 'issue' | 'message' | 'timestamped';
 export function shapesFor(path: string): Shape[] {
   const p = (path.split('?')[0] ?? '').toLowerCase();
   if (p === '/api/v1/auth/get-token' || p === '/api/v1/auth/sign-token') return ['issue'];
+  if (/^\/api\/license\/history\/[^/]+\/?$/.test(p)) return ['issue'];
   if (p === '/api/license/validate') return ['message'];
   if (/^\/api\/license\/check-quota\/[^/]+\/?$/.test(p)) return ['timestamped'];
   // near misses that a normalising router may send to the endpoint: its shape or the 404 shape
   const norm = p.replace(/\/{2,}/g, '/').replace(/\/+$/, '');
   if (norm === '/api/license/validate') return ['message', 'coded'];
-  if (norm === '/api/v1/auth/get-token' || norm === '/api/v1/auth/sign-token') return ['issue'];
+  if (norm === '/api/v1/auth/get-token' || norm === '/api/v1/auth/sign-token' || /^\/api\/license\/history(\/|$)/.test(norm)) return ['issue'];
   if (/^\/api\/license\/check-quota(\/|$)/.test(norm)) return ['timestamped', 'coded'];
   return ['coded'];
 }

@@ -38,6 +38,7 @@ export const NO_RATE_LIMITS: Record<string, string> = {
   RATE_SIGN_TOKEN_PER_MIN: '0',
   RATE_VALIDATE_PER_MIN: '0',
   RATE_CHECK_QUOTA_PER_MIN: '0',
+  RATE_HISTORY_PER_MIN: '0',
 };
 
 /** No rate limits and no check-quota cache: every answer shows the live counts. */

@@ -18,6 +18,7 @@ const h = await startHarness(t, 'sdk-retry', {
   RATE_SIGN_TOKEN_PER_MIN: '2',
   RATE_VALIDATE_PER_MIN: '2',
   RATE_CHECK_QUOTA_PER_MIN: '2',
+  RATE_HISTORY_PER_MIN: '2',
 });
 
 /** A client that counts what it sends and records each retry it makes. */
@@ -40,7 +41,10 @@ async function shortenWindow(key: string, ms = 1500): Promise<void> {
 function rateKeys(lic: TestLicense) {
   const firma = h.keys.forLicense(lic.firmaId);
   // check-quota counts per key and client address: this test's, 127.0.0.1
-  return { getToken: h.keys.rateGetToken(lic.licenseKey), checkQuota: h.keys.rateCheckQuota(lic.licenseKey, '127.0.0.1'), validate: firma.rateValidate, sign: firma.rateSign };
+  return {
+    getToken: h.keys.rateGetToken(lic.licenseKey), checkQuota: h.keys.rateCheckQuota(lic.licenseKey, '127.0.0.1'), validate: firma.rateValidate,
+    sign: firma.rateSign, history: firma.rateHistory,
+  };
 }
 
 t.test('without retries a 429 surfaces as RATE_LIMITED with retryAfter, on every limited endpoint', async (t) => {
@@ -53,6 +57,10 @@ t.test('without retries a 429 surfaces as RATE_LIMITED with retryAfter, on every
     ['sign-token', async () => { await once.signToken(accessToken, { imzaTipi: 0 }); await once.signToken(accessToken, { imzaTipi: 0 }); return once.signToken(accessToken, { imzaTipi: 0 }); }],
     ['validate', async () => { await once.validate({ token: signToken }); await once.validate({ token: signToken }).catch(() => {}); return once.validate({ token: signToken }); }],
     ['check-quota', async () => { await once.checkQuota(lic.licenseKey); await once.checkQuota(lic.licenseKey); return once.checkQuota(lic.licenseKey); }],
+    ['history', async () => {
+      await once.historyPage(lic.licenseKey, accessToken); await once.historyPage(lic.licenseKey, accessToken);
+      return once.historyPage(lic.licenseKey, accessToken);
+    }],
   ];
   for (const [what, call] of calls) {
     const err = await rejection(call());
@@ -82,6 +90,20 @@ t.test('check-quota: a 429 is retried after Retry-After and then answered', asyn
   t.equal(retry?.delayMs, (retry?.error as LicenseApiError).retryAfter! * 1000, 'waited Retry-After');
   t.ok(retry!.delayMs <= 2000, 'Retry-After of the shortened window');
   t.equal(await h.redis.get(rateKeys(lic).checkQuota), '1', 'the retry is the first request of a new window: the SDK waited for it');
+});
+
+t.test('history: a 429 is retried after Retry-After and then answered', async (t) => {
+  const lic = await h.createLicense();
+  const { accessToken } = await getTokenPair(h, lic);
+  const { client, sent, retries } = retrying(2);
+  await client.historyPage(lic.licenseKey, accessToken);
+  await client.historyPage(lic.licenseKey, accessToken);
+  await shortenWindow(rateKeys(lic).history);
+  t.same(await client.historyPage(lic.licenseKey, accessToken), { items: [], nextCursor: null }, 'answered');
+  t.equal(sent.length, 4, 'two, then the refused one and its retry');
+  t.same(retries.map((r) => [r.attempt, (r.error as LicenseApiError).code]), [[1, 'RATE_LIMITED']], 'one retry, of the 429');
+  t.equal(retries[0]?.delayMs, (retries[0]?.error as LicenseApiError).retryAfter! * 1000, 'waited Retry-After');
+  t.equal(await h.redis.get(rateKeys(lic).history), '1', 'the retry is the first request of a new window: the SDK waited for it');
 });
 
 t.test('a Retry-After longer than maxDelayMs is not waited for: one request, the 429 thrown', async (t) => {

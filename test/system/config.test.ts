@@ -5,7 +5,7 @@ import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { createBody } from '../helpers/admin.js';
-import { ADMIN_TOKEN, startHarness, testEnv, type Harness, type Teardown } from '../helpers/harness.js';
+import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness, testEnv, type Harness, type Teardown } from '../helpers/harness.js';
 import { exitOf, SERVER_SCRIPT, spawnLogged } from '../helpers/processes.js';
 
 // Configuration (CONTRACT.md "Starting the service"): the defaults, a misconfigured
@@ -111,6 +111,7 @@ t.test('loadConfig: defaults', async (t) => {
   t.equal(config.rate.getToken, 10);
   t.equal(config.rate.validate, 100);
   t.equal(config.rate.checkQuota, 10);
+  t.equal(config.rate.history, 60, 'history: 60 pages a minute per license');
   t.equal(config.quotaCacheSeconds, 30);
   t.equal(config.redisCommandTimeoutMs, 1000, 'a Redis call may take a second before the request answers 503');
 });
@@ -119,7 +120,7 @@ t.test('loadConfig: overrides', async (t) => {
   const config = loadConfig({
     JWT_SECRET: SECRET, TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY, PORT: '0', HOST: '0.0.0.0',
     REDIS_PREFIX: 'other', PG_SCHEMA: 'tenant_a', ADMIN_TOKEN: 'a-long-enough-admin-token',
-    RATE_GET_TOKEN_PER_MIN: '0', RATE_VALIDATE_PER_MIN: '500', RATE_CHECK_QUOTA_PER_MIN: '0', QUOTA_CACHE_SECONDS: '0',
+    RATE_GET_TOKEN_PER_MIN: '0', RATE_VALIDATE_PER_MIN: '500', RATE_CHECK_QUOTA_PER_MIN: '0', RATE_HISTORY_PER_MIN: '0', QUOTA_CACHE_SECONDS: '0',
     REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001', REDIS_COMMAND_TIMEOUT_MS: '250',
   });
   t.equal(config.redisCommandTimeoutMs, 250);
@@ -132,9 +133,15 @@ t.test('loadConfig: overrides', async (t) => {
   t.equal(config.rate.getToken, 0, '0 disables');
   t.equal(config.rate.validate, 500);
   t.equal(config.rate.checkQuota, 0);
+  t.equal(config.rate.history, 0);
   t.equal(config.quotaCacheSeconds, 0);
   t.same(config.redisClusterNodes, [{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }]);
   t.equal(loadConfig({ JWT_SECRET: SECRET, ALLOW_HTTP: '1', ADMIN_TOKEN: '' }).adminToken, null, 'empty ADMIN_TOKEN: no admin API');
+});
+
+t.test('every RATE_* at 0 (the tests\' NO_RATE_LIMITS) turns every limit off', async (t) => {
+  const config = loadConfig(testEnv('ratesoff', NO_RATE_LIMITS));
+  t.same(Object.entries(config.rate).filter(([, perMinute]) => perMinute !== 0), [], 'no rate limit left on');
 });
 
 t.test('loadConfig: JWT_SECRET is measured in bytes', async (t) => {
@@ -157,6 +164,8 @@ t.test('loadConfig: refusals name the variable', async (t) => {
     [{ ...ok, RATE_GET_TOKEN_PER_MIN: 'ten' }, /RATE_GET_TOKEN_PER_MIN/],
     [{ ...ok, RATE_VALIDATE_PER_MIN: '-1' }, /RATE_VALIDATE_PER_MIN/],
     [{ ...ok, RATE_CHECK_QUOTA_PER_MIN: '1e3' }, /RATE_CHECK_QUOTA_PER_MIN/],
+    [{ ...ok, RATE_HISTORY_PER_MIN: '1.5' }, /RATE_HISTORY_PER_MIN/],
+    [{ ...ok, RATE_HISTORY_PER_MIN: '2000000000' }, /RATE_HISTORY_PER_MIN/],
     [{ ...ok, QUOTA_CACHE_SECONDS: 'half' }, /QUOTA_CACHE_SECONDS/],
     [{ ...ok, DATABASE_URL: 'mysql://127.0.0.1/x' }, /DATABASE_URL/],
     [{ ...ok, REDIS_CLUSTER_NODES: 'nohostport' }, /REDIS_CLUSTER_NODES/],

@@ -600,8 +600,11 @@ t.test('fuzz every endpoint', async (t) => {
         if (got.status === 200 && typeof token === 'string') minted.push(token);
       });
     await until429('validate', 205, () => post('/api/license/validate', { token: minted.pop() ?? fr.values.usedSign ?? '' }));
+    await until429('history', 125, () => ({
+      method: 'GET', path: `/api/License/history/${key}?limit=1`, headers: { authorization: `Bearer ${fr.access1}` }, body: { kind: 'none' },
+    }));
 
-    await property(t, rctx, rateName, runsFor(0.6), fc.oneof(getToken, signToken, validate, checkQuota));
+    await property(t, rctx, rateName, runsFor(0.6), fc.oneof(getToken, signToken, validate, checkQuota, history));
   });
 
   await t.test('canary: a fresh license still redeems and the usage worker still persists', async (t) => {

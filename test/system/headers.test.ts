@@ -52,6 +52,7 @@ t.test('headers on every kind of answer', async (t) => {
     RATE_GET_TOKEN_PER_MIN: String(LIMIT),
     RATE_SIGN_TOKEN_PER_MIN: String(LIMIT),
     RATE_CHECK_QUOTA_PER_MIN: String(LIMIT),
+    RATE_HISTORY_PER_MIN: String(LIMIT),
   });
   const lic = await h.createLicense({ totalQuota: 50 });
   const other = await h.createLicense();
@@ -94,7 +95,7 @@ t.test('headers on every kind of answer', async (t) => {
   await see('check-quota 200 from an allowed origin', 200, 'not no-store', () => h.request('GET', checkQuota, undefined, withOrigin));
   await see('check-quota 404', 404, 'not no-store', () => h.checkQuota(randomUUID()));
 
-  // history
+  // history (2 of LIMIT: the refusals below are not counted)
   await see('history 200', 200, 'no-store', () => h.history(lic.licenseKey, access));
   await see('history 200 from an allowed origin', 200, 'no-store', () => h.request('GET', history, undefined, { ...bearer(access), ...withOrigin }));
   await see('history 401 no token', 401, 'no-store', () => h.request('GET', history));
@@ -109,6 +110,8 @@ t.test('headers on every kind of answer', async (t) => {
   await see('sign-token 429', 429, 'no-store', () => h.signToken(limitedAccess));
   for (let i = 0; i < LIMIT; i++) await h.checkQuota(limited.licenseKey);
   await see('check-quota 429', 429, 'not no-store', () => h.checkQuota(limited.licenseKey));
+  for (let i = 0; i < LIMIT; i++) await h.history(limited.licenseKey, limitedAccess);
+  await see('history 429', 429, 'no-store', () => h.history(limited.licenseKey, limitedAccess));
 
   // preflights and OPTIONS
   const publicPaths: [string, string][] = [

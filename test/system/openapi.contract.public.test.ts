@@ -8,7 +8,7 @@ import { pollUntil } from '../helpers/wait.js';
 
 // The public API against its document, on the service as `npm start` runs it with default
 // settings (every limit at its default: get-token 10 tokens a minute per key, 10 failed attempts a
-// minute per key and 30 per address, sign-token and validate 100, check-quota 10): every row of each
+// minute per key and 30 per address, sign-token and validate 100, check-quota 10, history 60): every row of each
 // endpoint's error table, each answer's status, body and headers checked against
 // /openapi.json, and for each answer whose RateLimit fields (or Retry-After) only some
 // answers of its status carry, whether this one does. 405, 413, 503 and the preflights:
@@ -127,12 +127,23 @@ t.test('history', async (t) => {
   const page = await pollUntil(() => history(lic.licenseKey, accessToken, '?limit=1')(k.c), (r) => r.body?.data?.nextCursor !== null);
   t.equal(page.status, 200);
   t.type(page.body.data.nextCursor, 'string', 'a page with a cursor');
-  await k.expect(t, 200, 'the next page', history(lic.licenseKey, accessToken, `?limit=1&cursor=${page.body.data.nextCursor}`));
-  await k.expect(t, 400, 'key not a UUID', history('nope', accessToken));
-  await k.expect(t, 400, 'limit 501', history(lic.licenseKey, accessToken, '?limit=501'));
-  await k.expect(t, 400, 'a cursor not handed out', history(lic.licenseKey, accessToken, `?cursor=${'A'.repeat(82)}`));
-  await k.expect(t, 401, 'no token', history(lic.licenseKey, null));
-  await k.expect(t, 403, 'another license\'s token', history((await k.license()).licenseKey, accessToken));
+  await k.expect(t, 200, 'the next page', history(lic.licenseKey, accessToken, `?limit=1&cursor=${page.body.data.nextCursor}`), COUNTED);
+  t.equal(page.headers.get('ratelimit-policy'), '"history";q=60;w=60', 'the policy as configured by default');
+  await k.expect(t, 400, 'key not a UUID', history('nope', accessToken), UNCOUNTED);
+  await k.expect(t, 400, 'limit 501', history(lic.licenseKey, accessToken, '?limit=501'), UNCOUNTED);
+  await k.expect(t, 400, 'a cursor not handed out', history(lic.licenseKey, accessToken, `?cursor=${'A'.repeat(82)}`), UNCOUNTED);
+  await k.expect(t, 401, 'no token', history(lic.licenseKey, null), UNCOUNTED);
+  await k.expect(t, 401, 'a malformed access token', history(lic.licenseKey, 'not.a.jwt'), UNCOUNTED);
+  await k.expect(t, 403, 'another license\'s token', history((await k.license()).licenseKey, accessToken), UNCOUNTED);
+  const revoked = await k.license();
+  const revokedToken = (await getTokenPair(k.c, revoked)).accessToken;
+  await k.admin('PATCH', `/admin/v1/licenses/${revoked.licenseKey}`, { password: 'a new password' });
+  await k.expect(t, 401, 'revoked by a password change: INVALID_TOKEN', history(revoked.licenseKey, revokedToken), COUNTED);
+  const over = await k.untilLimited(t, 'history', history(lic.licenseKey, accessToken, '?limit=1'), 200, 60);
+  t.match(over.headers.get('ratelimit'), /^"history";r=0;t=\d+$/, 'over the limit');
+  t.equal(over.headers.get('ratelimit')?.split('t=')[1], over.headers.get('retry-after'), 't is Retry-After');
+  t.same(over.body, { success: false, message: 'Çok fazla istek. Lütfen bekleyiniz.', retryAfter: Number(over.headers.get('retry-after')) },
+    'the published 429 body');
 });
 
 // last: it spends this address's budget of failed get-tokens. Past the budget (30) an attempt

@@ -8,10 +8,10 @@ import { getTokenPair, mintTokens } from '../helpers/tokens.js';
 
 // The RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers) on every
 // answer that came from the script call counting a limit, 429s and refusals included; none on
-// answers decided before that call, and none when the limit is 0. The four limits count per
-// company or per license key, and each test uses licenses of its own, so one service with
-// those four on serves them (the failed-login budgets, per address and per key, and every
-// limit off get services of their own).
+// answers decided before that call, and none when the limit is 0. The five limits count per
+// company, per license or per license key, and each test uses licenses of its own, so one
+// service with those five on serves them (the failed-login budgets, per address and per key,
+// and every limit off get services of their own).
 
 interface Counted { name: string; q: number; w: number; r: number; t: number }
 
@@ -80,6 +80,7 @@ const h = await startHarness(t, 'rlf-limits', {
   RATE_SIGN_TOKEN_PER_MIN: '5', // minting 6 tokens of a license for validate: get-token and 5 sign-tokens
   RATE_GET_TOKEN_PER_MIN: '4',
   RATE_CHECK_QUOTA_PER_MIN: '3',
+  RATE_HISTORY_PER_MIN: '4',
 });
 
 t.test('validate: "validate" per company', async (t) => {
@@ -231,6 +232,34 @@ t.test('check-quota: "check-quota" per license key and client address', async (t
   });
 });
 
+t.test('history: "history" per license', async (t) => {
+
+  t.test('r counts down from 3; the 5th is a 429 with r=0 and t = Retry-After', async (t) => {
+    const lic = await h.createLicense();
+    const { accessToken } = await getTokenPair(h, lic);
+    await expectCountdown(t, 4, (i) => h.history(lic.licenseKey, accessToken, `?limit=${i + 1}`), 'history');
+    expectOver(t, await h.history(lic.licenseKey, accessToken), 'history', 4, 'the 5th');
+  });
+
+  t.test('a revoked access token (counted) carries them; a bad bearer, a bad query or another license\'s token does not', async (t) => {
+    const lic = await h.createLicense();
+    const other = await h.createLicense();
+    const { accessToken } = await getTokenPair(h, lic);
+    const { accessToken: otherAccess } = await getTokenPair(h, other);
+    expectNone(t, await h.history(lic.licenseKey, 'not-a-token'), 'a bad access token');
+    expectNone(t, await h.history(lic.licenseKey, accessToken, '?limit=501'), 'limit 501');
+    expectNone(t, await h.history('not-a-uuid', accessToken), 'key not a UUID');
+    const foreign = await h.history(lic.licenseKey, otherAccess);
+    expectCodedError(t, foreign, 403, 'FORBIDDEN', 'another license\'s token');
+    expectNone(t, foreign, 'another license\'s token');
+    expectFields(t, await h.history(lic.licenseKey, accessToken), 'history', 4, 3, 'the first counted request');
+    await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { password: 'changed password 1' });
+    const revoked = await h.history(lic.licenseKey, accessToken);
+    expectCodedError(t, revoked, 401, 'INVALID_TOKEN', 'revoked by a password change');
+    expectFields(t, revoked, 'history', 4, 2, 'the revoked token');
+  });
+});
+
 t.test('every limit 0: neither field on any answer', async (t) => {
   const off = await startHarness(t, 'rlf-off', NO_RATE_LIMITS);
   const lic = await off.createLicense({ totalQuota: 5 });
@@ -246,7 +275,8 @@ t.test('every limit 0: neither field on any answer', async (t) => {
     ['validate 400 used', await off.validate(signed.body.signToken)],
     ['check-quota 200', await off.checkQuota(lic.licenseKey)],
     ['check-quota 404', await off.checkQuota(randomUUID())],
+    ['history 200', await off.history(lic.licenseKey, got.body.accessToken)],
   ];
-  t.same(answers.map(([, a]) => a.status), [200, 401, 200, 200, 400, 200, 404], 'the answers expected');
+  t.same(answers.map(([, a]) => a.status), [200, 401, 200, 200, 400, 200, 404, 200], 'the answers expected');
   for (const [what, res] of answers) expectNone(t, res, what);
 });

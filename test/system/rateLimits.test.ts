@@ -22,6 +22,10 @@ t.test('a limit of 0 switches the limit off', async (t) => {
   }
   t.same(getStatuses, Array(12).fill(200), '12 get-token calls (default limit 10)');
 
+  const historyStatuses = [];
+  for (let i = 0; i < 65; i++) historyStatuses.push((await h.history(lic.licenseKey, access, '?limit=1')).status);
+  t.same(historyStatuses, Array(65).fill(200), '65 history calls (default limit 60)');
+
   const signTokens: string[] = [];
   const signStatuses = [];
   for (let i = 0; i < 105; i++) {
