@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import { reply } from '../http/reply.js';
+import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { usageLag, usageLagMs } from '../usage/lag.js';
 import type { RouteDoc } from '../openapi/routeDoc.js';
 import type { RouteContext } from './context.js';
+import { recentReport, REPORT_MAX_AGE_MS } from './recentReport.js';
 import { codedErrors } from './replies.js';
 
 const Up = Type.Union([Type.Literal('ok'), Type.Literal('down')]);
@@ -17,6 +18,10 @@ const Health = Type.Object({
 
 const doc: RouteDoc = {
   summary: 'Liveness: Redis, Postgres, the usage worker\'s lag and the dead letters',
+  description: 'Never older than a second: each process of the instance computes it at most once a second. '
+    + 'Requests that arrive meanwhile share the computation in flight or its answer, so the checks behind an answer '
+    + 'began less than a second before the request arrived, and any number of probes costs Redis and Postgres '
+    + 'one round of checks per second per process.',
   tags: ['operations'],
   auth: 'none',
   responses: {
@@ -36,6 +41,9 @@ const doc: RouteDoc = {
 /**
  * GET /healthz: Redis and Postgres reachable, the usage worker's lag (events not yet in
  * Postgres, and how long the oldest has waited) and the dead letters (events Postgres refused for good, waiting for a replay).
+ * Computed at most once a second per process (recentReport): one computation is a Postgres
+ * query and two Redis commands per usage stream, too dear for an endpoint anyone may call at
+ * any rate.
  */
 export function healthRoute(ctx: RouteContext): Route {
   return {
@@ -43,21 +51,25 @@ export function healthRoute(ctx: RouteContext): Route {
     path: '/healthz',
     errors: codedErrors,
     doc,
-    async handler() {
-      const [redis, postgres] = await Promise.allSettled([ctx.redis.ping(), ctx.sql`select 1`]);
-      const ok = redis.status === 'fulfilled' && postgres.status === 'fulfilled';
-      const redisUp = redis.status === 'fulfilled';
-      const [lag, lagMs, deadLetters] = redisUp
-        ? await Promise.all([usageLag(ctx.redis, ctx.keys), usageLagMs(ctx.redis, ctx.keys), ctx.redis.xlen(ctx.keys.deadLetters)])
-        : [null, null, null];
-      return reply(ok ? 200 : 503, {
-        success: ok,
-        redis: redis.status === 'fulfilled' ? 'ok' : 'down',
-        postgres: postgres.status === 'fulfilled' ? 'ok' : 'down',
-        usageLag: lag,
-        usageLagMs: lagMs,
-        deadLetters,
-      });
-    },
+    handler: recentReport(REPORT_MAX_AGE_MS, () => healthReport(ctx)),
   };
+}
+
+/** One round of checks. Never rejects: a Redis that fails the lag reads after its ping is down too. */
+async function healthReport(ctx: RouteContext): Promise<Reply> {
+  const [ping, postgres] = await Promise.allSettled([ctx.redis.ping(), ctx.sql`select 1`]);
+  const counts = ping.status === 'fulfilled'
+    ? await Promise.all([usageLag(ctx.redis, ctx.keys), usageLagMs(ctx.redis, ctx.keys), ctx.redis.xlen(ctx.keys.deadLetters)]).catch(() => null)
+    : null;
+  const redisUp = counts !== null;
+  const postgresUp = postgres.status === 'fulfilled';
+  const [lag, lagMs, deadLetters] = counts ?? [null, null, null];
+  return reply(redisUp && postgresUp ? 200 : 503, {
+    success: redisUp && postgresUp,
+    redis: redisUp ? 'ok' : 'down',
+    postgres: postgresUp ? 'ok' : 'down',
+    usageLag: lag,
+    usageLagMs: lagMs,
+    deadLetters,
+  });
 }

@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import { reply } from '../http/reply.js';
+import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { ensureScriptsLoaded } from '../redis/client.js';
 import type { RouteDoc } from '../openapi/routeDoc.js';
 import type { RouteContext } from './context.js';
+import { recentReport, REPORT_MAX_AGE_MS } from './recentReport.js';
 import { codedErrors } from './replies.js';
 
 /** How long each check may take before it counts as down: a load balancer polls this, and a hung Redis must not hang it. */
@@ -20,7 +21,10 @@ const Readiness = Type.Object({ success: Type.Boolean(), redis: Up, postgres: Up
 
 const doc: RouteDoc = {
   summary: 'Readiness: this instance can serve',
-  description: 'For load balancers: each check may take at most a second. Scripts a Redis restart dropped are loaded again here.',
+  description: 'For load balancers: each check may take at most a second. Scripts a Redis restart dropped are loaded again here. '
+    + 'Never older than a second: each process of the instance checks at most once a second, and requests that arrive '
+    + 'meanwhile share the checks in flight or their answer (the checks behind an answer began less than a second before '
+    + 'the request arrived), so any number of probes costs Redis and Postgres one round of checks per second per process.',
   tags: ['operations'],
   auth: 'none',
   responses: {
@@ -40,7 +44,8 @@ const doc: RouteDoc = {
 /**
  * GET /readyz: 200 only when this instance can serve: Redis and Postgres answer, and Redis
  * holds every script (loaded again here when a restart or a SCRIPT FLUSH dropped them).
- * /healthz stays the liveness view, with the worker's lag.
+ * /healthz stays the liveness view, with the worker's lag. Checked at most once a second per
+ * process (recentReport): load balancers poll it, each of them as often as it likes.
  */
 export function readyRoute(ctx: RouteContext): Route {
   return {
@@ -48,13 +53,16 @@ export function readyRoute(ctx: RouteContext): Route {
     path: '/readyz',
     errors: codedErrors,
     doc,
-    async handler() {
-      const [redis, postgres, scripts] = await Promise.allSettled([
-        withinTimeout(ctx.redis.ping()), withinTimeout(ctx.sql`select 1`), withinTimeout(ensureScriptsLoaded(ctx.redis)),
-      ]);
-      const state = (r: PromiseSettledResult<unknown>) => (r.status === 'fulfilled' ? 'ok' : 'down');
-      const ok = redis.status === 'fulfilled' && postgres.status === 'fulfilled' && scripts.status === 'fulfilled';
-      return reply(ok ? 200 : 503, { success: ok, redis: state(redis), postgres: state(postgres), scripts: state(scripts) });
-    },
+    handler: recentReport(REPORT_MAX_AGE_MS, () => readiness(ctx)),
   };
+}
+
+/** One round of checks; never rejects (a failed or late check is "down"). */
+async function readiness(ctx: RouteContext): Promise<Reply> {
+  const [redis, postgres, scripts] = await Promise.allSettled([
+    withinTimeout(ctx.redis.ping()), withinTimeout(ctx.sql`select 1`), withinTimeout(ensureScriptsLoaded(ctx.redis)),
+  ]);
+  const state = (r: PromiseSettledResult<unknown>) => (r.status === 'fulfilled' ? 'ok' : 'down');
+  const ok = redis.status === 'fulfilled' && postgres.status === 'fulfilled' && scripts.status === 'fulfilled';
+  return reply(ok ? 200 : 503, { success: ok, redis: state(redis), postgres: state(postgres), scripts: state(scripts) });
 }

@@ -2,7 +2,77 @@ import net from 'node:net';
 import { DATABASE_URL, type Teardown } from './harness.js';
 
 // Postgres made to fail: a proxy in front of the test database that a test cuts, blackholes
-// and restores (startPostgresProxy gives the DATABASE_URL that goes through it).
+// and restores (startPostgresProxy gives the DATABASE_URL that goes through it). It also
+// counts the statements its clients run, by their text, as Postgres is asked to run them.
+
+/** The StartupMessage's protocol version (3.0), and the requests that may come before it, in the same framing. */
+const PROTOCOL_3 = 196608;
+const SSL_REQUEST = 80877103;
+const GSSENC_REQUEST = 80877104;
+
+/**
+ * Reads what a client sends Postgres (the frontend half of the wire protocol) and counts each
+ * statement run, by its text: a simple Query, or an Execute of the portal a Bind made from a
+ * statement a Parse named (prepared once per connection, executed many times). A connection
+ * it cannot read (encrypted) is left alone: nothing of it is counted.
+ */
+class StatementReader {
+  private pending = Buffer.alloc(0);
+  private phase: 'startup' | 'messages' | 'unreadable' = 'startup';
+  private readonly statements = new Map<string, string>();
+  private readonly portals = new Map<string, string>();
+
+  constructor(private readonly counted: (text: string) => void) {}
+
+  feed(chunk: Buffer): void {
+    if (this.phase === 'unreadable') return;
+    this.pending = Buffer.concat([this.pending, chunk]);
+    for (;;) {
+      if (this.phase === 'startup') {
+        if (this.pending.length < 8) return;
+        const length = this.pending.readInt32BE(0);
+        const code = this.pending.readInt32BE(4);
+        if (code !== PROTOCOL_3 && code !== SSL_REQUEST && code !== GSSENC_REQUEST) return this.giveUp();
+        if (this.pending.length < length) return;
+        if (code === PROTOCOL_3) this.phase = 'messages'; // else the server's one-byte reply follows, then TLS or the StartupMessage
+        this.pending = this.pending.subarray(length);
+        continue;
+      }
+      if (this.pending.length < 5) return;
+      const length = this.pending.readInt32BE(1);
+      if (length < 4) return this.giveUp();
+      if (this.pending.length < 1 + length) return;
+      this.message(String.fromCharCode(this.pending[0] as number), this.pending.subarray(5, 1 + length));
+      this.pending = this.pending.subarray(1 + length);
+    }
+  }
+
+  private giveUp(): void {
+    this.phase = 'unreadable';
+    this.pending = Buffer.alloc(0);
+  }
+
+  private message(type: string, body: Buffer): void {
+    const strings = (n: number): string[] => {
+      const out: string[] = [];
+      let at = 0;
+      for (let i = 0; i < n; i++) {
+        const end = body.indexOf(0, at);
+        out.push(body.toString('utf8', at, end));
+        at = end + 1;
+      }
+      return out;
+    };
+    if (type === 'Q') this.counted(strings(1)[0] as string);
+    else if (type === 'P') {
+      const [name, text] = strings(2) as [string, string];
+      this.statements.set(name, text);
+    } else if (type === 'B') {
+      const [portal, statement] = strings(2) as [string, string];
+      this.portals.set(portal, this.statements.get(statement) ?? '');
+    } else if (type === 'E') this.counted(this.portals.get(strings(1)[0] as string) ?? '');
+  }
+}
 
 /**
  * A TCP proxy in front of Postgres that can be cut (every connection dropped, new ones
@@ -16,6 +86,8 @@ export class CuttableProxy {
   /** connections held open by the blackhole: accepted there, or forwarding when it began */
   private readonly held = new Set<net.Socket>();
   private mode: 'open' | 'down' | 'blackhole' = 'open';
+  /** how many times each statement text was run through this proxy */
+  private readonly runs = new Map<string, number>();
   private readonly server: net.Server;
   port = 0;
 
@@ -42,9 +114,18 @@ export class CuttableProxy {
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
+      const reader = new StatementReader((text) => this.runs.set(text, (this.runs.get(text) ?? 0) + 1));
+      client.on('data', (chunk: Buffer) => {
+        if (!this.held.has(client)) reader.feed(chunk); // what the blackhole holds never reaches Postgres
+      });
       client.pipe(upstream);
       upstream.pipe(client);
     });
+  }
+
+  /** How many times the clients ran a statement of exactly this text (a query or an execution of a prepared one), so far. */
+  statementRuns(text: string): number {
+    return this.runs.get(text) ?? 0;
   }
 
   /** Keeps a socket open and reads (and drops) whatever arrives on it. */

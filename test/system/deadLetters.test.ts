@@ -7,7 +7,7 @@ import { LIVE_COUNTS, startHarness, type Harness, type Teardown } from '../helpe
 import { claimsOf } from '../helpers/jwt.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { getTokenPair, mintTokens } from '../helpers/tokens.js';
-import { sleep, waitFor } from '../helpers/wait.js';
+import { pollUntil, sleep, waitFor } from '../helpers/wait.js';
 import { EventKind } from '../../src/redis/scripts.js';
 import { eventFields } from '../helpers/events.js';
 import { readEvent } from '../../src/usage/events.js';
@@ -57,9 +57,20 @@ async function deadLetters(h: Harness): Promise<DeadEntry[]> {
 
 const deadCount = (h: Harness) => h.redis.xlen(h.keys.deadLetters);
 
-async function health(h: Harness): Promise<{ status: number; deadLetters: number | null; usageLag: number | null }> {
+interface Health {
+  status: number;
+  deadLetters: number | null;
+  usageLag: number | null;
+}
+
+async function health(h: Harness): Promise<Health> {
   const res = await h.request('GET', '/healthz');
   return { status: res.status, deadLetters: res.body?.deadLetters ?? null, usageLag: res.body?.usageLag ?? null };
+}
+
+/** /healthz until it shows what `done` expects (its report may be up to a second old); the last answer seen. */
+function healthUntil(h: Harness, done: (hz: Health) => boolean): Promise<Health> {
+  return pollUntil(() => health(h), done, { timeoutMs: 10_000, intervalMs: 100 });
 }
 
 /** Events waiting in the usage streams (what the worker's lag counts: src/usage/lag.ts). */
@@ -166,11 +177,7 @@ t.test('one poisoned event among 1,000: 999 rows land, one dead letter, the stre
   t.equal(warned.length, 1, 'the worker logged one warning naming the stream and the id');
   t.equal(warned[0]?.code, letter.code, 'with the code');
 
-  await waitFor('/healthz shows the dead letter and no lag', async () => {
-    const hz = await health(h);
-    return hz.deadLetters === 1 && hz.usageLag === 0;
-  }, 5_000);
-  const hz = await health(h);
+  const hz = await healthUntil(h, (hz) => hz.deadLetters === 1 && hz.usageLag === 0);
   t.equal(hz.status, 200);
   t.equal(hz.deadLetters, 1, '/healthz counts the dead letter');
   t.equal(hz.usageLag, 0, '/healthz: usage lag back to 0');
@@ -254,7 +261,7 @@ t.test('a malformed event is a dead letter (BAD_EVENT) and does not block the st
   t.equal(answer.status, 200);
   await waitFor('a real redemption lands', async () => (await rowOf(h, tokenId))?.status === 'used', 2_000);
   t.equal(await usedQuota(h, lic.firmaId), 1);
-  t.equal((await health(h)).deadLetters, 2, '/healthz counts them');
+  t.equal((await healthUntil(h, (hz) => hz.deadLetters === 2)).deadLetters, 2, '/healthz counts them');
 });
 
 t.test('a refused redemption waits as a dead letter, and lands once when replayed after the fix', async (t) => {
@@ -300,7 +307,7 @@ t.test('a refused redemption waits as a dead letter, and lands once when replaye
   t.equal(row?.origin, 'poison.example');
   t.equal(await usedQuota(h, lic.firmaId), 3, 'used_quota counts it once');
   t.equal(await deadCount(h), 0, 'the dead-letter stream is empty');
-  t.equal((await health(h)).deadLetters, 0);
+  t.equal((await healthUntil(h, (hz) => hz.deadLetters === 0)).deadLetters, 0, '/healthz: none left');
 
   // replaying what is no longer there, or the same event once more, counts nothing again
   t.match(await cli(h, 'replay'), /replayed 0 /);
@@ -352,7 +359,7 @@ t.test('transient failures (Postgres unreachable, a lock not granted in time) ar
   await sleep(1500);
   t.equal(await lag(h), 3, 'the redemptions wait in the stream');
   t.equal(await deadCount(h), 0, 'none is dead-lettered while Postgres is down');
-  const down = await health(h);
+  const down = await healthUntil(h, (hz) => hz.status === 503);
   t.equal(down.status, 503, '/healthz: Postgres down');
   t.equal(down.deadLetters, 0);
   proxy.restore();

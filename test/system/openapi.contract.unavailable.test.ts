@@ -30,8 +30,9 @@ const requests: Record<string, (c: Client) => Promise<unknown>> = {
   'post /api/license/validate': (c) => c.request('POST', '/api/license/validate', { token: signToken }),
   'get /api/license/check-quota/{licenseKey}': (c) => c.request('GET', `/api/License/check-quota/${lic.licenseKey}`),
   'get /api/license/history/{licenseKey}': (c) => c.request('GET', `/api/License/history/${lic.licenseKey}`, undefined, bearer(accessToken)),
-  'get /healthz': (c) => c.request('GET', '/healthz'),
-  'get /readyz': (c) => c.request('GET', '/readyz'),
+  // their answer may be up to a second old: asked until it is the outage's
+  'get /healthz': (c) => pollUntil(() => c.request('GET', '/healthz'), (r) => r.status !== 200, { timeoutMs: 10_000, intervalMs: 100 }),
+  'get /readyz': (c) => pollUntil(() => c.request('GET', '/readyz'), (r) => r.status !== 200, { timeoutMs: 10_000, intervalMs: 100 }),
   'post /admin/v1/licenses': () => k.admin('POST', '/admin/v1/licenses', { organizationName: 'X', password: 'p', totalQuota: 1, expiryDate: new Date(Date.now() + 86_400_000).toISOString() }),
   'get /admin/v1/licenses/{licenseKey}': () => k.admin('GET', key),
   'patch /admin/v1/licenses/{licenseKey}': () => k.admin('PATCH', key, { isActive: false }),
