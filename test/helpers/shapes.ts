@@ -2,7 +2,7 @@ import type { Test } from 'tap';
 import type { Answer } from './http.js';
 import { decodeJwt, HS256_HEADER, ISSUER, signatureValid } from './jwt.js';
 
-// The published answer shapes (CONTRACT.md), asserted the same way by every suite:
+// The published answer shapes, asserted the same way by every suite:
 // get-token, sign-token, history and admin errors are {success:false, error:{code, message}};
 // validate answers {success:false, message}; check-quota adds a timestamp; a 429 of the rate
 // limits is {success:false, message, retryAfter} with Retry-After.

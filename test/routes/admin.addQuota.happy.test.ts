@@ -3,7 +3,7 @@ import { expectLicenseView } from '../helpers/admin.js';
 import { startHarness } from '../helpers/harness.js';
 import { MSG } from '../helpers/shapes.js';
 
-// POST /admin/v1/licenses/{licenseKey}/quota (CONTRACT.md): a package of quota is added,
+// POST /admin/v1/licenses/{licenseKey}/quota: a package of quota is added,
 // in force for the next get-token, check-quota and validate.
 
 t.test('admin add quota', async (t) => {

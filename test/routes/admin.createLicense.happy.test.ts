@@ -3,7 +3,7 @@ import t from 'tap';
 import { createBody, expectLicenseView, PASSWORD, UUID_RE } from '../helpers/admin.js';
 import { startHarness } from '../helpers/harness.js';
 
-// POST /admin/v1/licenses (CONTRACT.md): 201 with the License view, a generated UUID key or
+// POST /admin/v1/licenses: 201 with the License view, a generated UUID key or
 // the one given, the options honoured, the password stored hashed.
 
 t.test('admin create license', async (t) => {

@@ -4,7 +4,7 @@ import { startHarness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
 import { MSG } from '../helpers/shapes.js';
 
-// PATCH /admin/v1/licenses/{licenseKey} (CONTRACT.md): each field changes, and the change is
+// PATCH /admin/v1/licenses/{licenseKey}: each field changes, and the change is
 // in force for the very next public request.
 
 t.test('each field, in force for the next public request', async (t) => {

@@ -2,7 +2,7 @@ import t from 'tap';
 import { expectLicenseView } from '../helpers/admin.js';
 import { startHarness } from '../helpers/harness.js';
 
-// GET /admin/v1/licenses/{licenseKey} (CONTRACT.md): the License view, with the live quota.
+// GET /admin/v1/licenses/{licenseKey}: the License view, with the live quota.
 
 t.test('admin read license', async (t) => {
   const h = await startHarness(t, 'adminread', { RATE_GET_TOKEN_PER_MIN: '0' });

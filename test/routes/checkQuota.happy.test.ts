@@ -6,7 +6,7 @@ import { expectCurrentTimestamp, ISO_UTC, windowed } from '../helpers/shapes.js'
 import { TokenSource } from '../helpers/tokens.js';
 import { sleep } from '../helpers/wait.js';
 
-// GET /api/License/check-quota/{licenseKey} (CONTRACT.md), the 200 answers: every field, the
+// GET /api/License/check-quota/{licenseKey}, the 200 answers: every field, the
 // remaining share, both path casings, and the cache (QUOTA_CACHE_SECONDS): a redemption may
 // stay hidden for its time, an admin change shows at once, on every instance (the cache as
 // `npm start` runs it, every process: checkQuota.cache.test.ts). Through the client SDK, but

@@ -6,7 +6,7 @@ import { sdkOf } from '../helpers/sdk.js';
 import { redeemMany } from '../helpers/tokens.js';
 import { sleep } from '../helpers/wait.js';
 
-// GET /api/License/history/{licenseKey} (CONTRACT.md): the license's redemptions, newest
+// GET /api/License/history/{licenseKey}: the license's redemptions, newest
 // first, for the Bearer access token of that license; ?limit= and ?cursor= paging. Through
 // the client SDK, but for the check of the answer's envelope on the wire.
 

@@ -4,7 +4,7 @@ import { decodeJwt, nowSeconds } from '../helpers/jwt.js';
 import { rejection, sdkOf } from '../helpers/sdk.js';
 import { expectSignToken, MSG } from '../helpers/shapes.js';
 
-// POST /api/v1/auth/sign-token (CONTRACT.md): one more sign token for the license of the
+// POST /api/v1/auth/sign-token: one more sign token for the license of the
 // Bearer access token, without the password. Through the client SDK (a refusal throws), but
 // where the wire itself is checked (content type, the Bearer scheme's spelling).
 

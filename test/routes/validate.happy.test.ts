@@ -5,7 +5,7 @@ import { decodeJwt } from '../helpers/jwt.js';
 import { sdkOf } from '../helpers/sdk.js';
 import { TokenSource } from '../helpers/tokens.js';
 
-// POST /api/license/validate (CONTRACT.md), redemptions that succeed: the published body with
+// POST /api/license/validate, redemptions that succeed: the published body with
 // running arithmetic, the last unit, both spellings of the path, and the audit row each
 // redemption becomes in Postgres. Through the client SDK, but where the wire itself is
 // checked (content type, the path's spellings).

@@ -13,7 +13,7 @@ import { claimsOf } from '../helpers/jwt.js';
 import { MSG } from '../helpers/shapes.js';
 import { mintTokens, TokenSource } from '../helpers/tokens.js';
 
-// POST /api/license/validate with an Idempotency-Key (CONTRACT.md): a retry with the key of a
+// POST /api/license/validate with an Idempotency-Key: a retry with the key of a
 // redemption answers that redemption's body again, byte for byte, and spends nothing; the key
 // with another token of the license is 422; a malformed key is 400; without the header
 // nothing changes. The record is the license's own and expires with the token.

@@ -8,7 +8,7 @@ import { createBody } from '../helpers/admin.js';
 import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness, testEnv, type Harness, type Teardown } from '../helpers/harness.js';
 import { exitOf, SERVER_SCRIPT, spawnLogged } from '../helpers/processes.js';
 
-// Configuration (CONTRACT.md "Starting the service"): the defaults, a misconfigured
+// Configuration (README, Configuration): the defaults, a misconfigured
 // deployment refusing to start with one clear line on stderr instead of failing later, and
 // a service without ADMIN_TOKEN serving no admin API.
 

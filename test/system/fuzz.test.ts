@@ -18,7 +18,7 @@ import { waitFor } from '../helpers/wait.js';
 // reached, not only the first schema check. Known hostile inputs (KNOWN) run first whatever
 // the seed. Every answer must be:
 //   - below 500, and 200/201 with success:true or 4xx in the endpoint's published error shape
-//     (CONTRACT.md; helpers/fuzz.ts shapesFor), JSON, with Retry-After on 429 and Allow on 405;
+//     (the published shapes; helpers/fuzz.ts shapesFor), JSON, with Retry-After on 429 and Allow on 405;
 //   - free of stack traces and internal paths;
 //   - no success when a field, path segment or query parameter the endpoint reads holds a C0
 //     control character (CONTRACT: 400);

@@ -8,7 +8,7 @@ import { claimsOf } from '../helpers/jwt.js';
 import { spawnServer } from '../helpers/processes.js';
 import { TokenSource } from '../helpers/tokens.js';
 
-// Graceful stop (CONTRACT.md): on SIGTERM the real server process stops accepting, answers
+// Graceful stop: on SIGTERM the real server process stops accepting, answers
 // every request it has accepted, flushes the usage worker to Postgres and exits 0 within 20 s.
 
 const N = 50;
