@@ -12,7 +12,9 @@ import { waitFor } from './wait.js';
 // The real nginx (Debian's), running the front the repository ships in deploy/nginx, in a
 // directory of its own: only what cannot be the same on a test machine is changed (ports,
 // certificate, the upstream's port), and each change must find its line exactly once, so a
-// test of an edited config fails instead of testing something else.
+// test of an edited config fails instead of testing something else. The front bench
+// (bench/load/front.ts) starts it through startNginx, without tap, and may ask for one
+// listen more (plainApi) and a CPU set.
 
 /** deploy/nginx/license-service.conf of this checkout (dist/test/helpers -> repository root). */
 export const NGINX_SITE = fileURLToPath(new URL('../../../deploy/nginx/license-service.conf', import.meta.url));
@@ -22,6 +24,11 @@ export interface NginxFront {
   tlsPort: number;
   /** the plain-HTTP port (the config's 80: health checks and the redirect) */
   httpPort: number;
+  /**
+   * with the option plainApi: a plain-HTTP port of the HTTPS server itself (its locations,
+   * no TLS), which the shipped config does not have: to tell TLS's cost from the proxy's
+   */
+  plainApiPort: number | null;
   /** the certificate nginx presents (self-signed, CN=localhost) */
   certFile: string;
   /** what nginx wrote to its error log so far */
@@ -31,6 +38,10 @@ export interface NginxFront {
 export interface NginxFrontOptions {
   /** the addresses the config's geo block treats as internal: replaces its 127.0.0.0/8 line */
   internal?: string;
+  /** a taskset CPU list for nginx and its workers (a bench pins it; tests leave it free) */
+  cpu?: string;
+  /** also listen on plainApiPort (see NginxFront) */
+  plainApi?: boolean;
 }
 
 /** Replaces the one occurrence of `from` in `text`; throws when there is none or several. */
@@ -59,28 +70,45 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-/** Starts nginx with deploy/nginx's site in front of the service on `servicePort`; stopped at teardown. */
-export async function startNginxFront(t: Teardown, servicePort: number, options: NginxFrontOptions = {}): Promise<NginxFront> {
+/** A front started by startNginx: the ports, and how to stop it. */
+export interface RunningNginx extends NginxFront {
+  /** nginx's master process (its workers are its children) */
+  pid: number;
+  /** SIGTERM, SIGKILL after 5 s, then its directory removed */
+  stop(): Promise<void>;
+  /** SIGTERM without waiting, directory removed: for exit handlers, which cannot wait */
+  stopNow(): void;
+}
+
+/**
+ * Starts nginx with deploy/nginx's site in front of the service on `servicePort`, in a
+ * directory of its own, and waits until it accepts on its ports. The caller stops it
+ * (startNginxFront ties that to a test's teardown; the front bench stops it itself).
+ */
+export async function startNginx(servicePort: number, options: NginxFrontOptions = {}): Promise<RunningNginx> {
   const binary = nginxBinary();
   if (binary === null) throw new Error('nginx is not installed (make test installs it: apt-get install -y nginx)');
   const dir = mkdtempSync(path.join(tmpdir(), 'lic-nginx-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const { certFile, keyFile } = selfSignedCertificate(dir);
-  const [tlsPort, httpPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  try {
+    const { certFile, keyFile } = selfSignedCertificate(dir);
+    const [tlsPort, httpPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+    const plainApiPort = options.plainApi ? await freeLoopbackPort() : null;
 
-  let site = readFileSync(NGINX_SITE, 'utf8');
-  site = replaceOnce(site, 'server 127.0.0.1:8080 ', `server 127.0.0.1:${servicePort} `);
-  site = replaceOnce(site, 'listen 443 ssl http2;', `listen 127.0.0.1:${tlsPort} ssl http2;`);
-  site = replaceOnce(site, 'listen [::]:443 ssl http2;', '');
-  site = replaceOnce(site, 'listen 80;', `listen 127.0.0.1:${httpPort};`);
-  site = replaceOnce(site, 'listen [::]:80;', '');
-  site = replaceOnce(site, '/etc/ssl/license-service/fullchain.pem', certFile);
-  site = replaceOnce(site, '/etc/ssl/license-service/privkey.pem', keyFile);
-  if (options.internal !== undefined) site = replaceOnce(site, '127.0.0.0/8 1;', `${options.internal} 1;`);
-  writeFileSync(path.join(dir, 'license-service.conf'), site);
+    let site = readFileSync(NGINX_SITE, 'utf8');
+    site = replaceOnce(site, 'server 127.0.0.1:8080 ', `server 127.0.0.1:${servicePort} `);
+    site = replaceOnce(site, 'listen 443 ssl http2;', `listen 127.0.0.1:${tlsPort} ssl http2;` +
+      (plainApiPort === null ? '' : `\n    listen 127.0.0.1:${plainApiPort};`));
+    site = replaceOnce(site, 'listen [::]:443 ssl http2;', '');
+    site = replaceOnce(site, 'listen 80;', `listen 127.0.0.1:${httpPort};`);
+    site = replaceOnce(site, 'listen [::]:80;', '');
+    site = replaceOnce(site, '/etc/ssl/license-service/fullchain.pem', certFile);
+    site = replaceOnce(site, '/etc/ssl/license-service/privkey.pem', keyFile);
+    if (options.internal !== undefined) site = replaceOnce(site, '127.0.0.0/8 1;', `${options.internal} 1;`);
+    writeFileSync(path.join(dir, 'license-service.conf'), site);
 
-  // the parts of Debian's /etc/nginx/nginx.conf a front needs, with every path in `dir`
-  const main = `
+    // the parts of Debian's /etc/nginx/nginx.conf a front needs, with every path in `dir`
+    const main = `
 worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log info;
@@ -98,19 +126,50 @@ http {
   include ${dir}/license-service.conf;
 }
 `;
-  writeFileSync(path.join(dir, 'nginx.conf'), main);
-  const conf = path.join(dir, 'nginx.conf');
-  execFileSync(binary, ['-t', '-q', '-c', conf, '-p', dir, '-e', path.join(dir, 'error.log')], { stdio: 'pipe' });
-  const child = spawn(binary, ['-c', conf, '-p', dir, '-e', path.join(dir, 'error.log'), '-g', 'daemon off;'], { stdio: 'ignore' });
-  t.teardown(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const exit = await exitOf(child, 5000);
-    if (exit.timedOut) child.kill('SIGKILL');
-  });
-  await waitFor('nginx accepting', async () => (await accepts(tlsPort)) && (await accepts(httpPort)), 10_000);
-  return {
-    tlsPort, httpPort, certFile,
-    errorLog: () => { try { return readFileSync(path.join(dir, 'error.log'), 'utf8'); } catch { return ''; } },
-  };
+    writeFileSync(path.join(dir, 'nginx.conf'), main);
+    const conf = path.join(dir, 'nginx.conf');
+    execFileSync(binary, ['-t', '-q', '-c', conf, '-p', dir, '-e', path.join(dir, 'error.log')], { stdio: 'pipe' });
+    const argv = [binary, '-c', conf, '-p', dir, '-e', path.join(dir, 'error.log'), '-g', 'daemon off;'];
+    // taskset execs nginx in its own place (the pid is nginx's); its workers inherit the CPU set
+    const child = options.cpu === undefined
+      ? spawn(argv[0] as string, argv.slice(1), { stdio: 'ignore' })
+      : spawn('taskset', ['-c', options.cpu, ...argv], { stdio: 'ignore' });
+    const running = () => child.exitCode === null && child.signalCode === null;
+    const stopNow = () => {
+      if (running()) child.kill('SIGTERM');
+      removeDir();
+    };
+    const stop = async () => {
+      if (running()) {
+        child.kill('SIGTERM');
+        const exit = await exitOf(child, 5000);
+        if (exit.timedOut) child.kill('SIGKILL');
+      }
+      removeDir();
+    };
+    try {
+      const ports = [tlsPort, httpPort, ...(plainApiPort === null ? [] : [plainApiPort])];
+      await waitFor('nginx accepting', async () => {
+        for (const port of ports) if (!(await accepts(port))) return false;
+        return true;
+      }, 10_000);
+    } catch (err) {
+      await stop();
+      throw err;
+    }
+    return {
+      tlsPort, httpPort, plainApiPort, certFile, pid: child.pid as number, stop, stopNow,
+      errorLog: () => { try { return readFileSync(path.join(dir, 'error.log'), 'utf8'); } catch { return ''; } },
+    };
+  } catch (err) {
+    removeDir();
+    throw err;
+  }
+}
+
+/** Starts nginx with deploy/nginx's site in front of the service on `servicePort`; stopped at teardown. */
+export async function startNginxFront(t: Teardown, servicePort: number, options: NginxFrontOptions = {}): Promise<NginxFront> {
+  const front = await startNginx(servicePort, options);
+  t.teardown(() => front.stop());
+  return front;
 }
