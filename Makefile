@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-front bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -99,10 +99,20 @@ bench: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/load/run.js
 
-# A customer's get-token latency while 300 connections spray unknown license keys.
+# Validate straight to the service and through deploy/nginx's front (HTTPS, and plain HTTP to
+# tell TLS's share), in alternating rounds of one run, the service as deployed behind a proxy.
+bench-front: build load-tools front-tools
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	node dist/bench/load/front.js
+
+# A customer's get-token latency while 300 connections spray unknown license keys (flood.js);
+# then other customers' validate latency under floods of /healthz, one holder's history and
+# check-quota of random keys (publicFloods.js). FLOOD_ONLY=get-token or FLOOD_ONLY=public: one of them.
 bench-flood: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
-	node dist/bench/load/flood.js
+	@case "$${FLOOD_ONLY:-}" in ''|get-token|public) ;; *) echo "FLOOD_ONLY: get-token or public (unset: both)"; exit 1;; esac
+	[ "$${FLOOD_ONLY:-}" = public ] || node dist/bench/load/flood.js
+	[ "$${FLOOD_ONLY:-}" = get-token ] || node dist/bench/load/publicFloods.js
 
 # The usage worker's lag at peak validate load, as deployed (what a Redis loss without persistence costs).
 bench-lag: build load-tools

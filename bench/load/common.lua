@@ -19,3 +19,45 @@ function report(summary, latency, cpu_us)
 end
 
 function done(summary, latency, requests) report(summary, latency) end
+
+-- A random version-4 UUID (math.random: seed it in init()).
+-- n <= 4 hex digits (kept small: LuaJIT formats %x from a double)
+local function hex(n)
+  return string.format("%0" .. n .. "x", math.random(0, 16 ^ n - 1))
+end
+function uuid()
+  -- version 4, variant 10xx
+  return hex(4) .. hex(4) .. "-" .. hex(4) .. "-4" .. hex(3) .. "-" .. string.format("%x", math.random(8, 11)) .. hex(3) .. "-" ..
+    hex(4) .. hex(4) .. hex(4)
+end
+
+-- A different random sequence in every run and thread.
+function seed_random()
+  math.randomseed(os.time() + tonumber(tostring({}):match("0x(%x+)") or "0", 16) % 1000003)
+end
+
+-- Replies counted by HTTP status: a script calling count_statuses() gets setup(), response()
+-- and done() that count per thread (wrk gives each its own Lua state) and print, after the
+-- WRK line, a STATUS line: {"statuses":{"<status>":n,...},"timeouts":n,"connect":n,"read":n,"write":n}.
+function count_statuses()
+  statuses = {}
+  local threads = {}
+  function setup(thread)
+    threads[#threads + 1] = thread
+  end
+  function response(status, headers, body)
+    statuses[status] = (statuses[status] or 0) + 1
+  end
+  function done(summary, latency, requests)
+    report(summary, latency)
+    local total = {}
+    for _, thread in ipairs(threads) do
+      for status, n in pairs(thread:get("statuses")) do total[status] = (total[status] or 0) + n end
+    end
+    local parts = {}
+    for status, n in pairs(total) do parts[#parts + 1] = string.format('"%d":%d', status, n) end
+    local e = summary.errors
+    io.write(string.format('STATUS {"statuses":{%s},"timeouts":%d,"connect":%d,"read":%d,"write":%d}\n',
+      table.concat(parts, ","), e.timeout, e.connect, e.read, e.write))
+  end
+end

@@ -10,6 +10,14 @@ export function cpuMicros(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US; // fields 14 and 15 of stat(5)
 }
 
+/** A process's CPU and its children's (living ones: a server's processes, nginx's workers), µs. */
+export function treeMicros(pid: number): number {
+  let sum = cpuMicros(pid);
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+  for (const child of children === '' ? [] : children.split(' ')) sum += cpuMicros(Number(child));
+  return sum;
+}
+
 export function rssKiB(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Number(match[1]) : 0;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { cpuMicros } from './proc.js';
+import { cpuMicros, treeMicros } from './proc.js';
 import { startPinned, stopGracefully, type Pinned } from './services.js';
 import { median } from './table.js';
 import { runWrk, type WrkResult } from './wrk.js';
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 export const buildRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const WARMUP_SECONDS = 2;
 /** Ready: the primary's word when several processes serve, the process's own when it serves alone (no "child" in its line). */
-const READY = /"msg":"listening: all children"|^(?![^\n]*"child":)[^\n]*"msg":"listening"/m;
+export const READY = /"msg":"listening: all children"|^(?![^\n]*"child":)[^\n]*"msg":"listening"/m;
 
 /** One way of deploying: a build (its src/cli/server.js is what `npm start` runs) and the whole environment it gets. */
 export interface Variant {
@@ -56,14 +56,6 @@ export interface DeploymentsRun {
   drained(): Promise<void>;
   /** a deployment's runs are over (its tokens spent or abandoned) */
   ended?(): void;
-}
-
-/** The primary's CPU and its children's (living ones: none ends during a run). */
-function treeMicros(pid: number): number {
-  let sum = cpuMicros(pid);
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-  for (const child of children === '' ? [] : children.split(' ')) sum += cpuMicros(Number(child));
-  return sum;
 }
 
 function validate(run: DeploymentsRun, tokens: string, seconds: number): Promise<WrkResult> {

@@ -17,6 +17,8 @@ export interface WrkResult {
   rps: number;
   /** wrk's own CPU per request, µs (scripts that measure it; else NaN) */
   wrkUs: number;
+  /** replies by HTTP status (scripts that count them: common.lua's count_statuses; else null) */
+  statuses: Record<string, number> | null;
 }
 
 export function runWrk(opts: {
@@ -38,11 +40,13 @@ export function runWrk(opts: {
         return;
       }
       const r = JSON.parse(line.slice(4)) as Record<string, number>;
+      const statusLine = out.split('\n').find((l) => l.startsWith('STATUS '));
       resolve({
         requests: r.requests as number, durationUs: r.duration_us as number, statusErrors: r.status_errors as number,
         socketErrors: r.socket_errors as number, p50: r.p50 as number, p99: r.p99 as number, p999: r.p999 as number,
         rps: (r.requests as number) / ((r.duration_us as number) / 1e6),
         wrkUs: (r.cpu_us ?? -1) < 0 ? NaN : (r.cpu_us as number) / (r.requests as number),
+        statuses: statusLine === undefined ? null : (JSON.parse(statusLine.slice(7)) as { statuses: Record<string, number> }).statuses,
       });
     });
   });
