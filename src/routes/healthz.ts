@@ -4,7 +4,8 @@ import type { Route } from '../http/route.js';
 import { usageLag, usageLagMs } from '../usage/lag.js';
 import type { RouteDoc } from '../openapi/routeDoc.js';
 import type { RouteContext } from './context.js';
-import { recentReport, REPORT_MAX_AGE_MS } from './recentReport.js';
+import { HoldBack, heldBack } from '../http/holdBack.js';
+import { PROBE_HOLD_MS, PROBES_PER_SECOND, recentReport, REPORT_MAX_AGE_MS } from './recentReport.js';
 import { codedErrors } from './replies.js';
 
 const Up = Type.Union([Type.Literal('ok'), Type.Literal('down')]);
@@ -19,6 +20,7 @@ const Health = Type.Object({
 const doc: RouteDoc = {
   summary: 'Liveness: Redis, Postgres, the usage worker\'s lag and the dead letters',
   description: 'Never older than a second: each process of the instance computes it at most once a second. '
+    + 'Past 50 probes a second per process, each is held about a second before it is answered, so a flood slows itself down. '
     + 'Requests that arrive meanwhile share the computation in flight or its answer, so the checks behind an answer '
     + 'began less than a second before the request arrived, and any number of probes costs Redis and Postgres '
     + 'one round of checks per second per process.',
@@ -51,7 +53,7 @@ export function healthRoute(ctx: RouteContext): Route {
     path: '/healthz',
     errors: codedErrors,
     doc,
-    handler: recentReport(REPORT_MAX_AGE_MS, () => healthReport(ctx)),
+    handler: heldBack(new HoldBack(PROBES_PER_SECOND, PROBE_HOLD_MS), recentReport(REPORT_MAX_AGE_MS, () => healthReport(ctx))),
   };
 }
 

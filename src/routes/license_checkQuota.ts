@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { RATE_WINDOW_MS } from '../config.js';
 import { addressBucket } from '../http/clientAddress.js';
+import { HoldBack } from '../http/holdBack.js';
 import { retryHeaders, retrySeconds, STATUS, type Headers, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { ServiceUnavailable } from '../errors.js';
@@ -35,6 +36,13 @@ const FOUND_MESSAGE = 'Kota bilgisi başarıyla getirildi';
  * (Redis or Postgres are failing), rather than store an answer older than one served.
  */
 const MAX_READS = 2;
+/**
+ * Unknown keys a process answers at once each second; past that, each 404 is held this
+ * long first (HoldBack): a client with a mistyped key is answered at once, while a spray
+ * of random keys slows itself down instead of taking the core from redemptions.
+ */
+const UNKNOWN_KEYS_PER_SECOND = 20;
+const UNKNOWN_KEY_HOLD_MS = 1_000;
 
 /** A rendered answer: status line and body up to the timestamp's value, which is added when it is sent. */
 type Answer = QuotaAnswer;
@@ -103,7 +111,7 @@ const LIMIT = {
   statuses: {
     200: 'every', 403: 'every', 410: 'every', 429: 'every',
     // a key no license has is answered from the process's set of license keys, uncounted
-    404: 'a key the instance knew of whose license Postgres lacks (a key no license has is answered without counting, so a spray of random keys costs no Redis write)',
+    404: 'a key the instance knew of whose license Postgres lacks (a key no license has is answered without counting, so a spray of random keys costs no Redis write; past 20 such keys a second per process, each 404 is held about a second first)',
   },
 } as const;
 
@@ -184,7 +192,10 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
    * for a license created elsewhere a moment ago whose announcement has not arrived yet;
    * none: 404, uncounted.
    */
+  const unknownKeys = new HoldBack(UNKNOWN_KEYS_PER_SECOND, UNKNOWN_KEY_HOLD_MS);
   async function unknown(licenseKey: string, client: string): Promise<Reply> {
+    const held = unknownKeys.wait();
+    if (held !== null) await held;
     if ((await ctx.hot.firmaIdOf(licenseKey)) !== null) return answer(licenseKey, client);
     return send(failure('LICENSE_NOT_FOUND'));
   }

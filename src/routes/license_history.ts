@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { RATE_WINDOW_MS } from '../config.js';
+import { HoldBack, Turns } from '../http/holdBack.js';
 import { reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { RedemptionCursor as Cursor } from '../licenses/store.js';
@@ -99,16 +100,27 @@ const doc: RouteDoc = {
       ['a cursor this server did not hand out', invalidRequest('cursor')],
       ['the access token is missing, malformed, expired or revoked', authReplies.INVALID_TOKEN],
       ['the access token belongs to another license', forbidden],
-      ['too many history requests for this license (RATE_HISTORY_PER_MIN)', rateLimited(42_000), RateLimitedError],
+      ['too many history requests for this license (RATE_HISTORY_PER_MIN; answered after about a second unless the window ends sooner)', rateLimited(42_000), RateLimitedError],
     ]),
   },
 };
+
+/** How long a refusal by the history limit is held before it is answered (not when the window ends sooner). */
+const REFUSAL_HOLD_MS = 1_000;
+
+/**
+ * History pages read and built at once per process: a burst of full pages (500 rows each)
+ * waits its turn, a page or two at a time, between other customers' redemptions.
+ */
+const PAGES_AT_ONCE = 2;
 
 /** GET /api/License/history/{licenseKey}: the license's redemptions, newest first. */
 export function historyRoute(ctx: RouteContext): Route {
   const parseQuery = queryParser(HistoryQuery);
   const limit = ctx.config.rate.history;
   const fields = new RateLimitFields('history', limit);
+  const refusals = new HoldBack(0, REFUSAL_HOLD_MS);
+  const pages = new Turns(PAGES_AT_ONCE);
   /** One Redis call counts the request against its license's limit; null: the limit is off, nothing counted. */
   const count = (firmaId: string) => (limit === 0 ? null
     : runScript(ctx.redis, scripts.count(ctx.keys.forLicense(firmaId).rateHistory, limit, RATE_WINDOW_MS)));
@@ -136,15 +148,23 @@ export function historyRoute(ctx: RouteContext): Route {
       // counted before Postgres is read: a client paging past its limit costs the database nothing
       const counted = await count(claims.firma_id);
       const rate = counted?.rate ?? null;
-      if (counted?.outcome === Outcome.OVER_RATE_LIMIT) return fields.on(rateLimited(counted.rate.resetMs), rate);
-      const [generation, rows] = await Promise.all([
-        ctx.store.tokenGeneration(claims.firma_id), ctx.store.redemptions(claims.firma_id, pageSize + 1, cursor),
-      ]);
-      // Postgres holds every admin change before any instance applies it: a token of an older generation is revoked
-      if (generation !== claims.gen) return fields.on(authReplies.INVALID_TOKEN, rate);
-      const page = pageOf(rows, pageSize, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
-      const items = page.items.map((r) => ({ tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }));
-      return fields.on(reply(200, { success: true, data: { items, nextCursor: page.nextCursor } }), rate);
+      if (counted?.outcome === Outcome.OVER_RATE_LIMIT) {
+        // held back before it is answered (HoldBack): a client paging in a loop slows itself down
+        const held = counted.rate.resetMs > REFUSAL_HOLD_MS ? refusals.wait() : null;
+        if (held !== null) await held;
+        // the figures as counted, a second before the answer: the client waits up to a second longer, never too little
+        return fields.on(rateLimited(counted.rate.resetMs), rate);
+      }
+      return pages.run(async () => {
+        const [generation, rows] = await Promise.all([
+          ctx.store.tokenGeneration(claims.firma_id), ctx.store.redemptions(claims.firma_id, pageSize + 1, cursor),
+        ]);
+        // Postgres holds every admin change before any instance applies it: a token of an older generation is revoked
+        if (generation !== claims.gen) return fields.on(authReplies.INVALID_TOKEN, rate);
+        const page = pageOf(rows, pageSize, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
+        const items = page.items.map((r) => ({ tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }));
+        return fields.on(reply(200, { success: true, data: { items, nextCursor: page.nextCursor } }), rate);
+      });
     },
   };
 }

@@ -4,7 +4,8 @@ import type { Route } from '../http/route.js';
 import { ensureScriptsLoaded } from '../redis/client.js';
 import type { RouteDoc } from '../openapi/routeDoc.js';
 import type { RouteContext } from './context.js';
-import { recentReport, REPORT_MAX_AGE_MS } from './recentReport.js';
+import { HoldBack, heldBack } from '../http/holdBack.js';
+import { PROBE_HOLD_MS, PROBES_PER_SECOND, recentReport, REPORT_MAX_AGE_MS } from './recentReport.js';
 import { codedErrors } from './replies.js';
 
 /** How long each check may take before it counts as down: a load balancer polls this, and a hung Redis must not hang it. */
@@ -22,6 +23,7 @@ const Readiness = Type.Object({ success: Type.Boolean(), redis: Up, postgres: Up
 const doc: RouteDoc = {
   summary: 'Readiness: this instance can serve',
   description: 'For load balancers: each check may take at most a second. Scripts a Redis restart dropped are loaded again here. '
+    + 'Past 50 probes a second per process, each is held about a second before it is answered, so a flood slows itself down. '
     + 'Never older than a second: each process of the instance checks at most once a second, and requests that arrive '
     + 'meanwhile share the checks in flight or their answer (the checks behind an answer began less than a second before '
     + 'the request arrived), so any number of probes costs Redis and Postgres one round of checks per second per process.',
@@ -53,7 +55,7 @@ export function readyRoute(ctx: RouteContext): Route {
     path: '/readyz',
     errors: codedErrors,
     doc,
-    handler: recentReport(REPORT_MAX_AGE_MS, () => readiness(ctx)),
+    handler: heldBack(new HoldBack(PROBES_PER_SECOND, PROBE_HOLD_MS), recentReport(REPORT_MAX_AGE_MS, () => readiness(ctx))),
   };
 }
 

@@ -6,6 +6,14 @@
 export const REPORT_MAX_AGE_MS = 1_000;
 
 /**
+ * Probes a process answers at once each second (per route); past that, each is held a
+ * second first (HoldBack): a load balancer's or monitor's checks never reach it, while a
+ * flood of probes slows itself down instead of taking the core from redemptions.
+ */
+export const PROBES_PER_SECOND = 50;
+export const PROBE_HOLD_MS = 1_000;
+
+/**
  * A report computed at most once per `maxAgeMs` in this process, however often it is asked
  * for: a caller within maxAgeMs of the latest computation's start gets that computation's
  * result, still in flight (it waits with the others: single flight) or done (from memory);
