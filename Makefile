@@ -3,8 +3,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := run
 .PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-front bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
 
+# tap's plugins are compiled into node_modules: built here, before the first run, so that
+# not even the first run loads the TypeScript plugin the config turns off (a loader in every
+# test process)
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
+	npx tap build
 	@touch $@
 
 deps: node_modules/.installed

@@ -5,11 +5,11 @@ import { HttpMeters, type RequestMeter } from '../metrics/http.js';
 import type { Metrics } from '../metrics/registry.js';
 import { clientAddress, forwardedFor } from './clientAddress.js';
 import { CorsPolicy } from './cors.js';
+import { Listener } from './listener.js';
 import { LogThrottle } from './logThrottle.js';
 import { retryHeaders, type Headers, type Reply, type TransportErrors } from './reply.js';
 import type { Request, Route } from './route.js';
 import { Router, type PathEntry } from './router.js';
-import { checkCertificate, createApp } from './tlsApp.js';
 
 interface RequestState {
   /** answered (or gone): nothing more is sent */
@@ -91,17 +91,11 @@ const textDecoder = new TextDecoder();
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const router = new Router(options.routes);
   const { log, fallbackErrors } = options;
-  if (options.tls) checkCertificate(options.tls);
-  let app = createApp(options.tls);
-  /** apps replaced by a certificate reload: they finish their connections, and close with the server */
-  const retired: uWS.TemplatedApp[] = [];
-  let listening: { host: string; port: number } | null = null;
   const hsts = options.tls !== null;
   const { cors, metrics } = options;
   const fixedHeaders = new Map(options.routes.map((r) => [r, routeHeaders(r, cors !== null)]));
   const meters = new HttpMeters(metrics, options.routes);
   let inFlight = 0;
-  let listenSocket: uWS.us_listen_socket | null = null;
   let idle: (() => void) | null = null;
 
   /** The status line and every header of an answer but its own (Reply.headers); every answer passes here once, and is counted. */
@@ -305,27 +299,12 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       }
     });
   };
-  app.any('/*', onRequest);
+  const listener = new Listener(options.tls, onRequest);
 
   return {
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
-          if (!socket) {
-            reject(new Error(`cannot listen on ${host}:${port}`));
-            return;
-          }
-          listenSocket = socket;
-          listening = { host, port: uWS.us_socket_local_port(socket) };
-          resolve(listening.port);
-        });
-      });
-    },
+    listen: (host, port) => listener.listen(host, port),
     drain(timeoutMs) {
-      if (listenSocket) {
-        uWS.us_listen_socket_close(listenSocket);
-        listenSocket = null;
-      }
+      listener.stopAccepting();
       if (inFlight === 0) return Promise.resolve();
       return new Promise((resolve) => {
         const timer = setTimeout(resolve, timeoutMs);
@@ -335,37 +314,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         };
       });
     },
-    reloadTls() {
-      const tls = options.tls;
-      if (!tls || !listening || !listenSocket) return Promise.resolve(null);
-      let fingerprint: string;
-      try {
-        fingerprint = checkCertificate(tls);
-      } catch (err) {
-        return Promise.reject(err as Error);
-      }
-      const fresh = createApp(tls);
-      fresh.any('/*', onRequest);
-      const { host, port } = listening;
-      return new Promise((resolve, reject) => {
-        // the port is shared (SO_REUSEPORT): the new app listens beside the old one, then the
-        // old one stops accepting; its open connections end as their clients leave
-        fresh.listen(host, port, (socket) => {
-          if (!socket) {
-            reject(new Error(`cannot listen again on ${host}:${port} with the new certificate`));
-            return;
-          }
-          if (listenSocket) uWS.us_listen_socket_close(listenSocket);
-          listenSocket = socket;
-          retired.push(app);
-          app = fresh;
-          resolve(fingerprint);
-        });
-      });
-    },
-    close() {
-      // present at run time since uWS v20.12, missing from this build's type definitions
-      for (const a of [...retired, app]) (a as unknown as { close(): void }).close();
-    },
+    reloadTls: () => listener.reloadTls(),
+    close: () => listener.close(),
   };
 }

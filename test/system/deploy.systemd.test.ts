@@ -74,3 +74,18 @@ t.test('the environment file is a configuration the service accepts, behind the 
   t.match(nginx, new RegExp(`server ${config.host}:${config.port} `), 'the front sends requests where the service listens');
   t.notOk('WORKERS' in env, 'WORKERS unset: one process per core');
 });
+
+t.test('the sysctl file names settings this kernel has, with values sysctl reads back', async (t) => {
+  const lines = readFileSync(repo('deploy/sysctl/90-license-service.conf'), 'utf8').split('\n').filter((l) => /^\s*[a-z]/.test(l));
+  t.ok(lines.length > 0, 'at least one setting');
+  for (const line of lines) {
+    const m = /^\s*([a-z0-9_.]+)\s*=\s*(\S+)\s*$/.exec(line);
+    t.ok(m, `key = value: ${line}`);
+    if (!m) continue;
+    const key = m[1] as string;
+    // a setting the kernel lacks is an error at boot (sysctl --system prints it, and skips it)
+    const current = readFileSync(`/proc/sys/${key.replaceAll('.', '/')}`, 'utf8').trim();
+    t.match(current, /^\d+$/, `${key} exists here (now ${current})`);
+    t.match(m[2], /^\d+$/, `${key}: a number`);
+  }
+});

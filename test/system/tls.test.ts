@@ -165,11 +165,15 @@ t.test('HTTPS with TLS_CERT_FILE / TLS_KEY_FILE', async (t) => {
     copyFileSync(renewed.keyFile, keyFile);
     const children = h.deployment?.children() ?? [];
     process.kill(h.deployment?.primary as number, 'SIGHUP');
-    // each new connection may land on any process: every one of several shows the new certificate
+    // each new connection may land on any process: every one of several shows the new certificate.
+    // A connect in the instant a process closes its old listener may be reset by the kernel
+    // (docs/deploy.md: net.ipv4.tcp_migrate_req); such a probe counts as not yet renewed
+    let resetDuringSwap = 0;
     await waitFor('every process serving the renewed certificate', async () => {
-      const seen = await Promise.all(Array.from({ length: 8 }, () => certificateOf(port)));
+      const seen = await Promise.all(Array.from({ length: 8 }, () => certificateOf(port).catch(() => { resetDuringSwap++; return null; })));
       return seen.every((f) => f === fingerprintOf(renewed.certFile));
     }, 15_000, 100);
+    if (resetDuringSwap > 0) t.comment(`${resetDuringSwap} connect(s) reset while a listener was swapped`);
     t.same(h.deployment?.children(), children, 'the same processes: nothing restarted');
     t.equal((await requestOn(kept, '/healthz')).status, 200, 'a connection opened before the reload goes on');
     const quota = await httpsRequest(port, 'GET', '/healthz');
