@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseCorsOrigins } from './http/cors.js';
+import { signingKeysOf, type SigningKey } from './tokens/signingKeys.js';
 
 // Configuration comes from the environment only, validated once at start so that a
 // misconfigured deployment refuses to start with one clear line instead of failing later.
@@ -25,6 +26,10 @@ export interface Config {
   jwtKeys: JwtKey[];
   /** iss of every token, checked on verify */
   jwtIssuer: string;
+  /** the Ed25519 keys of license tokens and receipts: the first signs, all are published (SIGNING_KEYS_FILE or SIGNING_KEYS; none in the worker) */
+  signingKeys: SigningKey[];
+  /** LICENSE_TOKEN_SECONDS: how long a license token lives */
+  licenseTokenSeconds: number;
   /** CORS_ORIGINS; null: no CORS */
   corsOrigins: Exclude<ReturnType<typeof parseCorsOrigins>, string> | null;
   adminToken: string | null;
@@ -214,6 +219,12 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
       'HTTPS is mandatory: set TLS_CERT_FILE and TLS_KEY_FILE, or ALLOW_HTTP=1 behind a TLS-terminating proxy',
     );
   }
+  let signingKeys: SigningKey[] = [];
+  try {
+    if (serving) signingKeys = signingKeysOf(env);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
   const prefix = env.REDIS_PREFIX ?? 'lic';
   if (!/^[A-Za-z0-9_.-]{1,64}$/.test(prefix)) {
     throw new ConfigError(`REDIS_PREFIX may hold only letters, digits, "_", "." and "-", got "${prefix}"`);
@@ -250,6 +261,8 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     pgSchema: schema,
     jwtKeys: keys,
     jwtIssuer: issuer,
+    signingKeys,
+    licenseTokenSeconds: intVar(env, 'LICENSE_TOKEN_SECONDS', 86_400, 60, 366 * 86_400),
     corsOrigins: cors.any || cors.rules.length > 0 ? cors : null,
     adminToken,
     tls,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -16,6 +16,8 @@ export interface Pinned {
 }
 
 export const JWT_SECRET = randomBytes(32).toString('hex');
+/** the bench service's Ed25519 key of license tokens and receipts (SIGNING_KEYS) */
+export const SIGNING_KEYS = generateKeyPairSync('ed25519').privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64');
 export const ADMIN_TOKEN = randomBytes(24).toString('base64url');
 
 function waitFor(child: ChildProcess, pattern: RegExp, name: string): Promise<void> {
@@ -55,12 +57,12 @@ export async function startRedis(cpu: string, port: number): Promise<Pinned> {
 
 /**
  * What the service needs set to serve the bench, no default fitting: plain HTTP (no
- * certificates here: as behind a TLS-terminating proxy), a JWT secret, its port, the bench's
+ * certificates here: as behind a TLS-terminating proxy), a JWT secret, a signing key, its port, the bench's
  * Redis and Postgres and its namespace in them. Every other setting is left at its default.
  */
 export function requiredEnv(redisPort: number, databaseUrl: string, port: number): Record<string, string> {
   return {
-    ALLOW_HTTP: '1', JWT_SECRET, PORT: String(port), HOST: '127.0.0.1',
+    ALLOW_HTTP: '1', JWT_SECRET, SIGNING_KEYS, PORT: String(port), HOST: '127.0.0.1',
     REDIS_URL: `redis://127.0.0.1:${redisPort}`, REDIS_PREFIX: 'bench', DATABASE_URL: databaseUrl, PG_SCHEMA: 'bench',
   };
 }

@@ -9,6 +9,7 @@ import type { Metrics } from '../metrics/registry.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { TokenService } from '../tokens/jwt.js';
+import type { ArtefactSigner } from '../tokens/signingKeys.js';
 import type { SignTokenIssuer } from '../tokens/issueSignToken.js';
 import type { SignTokenRedeemer } from '../tokens/redeemSignToken.js';
 import type { Sql } from '../db/pg.js';
@@ -21,6 +22,8 @@ export interface RouteContext {
   redis: RedisClient;
   keys: KeySpace;
   tokens: TokenService;
+  /** signs license tokens and receipts (Ed25519); the JWKS */
+  artefacts: ArtefactSigner;
   store: LicenseStore;
   hot: HotLicenses;
   passwords: Passwords;

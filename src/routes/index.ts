@@ -11,6 +11,7 @@ import { metricsRoute, type MetricsSource } from './metrics.js';
 import { readyRoute } from './readyz.js';
 import { getTokenRoute } from './v1_auth_getToken.js';
 import { signTokenRoute } from './v1_auth_signToken.js';
+import { jwksRoute } from './wellKnown_jwks.js';
 
 /**
  * Every route this configuration serves, the documentation last (it documents every route
@@ -22,7 +23,7 @@ export function serviceRoutes(ctx: RouteContext, metrics: MetricsSource = ctx.me
   const { config } = ctx;
   const routes: Route[] = [
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
-    healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
+    jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
   ];
   if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));
   const admin = adminRoutes(ctx, config.adminToken ?? ''); // documented even when not served

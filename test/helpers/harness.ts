@@ -9,6 +9,7 @@ import { KeySpace } from '../../src/redis/keys.js';
 import { startService, type Service } from '../../src/service.js';
 import { usageLag } from '../../src/usage/lag.js';
 import { DEFAULT_WORKERS } from './processes.js';
+import { TEST_SIGNING_KEY } from './signingKeys.js';
 import { startDeployed, type DeployedService } from './deployed.js';
 import { answerOf, call, type Answer, type Client } from './http.js';
 import { sleep, waitFor } from './wait.js';
@@ -218,6 +219,7 @@ export function testEnv(label: string, overrides: Record<string, string> = {}): 
   return {
     ALLOW_HTTP: '1',
     JWT_SECRET: randomBytes(32).toString('hex'),
+    SIGNING_KEYS: TEST_SIGNING_KEY,
     ADMIN_TOKEN,
     PORT: '0',
     HOST: '127.0.0.1',

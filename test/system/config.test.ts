@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { createBody } from '../helpers/admin.js';
 import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness, testEnv, type Harness, type Teardown } from '../helpers/harness.js';
 import { exitOf, SERVER_SCRIPT, spawnLogged } from '../helpers/processes.js';
+import { TEST_SIGNING_KEY } from '../helpers/signingKeys.js';
 
 // Configuration (README, Configuration): the defaults, a misconfigured
 // deployment refusing to start with one clear line on stderr instead of failing later, and
@@ -31,6 +32,7 @@ const BASE_ENV: Record<string, string> = {
   REDIS_URL: 'redis://127.0.0.1:1',
   PORT: '0',
   LOG_LEVEL: 'silent',
+  SIGNING_KEYS: TEST_SIGNING_KEY,
 };
 
 interface Exit {
@@ -63,6 +65,13 @@ t.test('the server process refuses a bad configuration with one line', async (t)
   });
   t.test('JWT_SECRET empty', async (t) => {
     assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: '' }), /JWT_SECRET/);
+  });
+  t.test('a signing key that is not an Ed25519 key', async (t) => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64');
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: SECRET, SIGNING_KEYS: rsa }), /SIGNING_KEYS.*not Ed25519/);
+  });
+  t.test('no signing key', async (t) => {
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: SECRET, SIGNING_KEYS: '' }), /SIGNING_KEYS/);
   });
   t.test('JWT_SECRET of 31 bytes', async (t) => {
     assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/);
@@ -97,7 +106,7 @@ t.test('the server process refuses a bad configuration with one line', async (t)
 });
 
 t.test('loadConfig: defaults', async (t) => {
-  const config = loadConfig({ JWT_SECRET: SECRET, ALLOW_HTTP: '1' });
+  const config = loadConfig({ JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1' });
   t.equal(config.port, 8080);
   t.equal(config.host, '127.0.0.1');
   t.equal(config.redisPrefix, 'lic');
@@ -118,7 +127,7 @@ t.test('loadConfig: defaults', async (t) => {
 
 t.test('loadConfig: overrides', async (t) => {
   const config = loadConfig({
-    JWT_SECRET: SECRET, TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY, PORT: '0', HOST: '0.0.0.0',
+    JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY, PORT: '0', HOST: '0.0.0.0',
     REDIS_PREFIX: 'other', PG_SCHEMA: 'tenant_a', ADMIN_TOKEN: 'a-long-enough-admin-token',
     RATE_GET_TOKEN_PER_MIN: '0', RATE_VALIDATE_PER_MIN: '500', RATE_CHECK_QUOTA_PER_MIN: '0', RATE_HISTORY_PER_MIN: '0', QUOTA_CACHE_SECONDS: '0',
     REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7001', REDIS_COMMAND_TIMEOUT_MS: '250',
@@ -136,7 +145,7 @@ t.test('loadConfig: overrides', async (t) => {
   t.equal(config.rate.history, 0);
   t.equal(config.quotaCacheSeconds, 0);
   t.same(config.redisClusterNodes, [{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }]);
-  t.equal(loadConfig({ JWT_SECRET: SECRET, ALLOW_HTTP: '1', ADMIN_TOKEN: '' }).adminToken, null, 'empty ADMIN_TOKEN: no admin API');
+  t.equal(loadConfig({ JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1', ADMIN_TOKEN: '' }).adminToken, null, 'empty ADMIN_TOKEN: no admin API');
 });
 
 t.test('every RATE_* at 0 (the tests\' NO_RATE_LIMITS) turns every limit off', async (t) => {
@@ -145,13 +154,13 @@ t.test('every RATE_* at 0 (the tests\' NO_RATE_LIMITS) turns every limit off', a
 });
 
 t.test('loadConfig: JWT_SECRET is measured in bytes', async (t) => {
-  t.equal(loadConfig({ JWT_SECRET: 'ş'.repeat(16), ALLOW_HTTP: '1' }).jwtKeys[0]!.secret, 'ş'.repeat(16), '16 two-byte characters = 32 bytes');
-  t.throws(() => loadConfig({ JWT_SECRET: `${'ş'.repeat(15)}a`, ALLOW_HTTP: '1' }), /JWT_SECRET/, '31 bytes refused');
-  t.equal(loadConfig({ JWT_SECRET: 'k'.repeat(32), ALLOW_HTTP: '1' }).jwtKeys[0]!.secret.length, 32, '32 ASCII bytes accepted');
+  t.equal(loadConfig({ SIGNING_KEYS: TEST_SIGNING_KEY, JWT_SECRET: 'ş'.repeat(16), ALLOW_HTTP: '1' }).jwtKeys[0]!.secret, 'ş'.repeat(16), '16 two-byte characters = 32 bytes');
+  t.throws(() => loadConfig({ SIGNING_KEYS: TEST_SIGNING_KEY, JWT_SECRET: `${'ş'.repeat(15)}a`, ALLOW_HTTP: '1' }), /JWT_SECRET/, '31 bytes refused');
+  t.equal(loadConfig({ SIGNING_KEYS: TEST_SIGNING_KEY, JWT_SECRET: 'k'.repeat(32), ALLOW_HTTP: '1' }).jwtKeys[0]!.secret.length, 32, '32 ASCII bytes accepted');
 });
 
 t.test('loadConfig: refusals name the variable', async (t) => {
-  const ok = { JWT_SECRET: SECRET, ALLOW_HTTP: '1' };
+  const ok = { JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1' };
   const cases: [Record<string, string>, RegExp][] = [
     [{ ALLOW_HTTP: '1' }, /JWT_SECRET/],
     [{ JWT_SECRET: SECRET }, /TLS|HTTPS/],

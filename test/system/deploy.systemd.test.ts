@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { STOP_FLUSH_MS } from '../../src/service.js';
 
@@ -23,6 +25,20 @@ function unitSettings(text: string): Map<string, string[]> {
     if (m) settings.set(m[1] as string, [...(settings.get(m[1] as string) ?? []), m[2] as string]);
   }
   return settings;
+}
+
+/**
+ * The example environment file as an operator fills it in: its SIGNING_KEYS_FILE made as its
+ * comment says (openssl genpkey), here in a temporary directory.
+ */
+async function exampleEnvironment(t: Test): Promise<Record<string, string>> {
+  const env = environmentFile(readFileSync(ENV_FILE, 'utf8'));
+  t.equal(env.SIGNING_KEYS_FILE, '/etc/license-service/signing-keys.pem', 'the example names the signing key file');
+  const dir = mkdtempSync(path.join(tmpdir(), 'lic-deploy-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const keyFile = path.join(dir, 'signing-keys.pem');
+  await run('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', keyFile]);
+  return { ...env, SIGNING_KEYS_FILE: keyFile };
 }
 
 /** An EnvironmentFile as systemd reads this one: KEY=value lines, # comments. */
@@ -57,7 +73,7 @@ t.test('the unit starts what npm start starts, and stops as the service stops', 
   t.equal(one('KillMode'), 'mixed', 'SIGTERM to the primary alone: it stops its children in order');
   t.equal(one('KillSignal'), 'SIGTERM');
   const stopSeconds = Number(/^(\d+)s$/.exec(one('TimeoutStopSec'))?.[1]);
-  const deadline = loadConfig({ ...environmentFile(readFileSync(ENV_FILE, 'utf8')) }).shutdownTimeoutMs + STOP_FLUSH_MS + 4000;
+  const deadline = loadConfig(await exampleEnvironment(t)).shutdownTimeoutMs + STOP_FLUSH_MS + 4000;
   t.ok(stopSeconds * 1000 > deadline, `TimeoutStopSec (${stopSeconds} s) outlasts the primary's own stop deadline (${deadline} ms)`);
   t.ok(Number(one('LimitNOFILE')) >= 65536, 'a descriptor for every connection');
   t.equal(one('Restart'), 'on-failure');
@@ -65,7 +81,7 @@ t.test('the unit starts what npm start starts, and stops as the service stops', 
 });
 
 t.test('the environment file is a configuration the service accepts, behind the front', async (t) => {
-  const env = environmentFile(readFileSync(ENV_FILE, 'utf8'));
+  const env = await exampleEnvironment(t);
   const config = loadConfig(env);
   t.equal(config.trustProxy, 1, 'one trusted hop: nginx');
   t.equal(config.host, '127.0.0.1', 'reachable through nginx only');

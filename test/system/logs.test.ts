@@ -6,6 +6,7 @@ import { call as httpCall, clientOf, type Answer } from '../helpers/http.js';
 import { bearer, claimsOf, craftJwt, HS256_HEADER, ISSUER } from '../helpers/jwt.js';
 import { spawnServer, startPrivateRedis, type LogLine, type ServerProcess } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
+import { newSigningKey } from '../helpers/signingKeys.js';
 import { TokenSource } from '../helpers/tokens.js';
 import { sleep } from '../helpers/wait.js';
 
@@ -67,6 +68,7 @@ t.test('no secret in any log line, on the happy path and with Redis and Postgres
     HOST: '127.0.0.1',
     PORT: '0',
     JWT_SECRET: jwtSecret,
+    SIGNING_KEYS: secret('SIGNING_KEYS', newSigningKey()),
     ADMIN_TOKEN: adminToken,
     REDIS_URL: redis.url,
     REDIS_PREFIX: prefix,

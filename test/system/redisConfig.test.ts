@@ -7,6 +7,7 @@ import { KeySpace } from '../../src/redis/keys.js';
 import { judgeRedisConfig, type MasterSettings } from '../../src/redis/configCheck.js';
 import { DATABASE_URL, testEnv } from '../helpers/harness.js';
 import { call } from '../helpers/http.js';
+import { TEST_SIGNING_KEY } from '../helpers/signingKeys.js';
 import {
   exitOf, SERVER_SCRIPT, serverProcessesOf, spawnLogged, spawnServer, startPrivateRedis, startRedisCluster, WORKER_SCRIPT,
   type LoggedProcess,
@@ -63,7 +64,7 @@ t.test('judgeRedisConfig: the verdict on what the masters answered', async (t) =
 });
 
 t.test('REDIS_CONFIG_CHECK and NODE_ENV in the configuration', async (t) => {
-  const base = { JWT_SECRET: 'k'.repeat(32), ALLOW_HTTP: '1' };
+  const base = { JWT_SECRET: 'k'.repeat(32), SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1' };
   t.equal(loadConfig(base).redisConfigCheck, 'refuse', 'refuse by default');
   t.equal(loadConfig(base).production, false, 'development without NODE_ENV');
   t.equal(loadConfig({ ...base, NODE_ENV: 'production' }).production, true);
