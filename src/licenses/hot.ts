@@ -6,7 +6,7 @@ import {
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
-import { encodeDomains } from './origin.js';
+import { decodeDomains, encodeDomains } from './origin.js';
 import { redemptionOf } from '../usage/events.js';
 import type { LicenseRow, LicenseStore } from './store.js';
 
@@ -19,6 +19,8 @@ export interface LiveLicense {
   usedQuota: number;
   expiryMs: number;
   isActive: boolean;
+  /** the origins it accepts, normalised ([]: any) */
+  domains: string[];
 }
 
 /** What get-token needs of a license key. */
@@ -237,15 +239,20 @@ export class HotLicenses {
   /** The live license, reloaded if Redis lost it or an admin change fenced it; null when it does not exist. */
   async read(licenseKey: string): Promise<LiveLicense | null> {
     const firmaId = await this.firmaIdOf(licenseKey);
-    if (firmaId === null) return null;
+    return firmaId === null ? null : this.readFirma(firmaId, licenseKey);
+  }
+
+  /** The live license of a firma id found by its key (as read does); null when it no longer exists. */
+  async readFirma(firmaId: string, licenseKey: string): Promise<LiveLicense | null> {
     const key = this.keys.forLicense(firmaId).license;
-    const readCopy = () => this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences);
+    const readCopy = () => this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences, L.domains);
     let copy: (string | null)[] | null = await readCopy();
     if (unusable(copy)) copy = await this.retryAfterMiss(firmaId, readCopy, unusable);
     if (copy === null) return null;
-    const [q, u, a, x, n] = copy;
+    const [q, u, a, x, n, , d] = copy;
     return {
       firmaId, licenseKey, organizationName: n ?? '', totalQuota: Number(q), usedQuota: Number(u), expiryMs: Number(x), isActive: a === '1',
+      domains: decodeDomains(d ?? ''),
     };
   }
 }

@@ -28,6 +28,11 @@ export function normaliseDomain(entry: string): string | null {
   return wildcard ? `*.${host}` : host;
 }
 
+/** The list encodeDomains wrote. */
+export function decodeDomains(encoded: string): string[] {
+  return encoded === '' ? [] : encoded.slice(1, -1).split(',');
+}
+
 /** The form redeem.lua searches: ",a.com,*.b.com," ("" when any origin is accepted). */
 export function encodeDomains(domains: readonly string[]): string {
   return domains.length === 0 ? '' : `,${domains.join(',')},`;

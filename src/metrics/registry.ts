@@ -58,6 +58,7 @@ export class Metrics {
   // ---- the use cases ----
   readonly validateOutcomes: CounterFamily;
   readonly tokensIssued: CounterFamily;
+  readonly licenseTokensIssued: CounterFamily;
 
   // ---- dependencies ----
   readonly redisErrors: CounterFamily;
@@ -80,6 +81,7 @@ export class Metrics {
     this.validateOutcomes = this.counter('license_validate_outcomes_total',
       'Answers of validate by outcome: redeemed (Idempotency-Key replays included), already_used, token_expired, origin_refused, quota_exhausted, rate_limited...');
     this.tokensIssued = this.counter('license_sign_tokens_issued_total', 'Sign tokens issued, by route (get-token, sign-token) and imza_tipi');
+    this.licenseTokensIssued = this.counter('license_license_tokens_issued_total', 'License tokens (EdDSA JWS) issued by license validation (POST /api/License/validate with a key and password)');
     this.redisErrors = this.counter('license_redis_errors_total',
       'Redis errors (refusals, timeouts, closed connections) by where they were met: request, worker, connection (reconnection attempts), scrape');
     this.postgresErrors = this.counter('license_postgres_errors_total', 'Postgres errors (refusals, timeouts, lost connections) by where they were met: request, worker');

@@ -95,7 +95,7 @@ const QuotaInfo = Type.Object({
 const EXAMPLE_NOW = Date.parse('2026-03-01T09:30:00.000Z');
 const exampleLicense: LiveLicense = {
   firmaId: EXAMPLE.firmaId, licenseKey: EXAMPLE.licenseKey, organizationName: EXAMPLE.organizationName,
-  totalQuota: EXAMPLE.totalQuota, usedQuota: EXAMPLE.usedQuota, expiryMs: Date.parse(EXAMPLE.expiryDate), isActive: true,
+  totalQuota: EXAMPLE.totalQuota, usedQuota: EXAMPLE.usedQuota, expiryMs: Date.parse(EXAMPLE.expiryDate), isActive: true, domains: [],
 };
 const exampleOf = (live: Partial<LiveLicense> | null): Reply =>
   send(answerFor(EXAMPLE.licenseKey, live && { ...exampleLicense, ...live }, EXAMPLE_NOW));

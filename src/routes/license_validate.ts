@@ -5,12 +5,14 @@ import type { Count as MetricCount } from '../metrics/cells.js';
 import { Outcome } from '../redis/scripts.js';
 import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
 import { EXAMPLE } from '../openapi/examples.js';
+import { merge } from '../openapi/responses.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { Count, messageErrorOf, PRESENTED_TOKEN, QuotaExhaustedError, RateLimitedError } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { messageErrors, rateLimited } from './replies.js';
-import { bodyParser, IdempotencyKey, idempotencyKeyHeader, Text } from './schemas.js';
+import { IdempotencyKey, idempotencyKeyHeader, jsonObject, Text, valueParser } from './schemas.js';
+import { LicenseValidation, LicenseValidationBody, licenseTokenResponse, licenseValidationResponses } from './licenseToken.js';
 
 /** A token: text that is not blank (trimmed before it is verified). */
 const Token = Type.String({ format: 'text', maxLength: 4096, pattern: '\\S', description: `the sign token. ${PRESENTED_TOKEN}` });
@@ -131,9 +133,36 @@ const doc: RouteDoc = {
   },
 };
 
-/** POST /api/license/validate: redeem a sign token, spending one unit of quota. */
+/** Validate's document with license validation's body and answers beside its own. */
+function withLicenseValidation(d: RouteDoc, rateLimits: RouteDoc['rateLimits']): RouteDoc {
+  const responses = { ...d.responses };
+  for (const [status, r] of Object.entries({ 200: licenseTokenResponse(), ...licenseValidationResponses() })) {
+    responses[Number(status)] = merge(responses[Number(status)], r);
+  }
+  const body = d.body as NonNullable<RouteDoc['body']>;
+  return {
+    ...d,
+    summary: 'Redeem a sign token, spending one unit of quota; or validate a license for a license token',
+    description: `${d.description} With {licenseKey, password} instead (no token), it is license validation: the login of ` +
+      'get-token (its budgets, limits and coded errors), answered with a license token, an EdDSA JWS of the license\'s state ' +
+      'that a client verifies offline with /.well-known/jwks.json. It spends no quota. Answers the HTTP layer gives by itself ' +
+      '(413, 503) are in validate\'s shape.',
+    body: {
+      schema: Type.Union([body.schema, LicenseValidationBody]),
+      examples: [...body.examples, { summary: 'license validation', value: { licenseKey: EXAMPLE.licenseKey, password: EXAMPLE.password } }],
+    },
+    rateLimits,
+    responses,
+  };
+}
+
+/**
+ * POST /api/license/validate: redeem a sign token, spending one unit of quota; or, for a
+ * body with a licenseKey and no token, license validation (src/routes/licenseToken.ts).
+ */
 export function validateRoute(ctx: RouteContext): Route {
-  const parse = bodyParser(ValidateBody);
+  const parse = valueParser(ValidateBody);
+  const licenseValidation = new LicenseValidation(ctx);
   const limit = ctx.config.rate.validate;
   const fields = new RateLimitFields('validate', limit);
   // every outcome's series bound once: the request path adds to a number
@@ -167,11 +196,15 @@ export function validateRoute(ctx: RouteContext): Route {
     errors: messageErrors,
     cors: true,
     needsIdempotencyKey: true,
-    doc: { ...doc, rateLimits: [fields.describe(LIMIT)] },
+    needsClientAddress: true, // license validation's login budgets
+    doc: withLicenseValidation(doc, [fields.describe(LIMIT), ...licenseValidation.rateLimits]),
     handler(req) {
       const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
       if (idempotencyKey === false) return invalid('Idempotency-Key');
-      const parsed = parse(req.body);
+      const body = jsonObject(req.body);
+      // the body decides: a token is a redemption, exactly as published; a key without one asks for a license token
+      if (body !== null && !('token' in body) && 'licenseKey' in body) return licenseValidation.answer(req, body);
+      const parsed = parse(body);
       if (!parsed.ok) return invalid(parsed.field);
       const { token, origin } = parsed.value;
       if (token === undefined || token === null || token.trim() === '') {

@@ -100,20 +100,31 @@ function fieldOf(error: ErrorObject | undefined): string {
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; field: string };
 
-/** A body parser: JSON text to a value of the schema's type, or the name of what is wrong. */
-export function bodyParser<S extends TSchema>(schema: S): (body: Buffer | null) => Parsed<Static<S>> {
+/** A body as a JSON object, or null when it is not one (not JSON, or an array, a string...). */
+export function jsonObject(body: Buffer | null): Record<string, unknown> | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(body === null ? '' : body.toString('utf8'));
+  } catch {
+    return null;
+  }
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+}
+
+/** A checker of a parsed JSON object against the schema: its value, or the name of what is wrong. */
+export function valueParser<S extends TSchema>(schema: S): (value: Record<string, unknown> | null) => Parsed<Static<S>> {
   const validate = ajv.compile(schema);
-  return (body) => {
-    let value: unknown;
-    try {
-      value = JSON.parse(body === null ? '' : body.toString('utf8'));
-    } catch {
-      return { ok: false, field: 'body' };
-    }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, field: 'body' };
+  return (value) => {
+    if (value === null) return { ok: false, field: 'body' };
     if (!validate(value)) return { ok: false, field: fieldOf(validate.errors?.[0]) };
     return { ok: true, value: value as Static<S> };
   };
+}
+
+/** A body parser: JSON text to a value of the schema's type, or the name of what is wrong. */
+export function bodyParser<S extends TSchema>(schema: S): (body: Buffer | null) => Parsed<Static<S>> {
+  const check = valueParser(schema);
+  return (body) => check(jsonObject(body));
 }
 
 /** A query-string parser: the first value of each parameter, checked against the schema. */

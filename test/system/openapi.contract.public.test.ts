@@ -27,6 +27,7 @@ const signToken = (accessToken: string | null, body: unknown = { imzaTipi: 0 }) 
   c.request('POST', SIGN_TOKEN, body, accessToken === null ? {} : bearer(accessToken));
 const validate = (token: unknown, origin?: string, headers: Record<string, string> = {}) => (c: Client) =>
   c.request('POST', VALIDATE, origin === undefined ? { token } : { token, origin }, headers);
+const licenseValidation = (key: string, password: string) => (c: Client) => c.request('POST', VALIDATE, { licenseKey: key, password });
 const checkQuota = (key: string) => (c: Client) => c.request('GET', `/api/License/check-quota/${key}`);
 const history = (key: string, accessToken: string | null, query = '') => (c: Client) =>
   c.request('GET', `/api/License/history/${key}${query}`, undefined, accessToken === null ? {} : bearer(accessToken));
@@ -49,6 +50,19 @@ t.test('get-token', async (t) => {
   const over = await k.untilLimited(t, 'get-token', getToken(limited.licenseKey, limited.password), 200, 10);
   t.match(over.headers.get('ratelimit'), /^"get-token";r=0;t=\d+$/, 'r=0');
   t.equal(over.headers.get('ratelimit')?.split('t=')[1], over.headers.get('retry-after'), 't is Retry-After');
+});
+
+t.test('license validation (validate with a key and password)', async (t) => {
+  const lic = await k.license();
+  const ok = await k.expect(t, 200, 'a license token', licenseValidation(lic.licenseKey, lic.password), COUNTED);
+  t.equal(ok.headers.get('ratelimit-policy'), '"get-token";q=10;w=60', 'get-token\'s policy');
+  await k.expect(t, 400, 'no password: INVALID_REQUEST', (c) => c.request('POST', VALIDATE, { licenseKey: lic.licenseKey }), UNCOUNTED);
+  await k.expect(t, 401, 'wrong password', licenseValidation(lic.licenseKey, 'wrong'), COUNTED);
+  await k.expect(t, 401, 'expired', licenseValidation((await k.license({ expiryDate: past() })).licenseKey, 'correct horse battery staple'), COUNTED);
+  await k.expect(t, 401, 'inactive', licenseValidation((await k.license({ isActive: false })).licenseKey, 'correct horse battery staple'), COUNTED);
+  const limited = await k.license();
+  const over = await k.untilLimited(t, 'license validation', licenseValidation(limited.licenseKey, limited.password), 200, 10);
+  t.match(over.headers.get('ratelimit'), /^"get-token";r=0;t=\d+$/, 'get-token\'s count');
 });
 
 t.test('sign-token', async (t) => {

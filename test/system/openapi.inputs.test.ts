@@ -148,6 +148,8 @@ const PROBES: Record<string, Probe> = {
   'post /api/v1/auth/sign-token body.imzaTipi': { send: post('/api/v1/auth/sign-token', {}, 'imzaTipi', bearer(accessToken)), refused: naming('imzaTipi') },
   'post /api/license/validate body.token': { send: post('/api/license/validate', {}, 'token'), refused: validateNaming('token') },
   'post /api/license/validate body.origin': { send: post('/api/license/validate', { token: 'x' }, 'origin'), refused: validateNaming('origin') },
+  'post /api/license/validate body.licenseKey': { send: post('/api/license/validate', { password: 'x' }, 'licenseKey'), refused: naming('licenseKey'), runs: 40 },
+  'post /api/license/validate body.password': { send: post('/api/license/validate', { licenseKey: randomUUID() }, 'password'), refused: naming('password'), runs: 40 },
   'post /api/license/validate header.Idempotency-Key': {
     send: (v) => c.request('POST', '/api/license/validate', { token: 'x' }, { 'idempotency-key': String(v) }), refused: validateNaming('Idempotency-Key'), skip: notInHeader,
   },
@@ -212,6 +214,8 @@ const PROBES: Record<string, Probe> = {
 // ---- the fields of the document ----------------------------------------------------------
 
 /** Every documented input with a constraint: each body field, each parameter whose schema says more than its type. */
+interface BodySchema { properties?: Record<string, Schema>; anyOf?: BodySchema[]; oneOf?: BodySchema[] }
+
 function fields(): Map<string, Schema> {
   const out = new Map<string, Schema>();
   for (const [path, item] of Object.entries(doc.paths)) {
@@ -219,8 +223,11 @@ function fields(): Map<string, Schema> {
       for (const p of (op.parameters ?? []) as Parameter[]) {
         if (Object.keys(p.schema).some((k) => k !== 'type' && k !== 'description')) out.set(`${method} ${path} ${p.in}.${p.name}`, p.schema);
       }
-      const body = op.requestBody?.content['application/json']?.schema as { properties?: Record<string, Schema> } | undefined;
-      for (const [name, schema] of Object.entries(body?.properties ?? {})) out.set(`${method} ${path} body.${name}`, schema);
+      const body = op.requestBody?.content['application/json']?.schema as BodySchema | undefined;
+      // a body of several kinds (validate's: a redemption, or license validation) has the fields of each
+      for (const kind of body === undefined ? [] : [body, ...(body.anyOf ?? body.oneOf ?? [])]) {
+        for (const [name, schema] of Object.entries(kind.properties ?? {})) out.set(`${method} ${path} body.${name}`, schema);
+      }
     }
   }
   return out;
