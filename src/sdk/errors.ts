@@ -1,7 +1,8 @@
 // What a LicenseClient call throws. Three kinds a caller tells apart: the service answered
 // with an error (LicenseApiError: status, a stable code, the message exactly as published),
 // no answer came (LicenseNetworkError; LicenseTimeoutError when the SDK gave up waiting),
-// and a desktop hand-off payload that does not decode (HandoffError, ./handoff.ts).
+// a desktop hand-off payload that does not decode (HandoffError, ./handoff.ts), and a license
+// token or receipt that does not verify offline (ArtefactVerificationError, ./verify.ts).
 
 /** The published codes of get-token, sign-token, history and check-quota, as the service sends them. */
 export type CodedErrorCode =
@@ -128,4 +129,27 @@ export function apiErrorOf(status: number, retryAfterHeader: string | null, text
     return new LicenseApiError(status, codeOfMessage(body.message), body.message, retryAfter, body);
   }
   return new LicenseApiError(status, 'UNEXPECTED_RESPONSE', `HTTP ${status}: an answer in no published shape`, retryAfter, parsed ?? text);
+}
+
+/**
+ * Why a license token or receipt was refused (./verify.ts). MALFORMED: not a compact JWS
+ * (three base64url segments without padding, JSON objects without a repeated member);
+ * UNSUPPORTED_HEADER: anything but {alg: "EdDSA", typ: "JWT", kid} (none, HS256, RS256, jku,
+ * jwk, x5u, crit...); UNKNOWN_KEY: a kid not in the key set, after the one refetch allowed;
+ * BAD_SIGNATURE; WRONG_ARTEFACT: a receipt where a license token was expected or the reverse
+ * (any other typ too); WRONG_ISSUER; INVALID_CLAIMS: signed, but a member is missing or not
+ * of the format's type; EXPIRED and INACTIVE: license tokens only; JWKS_UNAVAILABLE: the key
+ * set could not be fetched, or holds no Ed25519 key.
+ */
+export type ArtefactProblem =
+  | 'MALFORMED' | 'UNSUPPORTED_HEADER' | 'UNKNOWN_KEY' | 'BAD_SIGNATURE' | 'WRONG_ARTEFACT' | 'WRONG_ISSUER'
+  | 'INVALID_CLAIMS' | 'EXPIRED' | 'INACTIVE' | 'JWKS_UNAVAILABLE';
+
+/** A license token or receipt that does not verify: nothing of it may be trusted. */
+export class ArtefactVerificationError extends LicenseSdkError {
+  override name = 'ArtefactVerificationError';
+
+  constructor(readonly reason: ArtefactProblem, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
 }

@@ -106,3 +106,70 @@ export interface HistoryOptions {
   /** start after this cursor (a page's nextCursor) instead of at the newest */
   cursor?: string;
 }
+
+// ---- artefacts verified offline (./verify.ts) -----------------------------------------------
+
+/** One key of a JWKS, as GET /.well-known/jwks.json serves it (kty OKP, crv Ed25519, alg EdDSA, use sig). */
+export interface PublicJwk {
+  kty: string;
+  crv?: string;
+  /** the public key, base64url */
+  x?: string;
+  /** its RFC 7638 thumbprint: the kid of the JWS it signs */
+  kid?: string;
+  alg?: string;
+  use?: string;
+}
+
+/** A JSON Web Key Set: GET /.well-known/jwks.json's body. */
+export interface JsonWebKeySet {
+  keys: readonly PublicJwk[];
+}
+
+/**
+ * A license token's claims (POST /api/License/validate with licenseKey and password): the
+ * license as the service saw it at `iat`, signed with Ed25519. Times in seconds since the epoch.
+ */
+export interface LicenseTokenClaims {
+  typ: 'license';
+  iss: string;
+  firma_id: string;
+  firma_adi: string;
+  active: true;
+  /** the license's expiry */
+  license_exp: number;
+  total_quota: number;
+  used_quota: number;
+  remaining_quota: number;
+  /** the authorised domains; empty: any */
+  domains: string[];
+  iat: number;
+  /** the token's own expiry: iat + LICENSE_TOKEN_SECONDS, or license_exp when sooner */
+  exp: number;
+}
+
+/** A document a receipt names: what the desktop application signed. */
+export interface ReceiptDocument {
+  name: string;
+  /** lower-case hex SHA-256 of the document */
+  sha256: string;
+}
+
+/**
+ * A receipt's claims (POST /api/Signature/sign): one sign token redeemed for these
+ * documents. A receipt does not expire; receiptDigest() is what Postgres keeps of it.
+ */
+export interface ReceiptClaims {
+  typ: 'receipt';
+  iss: string;
+  /** the redeemed sign token's token_id */
+  jti: string;
+  firma_id: string;
+  imza_tipi: ImzaTipi;
+  documents: ReceiptDocument[];
+  /** the redemption, seconds since the epoch */
+  iat: number;
+  /** the license's quota after this redemption */
+  used_quota: number;
+  remaining_quota: number;
+}
