@@ -119,6 +119,8 @@ export interface PublicJwk {
   kid?: string;
   alg?: string;
   use?: string;
+  /** other members (an RSA key's n and e...): keys other than Ed25519 are skipped */
+  [member: string]: unknown;
 }
 
 /** A JSON Web Key Set: GET /.well-known/jwks.json's body. */
