@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -6,11 +7,14 @@ import { chromium, type Page } from 'playwright-core';
 import t from 'tap';
 import { NO_RATE_LIMITS, startHarness, type Harness } from '../helpers/harness.js';
 import { servePages, type PageServer } from '../helpers/pageServer.js';
+import { licensePayload, receiptPayload, signerOf } from '../helpers/artefacts.js';
+import { TEST_SIGNING_KEY } from '../helpers/signingKeys.js';
 
 // The built SDK (dist/src/sdk, what the package exports as ./sdk) in a browser: headless
 // Chromium loads a page whose module script imports it as it is, and the page calls the
 // service (an origin of CORS_ORIGINS) through it: every method, a typed error, the
-// idempotent replay, history across pages and the hand-off payload. It runs there because
+// idempotent replay, history across pages, the hand-off payload and license tokens and
+// receipts verified offline (Ed25519 in the browser's WebCrypto). It runs there because
 // it uses nothing of Node's (tsconfig.sdk.json compiles it without Node's types).
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -51,6 +55,7 @@ async function browserTests(): Promise<void> {
   await page.waitForFunction(() => (window as any).sdkReady === true, undefined, { timeout: 30_000 });
 
   await t.test('every method from a page, through the built SDK', async (t) => pageFlow(t, h, page));
+  await t.test('license tokens and receipts verified in the page (WebCrypto Ed25519), the JWKS fetched from the service', async (t) => pageVerify(t, h, page));
 }
 
 type TestT = Parameters<Parameters<typeof t.test>[0]>[0];
@@ -93,6 +98,28 @@ async function pageFlow(t: TestT, h: Harness, page: Page): Promise<void> {
     return out;
   }, { base: h.url, licenseKey: lic.licenseKey, accessToken: seen.accessToken as string });
   t.same(items, [1, 0], 'history, a page per item, newest first');
+}
+async function pageVerify(t: TestT, h: Harness, page: Page): Promise<void> {
+  const { signer } = signerOf(TEST_SIGNING_KEY);
+  const license = licensePayload();
+  const receipt = receiptPayload();
+  const seen = await page.evaluate(async ({ base, licenseToken, receiptToken }) => {
+    const { KeySet, verifyLicenseToken, verifyReceipt, receiptDigest, ArtefactVerificationError } = (window as any).sdk;
+    const keySet = new KeySet({ baseUrl: base });
+    const claims = await verifyLicenseToken(licenseToken, { keySet });
+    const receiptClaims = await verifyReceipt(receiptToken, { keySet });
+    let refused: unknown = null;
+    try {
+      await verifyLicenseToken(receiptToken, { keySet });
+    } catch (e: any) {
+      refused = { typed: e instanceof ArtefactVerificationError, reason: e.reason };
+    }
+    return { claims, receiptClaims, refused, digest: await receiptDigest(receiptToken) };
+  }, { base: h.url, licenseToken: signer.sign(JSON.stringify(license)), receiptToken: signer.sign(JSON.stringify(receipt)) });
+  t.strictSame(seen.claims, license, 'the license token\'s claims');
+  t.strictSame(seen.receiptClaims, receipt, 'the receipt\'s claims');
+  t.strictSame(seen.refused, { typed: true, reason: 'WRONG_ARTEFACT' }, 'a receipt is no license token in the page either');
+  t.equal(seen.digest, createHash('sha256').update(JSON.stringify(receipt)).digest('hex'), 'receiptDigest');
 }
 /* eslint-enable @typescript-eslint/no-explicit-any */
 

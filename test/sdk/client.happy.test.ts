@@ -18,7 +18,7 @@ const h = await startHarness(t, 'sdk-happy', NO_RATE_LIMITS);
 t.test('the package exports ./sdk: the built SDK, which imports nothing but its own modules', async (t) => {
   const entry = fileURLToPath(import.meta.resolve('license-sign-token-service/sdk'));
   t.match(entry, /\/dist\/src\/sdk\/index\.js$/, 'resolves to the built SDK');
-  for (const file of ['index', 'client', 'errors', 'handoff', 'types']) {
+  for (const file of ['index', 'client', 'errors', 'handoff', 'types', 'verify', 'claims', 'keyset', 'encoding', 'members']) {
     const text = await readFile(entry.replace(/index\.js$/, `${file}.js`), 'utf8');
     const imports = [...text.matchAll(/^(?:import|export)\b[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1] as string);
     t.ok(imports.every((spec) => /^\.\/[a-z]+\.js$/.test(spec)), `${file}.js imports only ./*.js (${imports.join(', ') || 'nothing'})`);
