@@ -23,7 +23,9 @@ export interface KeySetOptions {
 /** Longest JWKS body read: the service's is about 150 bytes a key. */
 const MAX_JWKS_LENGTH = 1024 * 1024;
 
-const X_OR_KID = /^[A-Za-z0-9_-]{1,512}$/;
+/** An Ed25519 public key: 32 bytes, 43 characters of base64url. */
+const X = /^[A-Za-z0-9_-]{43}$/;
+const MAX_KID_LENGTH = 512;
 
 function record(value: unknown): Record<string, unknown> | null {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : null;
@@ -48,7 +50,7 @@ export async function importJwks(jwks: unknown): Promise<Map<string, CryptoKey>>
     if (jwk === null || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519') continue;
     if ((jwk.use !== undefined && jwk.use !== 'sig') || (jwk.alg !== undefined && jwk.alg !== 'EdDSA')) continue;
     const { x, kid } = jwk;
-    if (typeof x !== 'string' || typeof kid !== 'string' || !X_OR_KID.test(x) || !X_OR_KID.test(kid) || keys.has(kid)) continue;
+    if (typeof x !== 'string' || !X.test(x) || typeof kid !== 'string' || kid === '' || kid.length > MAX_KID_LENGTH || keys.has(kid)) continue;
     try {
       // the members WebCrypto needs and no more: runtimes differ on the alg they accept
       keys.set(kid, await globalThis.crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x }, { name: 'Ed25519' }, false, ['verify']));

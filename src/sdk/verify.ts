@@ -1,7 +1,7 @@
 import { checkIssuer, checkKind, licenseClaims, receiptClaims } from './claims.js';
 import { fromBase64url, objectOfSegment, SEGMENT, sha256Hex } from './encoding.js';
 import { ArtefactVerificationError, LicenseSdkError } from './errors.js';
-import { importJwks, KeySet } from './keyset.js';
+import { importJwks, type KeySet } from './keyset.js';
 import type { JsonWebKeySet, LicenseTokenClaims, ReceiptClaims } from './types.js';
 
 // Offline verification of the service's artefacts: license tokens (POST /api/License/validate)
@@ -58,7 +58,8 @@ function kidOf(segment: string): string {
 }
 
 async function keyOf(options: VerifyOptions, kid: string): Promise<CryptoKey> {
-  if (options.keySet instanceof KeySet) return options.keySet.key(kid);
+  // by shape, not instanceof: a bundle may hold two copies of this module
+  if (typeof options.keySet?.key === 'function') return options.keySet.key(kid);
   const jwks = options.jwks;
   if (typeof jwks !== 'object' || jwks === null) throw new LicenseSdkError('verify: options.jwks or options.keySet is required');
   let keys = given.get(jwks);
@@ -91,6 +92,20 @@ async function verifiedPayload(artefact: unknown, options: VerifyOptions): Promi
   return claims;
 }
 
+// A NaN clock or tolerance would make every exp comparison false: an expired token would
+// pass. The caller's mistake is thrown, never turned into a verification.
+function nowOf(options: VerifyOptions): number {
+  const ms = (options.now ?? new Date()).getTime();
+  if (!Number.isFinite(ms)) throw new LicenseSdkError('verify: options.now is an invalid Date');
+  return Math.floor(ms / 1000);
+}
+
+function toleranceOf(options: VerifyOptions): number {
+  const seconds = options.clockToleranceSeconds ?? 60;
+  if (typeof seconds !== 'number' || !(seconds >= 0)) throw new LicenseSdkError('verify: options.clockToleranceSeconds must be a number, 0 or more');
+  return seconds;
+}
+
 function issuerOf(options: VerifyOptions): string {
   return options.issuer ?? 'license-service';
 }
@@ -104,8 +119,7 @@ export async function verifyLicenseToken(token: string, options: VerifyOptions):
   const payload = await verifiedPayload(token, options);
   checkKind(payload, 'license');
   const iss = checkIssuer(payload, issuerOf(options));
-  const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
-  return licenseClaims(payload, iss, now, Math.max(0, options.clockToleranceSeconds ?? 60));
+  return licenseClaims(payload, iss, nowOf(options), toleranceOf(options));
 }
 
 /**

@@ -124,6 +124,11 @@ t.test('license tokens: expired (with the tolerance), inactive, another issuer, 
   const token = license({ exp: now + 3600 });
   t.equal(await reasonOf(verifyLicenseToken(token, { ...opts, now: new Date((now + 3661) * 1000) })), 'EXPIRED', 'a clock given, an hour on');
   t.equal((await verifyLicenseToken(token, { ...opts, now: new Date((now + 3600) * 1000) })).exp, now + 3600, 'at exp: still valid');
+  const expired = license({ exp: now - 3600 });
+  for (const bad of [{ now: new Date(Number.NaN) }, { clockToleranceSeconds: Number.NaN }, { clockToleranceSeconds: -1 }]) {
+    const err = await rejection(verifyLicenseToken(expired, { ...opts, ...bad }));
+    t.ok(err instanceof LicenseSdkError && !(err instanceof ArtefactVerificationError), `${Object.keys(bad)[0]} unusable: the caller's error, not a pass`);
+  }
   t.equal(await reasonOf(verifyLicenseToken(license({ active: false }), opts)), 'INACTIVE');
   t.equal(await reasonOf(verifyLicenseToken(license({ iss: 'another-service' }), opts)), 'WRONG_ISSUER');
   t.equal(await reasonOf(verifyLicenseToken(license({ iss: undefined }), opts)), 'WRONG_ISSUER', 'no iss');
