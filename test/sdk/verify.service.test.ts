@@ -1,0 +1,23 @@
+import { KeySet, verifyLicenseToken } from 'license-sign-token-service/sdk';
+import t from 'tap';
+import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+
+// The desktop side against the service itself, as the README shows it: a license token from
+// license validation, verified offline by the SDK with the keys the service publishes.
+
+const h = await startHarness(t, 'sdk-e2e', NO_RATE_LIMITS);
+
+t.test('a license token from license validation verifies, with the license as the service holds it', async (t) => {
+  const expiry = new Date(Date.now() + 30 * 86_400_000);
+  const lic = await h.createLicense({ organizationName: 'Uçtan Uca A.Ş.', totalQuota: 7, expiryDate: expiry.toISOString(), domains: ['*.ornek.com.tr'] });
+  const res = await h.request('POST', '/api/License/validate', { licenseKey: lic.licenseKey, password: lic.password });
+  t.equal(res.status, 200);
+  const keySet = new KeySet({ baseUrl: h.url });
+  const claims = await verifyLicenseToken(res.body.licenseToken as string, { keySet });
+  t.match(claims, {
+    typ: 'license', iss: 'license-service', firma_id: lic.firmaId, firma_adi: 'Uçtan Uca A.Ş.', active: true,
+    license_exp: Math.floor(expiry.getTime() / 1000), total_quota: 7, used_quota: 0, remaining_quota: 7, domains: ['*.ornek.com.tr'],
+  });
+  t.equal(claims.exp - claims.iat, 86_400);
+  await t.rejects(verifyLicenseToken(`${res.body.licenseToken as string}x`, { keySet }), { name: 'ArtefactVerificationError' }, 'a changed token does not');
+});
