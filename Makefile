@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-front bench-flood bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
+.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
 
 # tap's plugins are compiled into node_modules: built here, before the first run, so that
 # not even the first run loads the TypeScript plugin the config turns off (a loader in every
@@ -117,6 +117,13 @@ bench-flood: build load-tools
 	@case "$${FLOOD_ONLY:-}" in ''|get-token|public) ;; *) echo "FLOOD_ONLY: get-token or public (unset: both)"; exit 1;; esac
 	[ "$${FLOOD_ONLY:-}" = public ] || node dist/bench/load/flood.js
 	[ "$${FLOOD_ONLY:-}" = get-token ] || node dist/bench/load/publicFloods.js
+
+# What a receipt costs: validate against POST /api/Signature/sign with 1 and 10 documents, as deployed, in
+# rounds of one run (bench/load/sign.ts); and one Ed25519 signature per artefact in CPU time (bench/artefacts.ts).
+bench-sign: build load-tools
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	taskset -c 0 node dist/bench/artefacts.js
+	node dist/bench/load/sign.js
 
 # The usage worker's lag at peak validate load, as deployed (what a Redis loss without persistence costs).
 bench-lag: build load-tools

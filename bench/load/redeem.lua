@@ -1,7 +1,8 @@
 -- wrk: POST /api/license/validate, every request a distinct sign token (a real redemption).
--- args: <token file> <thread count> ["keyed"]. Each thread takes every n-th line of the file.
--- "keyed": every request also carries an Idempotency-Key of its own (never repeated, so each
--- is still a first redemption: the cost of the key on the request path).
+-- args: <token file> <thread count> ["keyed" | "documents:N"]. Each thread takes every n-th
+-- line of the file. "keyed": every request also carries an Idempotency-Key of its own (never
+-- repeated, so each is still a first redemption: the cost of the key on the request path).
+-- "documents:N": the body also lists N documents, for POST /api/Signature/sign.
 dofile(os.getenv("WRK_LUA_DIR") .. "/common.lua")
 
 local threads, counter = {}, 1
@@ -13,11 +14,24 @@ end
 
 local bodies, next_index = {}, 1
 local keyed, head = false, nil
+
+-- ',"documents":[...]' of n documents (names and digests as a signing application sends them)
+local function documents(n)
+  local list = {}
+  for i = 1, n do
+    list[i] = string.format('{"name":"recete-%04d.xml","sha256":"%064x"}', i, i)
+  end
+  return ',"documents":[' .. table.concat(list, ',') .. ']'
+end
+
 function init(args)
   local file, n = args[1], tonumber(args[2] or "1")
+  local extra = ""
+  local count = string.match(args[3] or "", "^documents:(%d+)$")
+  if count then extra = documents(tonumber(count)) end
   local line_no = 0
   for line in io.lines(file) do
-    if line_no % n == (id - 1) then bodies[#bodies + 1] = '{"token":"' .. line .. '"}' end
+    if line_no % n == (id - 1) then bodies[#bodies + 1] = '{"token":"' .. line .. '"' .. extra .. '}' end
     line_no = line_no + 1
   end
   keyed = args[3] == "keyed"
