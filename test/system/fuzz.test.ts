@@ -198,6 +198,15 @@ const getToken = request('POST', route('/api/v1/auth/get-token'), bodyOf({
   imzaTipi: fc.constantFrom(0, 1),
 })));
 
+// validate's path with a key and a password: license validation, answered as get-token answers
+const licenseValidation = request('POST', route('/api/license/validate'), bodyOf({
+  licenseKey: field(licenseKeys, fc.uuid()),
+  password: field(fc.oneof({ weight: 3, arbitrary: real('password') }, real('password2'))),
+}, true, oneBad({
+  licenseKey: fc.oneof({ weight: 4, arbitrary: real('key') }, real('keyUpper'), fc.uuid()),
+  password: real('password'),
+})));
+
 const signToken = request('POST', route('/api/v1/auth/sign-token'), bodyOf({ imzaTipi }), {
   authorization: authorizationOf(accessTokens, tokenOf(accessTokens, crafted)),
 });
@@ -554,6 +563,7 @@ t.test('fuzz every endpoint', async (t) => {
   await h.drainWorker();
   await property(t, ctx, 'history', runsFor(1), history, KNOWN.history);
   await property(t, ctx, 'get-token', runsFor(0.5), getToken, KNOWN.getToken);
+  await property(t, ctx, 'license validation', runsFor(0.5), licenseValidation);
   await property(t, ctx, 'sign-token', runsFor(1), signToken, KNOWN.signToken);
   await property(t, ctx, 'check-quota', runsFor(1), checkQuota, KNOWN.checkQuota);
   await property(t, ctx, 'admin create', runsFor(0.5), adminCreate, KNOWN.adminCreate);
