@@ -22,7 +22,7 @@ const firma = randomUUID();
 const licenseKeys = new KeySpace('bench-io').forLicense(firma);
 const redemption: Redemption = {
   keys: licenseKeys, markers: licenseKeys.markers(1795312340000).key, limit: 0, host: '', tokenId: randomUUID(),
-  firmaId: firma, imzaTipi: 0, iatMs: 1795312340000, origin: null, idempotency: null,
+  firmaId: firma, imzaTipi: 0, iatMs: 1795312340000, origin: null, idempotency: null, receiptPrefix: '',
 };
 
 /** A call of redeem.lua with n tokens, laid out by the service's builder, its arguments in the given form. */

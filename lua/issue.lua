@@ -24,7 +24,7 @@
 -- @include issueToken
 -- @include batch
 
-return eachToken(7, function(k, v, mark)
+return eachToken(7, 5, function(k, v, mark)
   return issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
     ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], mark, ARGV[v + 6])
 end)

@@ -1,9 +1,9 @@
 --[[
-  Redeem sign tokens (validate), the only place where quota is spent: one or more tokens
-  of one hash slot in one call, the tokens that reached one server in the same event-loop
-  turn (a batch of one is a call like any other). Each runs atomically as
-  includes/redeemToken.lua says, in the order given, so a token is spent at most once
-  (two copies of one token in a batch spend once) and quota never goes below zero.
+  Redeem sign tokens (validate; sign, which adds a receipt), the only place where quota is
+  spent: one or more tokens of one hash slot in one call, the tokens that reached one
+  server in the same event-loop turn (a batch of one is a call like any other). Each runs
+  atomically as includes/redeemToken.lua says, in the order given, so a token is spent at
+  most once (two copies of one token in a batch spend once) and quota never goes below zero.
 
     KEYS[1]          usage stream of the slot   {b}:ev
     KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
@@ -15,12 +15,14 @@
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
     ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
-    ARGV[8i-4..8i+3] token i: rate limit (0 = off), origin host ("" = none), token id,
+    ARGV[9i-5..9i+3] token i: rate limit (0 = off), origin host ("" = none), token id,
              firma id, imza tipi, token iat ms, origin prefixed "+" ("" = none), its
-             Idempotency-Key's field in the record hashes ("" = sent without a key)
+             Idempotency-Key's field in the record hashes ("" = sent without a key), the
+             receipt's prefix (sign; "" for validate)
 
-  Returns {code1, a1, b1, left1, reset1, code2, ...}: redeemToken's result for each token,
-  in order (codes listed in includes/redeemToken.lua).
+  Returns {code1, a1, b1, left1, reset1, receipt1, code2, ...}: redeemToken's result for
+  each token, in order, six values each (codes listed in includes/redeemToken.lua; the
+  receipt "" but for a sign's DONE).
 ]]
 -- @include outcomes
 -- @include constants
@@ -30,8 +32,8 @@
 -- @include redeemToken
 -- @include batch
 
-local nextIdem = 3 + 3 * tokenCount(8)
-return eachToken(8, function(k, v, mark)
+local nextIdem = 3 + 3 * tokenCount(9)
+return eachToken(9, 6, function(k, v, mark)
   local origin = ARGV[v + 6]
   if origin == '' then origin = nil else origin = string.sub(origin, 2) end
   local field, current, previous = ARGV[v + 7], nil, nil
@@ -42,5 +44,5 @@ return eachToken(8, function(k, v, mark)
     nextIdem = nextIdem + 2
   end
   return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
-    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, field, current, previous)
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, field, current, previous, ARGV[v + 8])
 end)

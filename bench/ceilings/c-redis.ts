@@ -29,7 +29,7 @@ serve('/api/license/validate', (body, res, state) => {
   // a batch of one, laid out by the service's own builder
   const item = {
     keys: k, markers: k.markers(c.exp * 1000).key, limit, host: '', tokenId: c.token_id, firmaId: c.firma_id,
-    imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null, idempotency: null,
+    imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null, idempotency: null, receiptPrefix: '',
   };
   runScript(scripts, batchCall(redeemLayout, [item], now, 60000, now + 750)).then(([r]) => {
     if (r![0] === Outcome.DONE) {

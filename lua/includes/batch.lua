@@ -3,27 +3,30 @@
   and epoch (includes/epoch.lua), then three keys per token, then any keys that some tokens
   name beyond those (redeem.lua: idempotency keys), and whose ARGV are now, the rate window
   and the deadline, then argsPerToken arguments per token.
-  eachToken(argsPerToken, step): calls step(k, v, mark) for every token in order, k the
-  index of its first key in KEYS, v of its first argument in ARGV, mark the issued marker
-  of this epoch; returns the steps' results (code, a, b, rate remaining, rate reset ms)
-  flattened into one list, five per token. Past the deadline (includes/deadline.lua) it
-  changes nothing and returns {PAST_DEADLINE}.
+  eachToken(argsPerToken, width, step): calls step(k, v, mark) for every token in order, k
+  the index of its first key in KEYS, v of its first argument in ARGV, mark the issued
+  marker of this epoch; returns the steps' results (code, a, b, rate remaining, rate reset
+  ms, and with width 6 one value more, "" when the step gave none) flattened into one
+  list, width per token. Past the deadline (includes/deadline.lua) it changes nothing and
+  returns {PAST_DEADLINE}.
 ]]
 local function tokenCount(argsPerToken)
   return (#ARGV - 3) / argsPerToken
 end
 
-local function eachToken(argsPerToken, step)
+local function eachToken(argsPerToken, width, step)
   if pastDeadline(ARGV[3]) then return {PAST_DEADLINE} end
   local mark = issuedMark(KEYS[2])
   local out = {}
   for i = 1, tokenCount(argsPerToken) do
-    local code, a, b, left, reset = step(3 * i, argsPerToken * (i - 1) + 4, mark)
+    local code, a, b, left, reset, extra = step(3 * i, argsPerToken * (i - 1) + 4, mark)
     out[#out + 1] = code
     out[#out + 1] = a
     out[#out + 1] = b
     out[#out + 1] = left
     out[#out + 1] = reset
+    -- a nil would end the reply there (Lua tables end at their first nil)
+    if width == 6 then out[#out + 1] = extra or '' end
   end
   return out
 end

@@ -3,7 +3,8 @@
   constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scripts.ts luaConstants).
 
   redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId,
-              imzaTipi, iat, origin, issuedMark, idem, current, previous) -> code, a, b, left, reset
+              imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
+    -> code, a, b, left, reset, receipt
     license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, d domains, z fence
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
@@ -13,25 +14,34 @@
     limit    rate limit per window, a number (0 = off)
     host     origin host name, normalised ("" = none)
     origin   origin as the client sent it (nil = none)
+    prefix   sign: the receipt's payload up to its documents, '{"typ":"receipt",...,"documents":[...]'
+             (src/routes/redemption.ts); "" for validate. A redemption completes it with
+             ',"iat":<s>,"used_quota":<used>,"remaining_quota":<remaining>}' and the
+             receipt is kept in the key's record, sent with the usage event (field r) and
+             returned: the route signs exactly these bytes, and a retry gets them back
     idem     the field of the token's Idempotency-Key, "<firmaId>:<key>" (nil = none), in the
              record hashes current and previous: one hash per bucket and window {b}:ik:<window>
              (IDEMPOTENCY_WINDOW_MS in src/redis/keys.ts) of the redemption and the one before.
-             A record "<token id>\t<token iat ms>\t<used>\t<remaining>" names the token the key
-             serves and the figures its redemption answered; it lives as long as its token
+             A record "<token id>\t<token iat ms>\t<used>\t<remaining>", then "\t<receipt>"
+             for a sign (JSON text holds no raw tab), names the token the key serves and
+             what its redemption answered; it lives as long as its token
              (iat + SIGN_TOKEN_MS), so a live record is in one of the two hashes. A first keyed
              redemption claims the key in current (HGET previous, HSETNX current, PEXPIRE
              current: a window's hash lives a window after its last claim); a retry of its
-             token reads the figures back; the key with another token is refused while the
-             record lives.
+             token reads the figures (and receipt) back; the key with another token, or
+             with its token on the other endpoint (a receipt on one side only) or with other
+             documents (a receipt that does not start with the prefix sent), is refused while
+             the record lives.
 
   Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none); left and reset
   are what the rate-limit step counted (requests the window still allows, ms until it
   resets; 0, 0 when the limit is off):
-    DONE                a = used quota, b = remaining quota; for a retry with the key of
-                        this token's redemption, the figures that redemption answered (it
-                        spends nothing)
-    IDEMPOTENCY_KEY_REUSED  the key serves another token (any refusal below but a missing
-                        copy or marker is answered so when the key is taken)
+    DONE                a = used quota, b = remaining quota, receipt (sign; "" for validate);
+                        for a retry with the key of this token's redemption, what that
+                        redemption answered (it spends nothing)
+    IDEMPOTENCY_KEY_REUSED  the key serves another token, or this one's other redemption
+                        (any refusal below but a missing copy or marker is answered so when
+                        the key is taken)
     OVER_RATE_LIMIT     a = ms until the window resets
     COPY_MISSING        no license copy, or one fenced by an admin change (fence.lua): the
                         caller hydrates from Postgres and retries (checked first)
@@ -58,20 +68,28 @@ local function originAllowed(domains, host)
 end
 
 -- The token whose live record the key (field) has in hash, and that redemption's used and
--- remaining quota; nil when there is none or its token has expired.
+-- remaining quota and receipt ("" for validate, and in records written before receipts);
+-- nil when there is none or its token has expired.
 local function recordIn(hash, field, now)
   local record = redis.call('HGET', hash, field)
   if not record then return nil end
-  local tokenId, iat, used, remaining = string.match(record, '^([^\t]*)\t(%d+)\t(%d+)\t(%d+)$')
+  local tokenId, iat, used, remaining, rest = string.match(record, '^([^\t]*)\t(%d+)\t(%d+)\t(%d+)(.*)$')
   if not iat or tonumber(iat) + SIGN_TOKEN_MS <= tonumber(now) then return nil end
-  return tokenId, used, remaining
+  return tokenId, used, remaining, string.sub(rest, 2)
 end
 
--- The token the key serves, with its redemption's figures; nil when it is free.
+-- The token the key serves, with its redemption's figures and receipt; nil when it is free.
 local function keyHolder(field, current, previous, now)
-  local tokenId, used, remaining = recordIn(current, field, now)
-  if tokenId then return tokenId, used, remaining end
+  local tokenId, used, remaining, receipt = recordIn(current, field, now)
+  if tokenId then return tokenId, used, remaining, receipt end
   return recordIn(previous, field, now)
+end
+
+-- Whether a stored receipt answers a request with this prefix: none for none (validate), or
+-- the prefix followed by what the redemption added (the same sign, the same documents).
+local function sameRequest(receipt, prefix)
+  if prefix == '' then return receipt == '' end
+  return string.sub(receipt, 1, #prefix + 1) == prefix .. ','
 end
 
 -- A refusal of a token sent with a key that serves another token says so instead.
@@ -83,10 +101,11 @@ end
 -- Claims the key for tokenId, recording the figures its redemption will answer; false when
 -- a live record gives the key to another token. The common case, a key never seen, costs
 -- HGET previous (nothing), HSETNX current and PEXPIRE current.
-local function claimKey(field, current, previous, tokenId, iat, now, used, remaining)
+local function claimKey(field, current, previous, tokenId, iat, now, used, remaining, receipt)
   local holder = recordIn(previous, field, now)
   if holder and holder ~= tokenId then return false end
   local record = tokenId .. '\t' .. iat .. '\t' .. used .. '\t' .. remaining
+  if receipt ~= '' then record = record .. '\t' .. receipt end
   if redis.call('HSETNX', current, field, record) == 0 then
     holder = recordIn(current, field, now)
     if holder and holder ~= tokenId then return false end
@@ -96,7 +115,7 @@ local function claimKey(field, current, previous, tokenId, iat, now, used, remai
   return true
 end
 
-local function redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous)
+local function redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
   local left, reset = 0, 0
   if limit > 0 then
     local over
@@ -114,8 +133,8 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
   if marker ~= issuedMark then
     -- spent: a retry with the key its redemption claimed gets that redemption's figures again
     if idem then
-      local holder, used, remaining = keyHolder(idem, current, previous, now)
-      if holder == tokenId then return DONE, tonumber(used), tonumber(remaining), left, reset end
+      local holder, used, remaining, receipt = keyHolder(idem, current, previous, now)
+      if holder == tokenId and sameRequest(receipt, prefix) then return DONE, tonumber(used), tonumber(remaining), left, reset, receipt end
       if holder then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset end
     end
     return TOKEN_SPENT, 0, 0, left, reset
@@ -130,17 +149,25 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
   local used = tonumber(lic[2])
   if used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset) end
 
-  -- the script runs alone: the HINCRBY below makes used + 1, the figures the record keeps
-  if idem and not claimKey(idem, current, previous, tokenId, iat, now, used + 1, total - used - 1) then
+  -- the script runs alone: the HINCRBY below makes used + 1, the figures the record and receipt keep
+  local receipt = ''
+  if prefix ~= '' then
+    receipt = prefix .. ',"iat":' .. math.floor(tonumber(now) / 1000) .. ',"used_quota":' .. (used + 1)
+      .. ',"remaining_quota":' .. (total - used - 1) .. '}'
+  end
+  if idem and not claimKey(idem, current, previous, tokenId, iat, now, used + 1, total - used - 1, receipt) then
     return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset
   end
   used = redis.call('HINCRBY', license, 'u', 1)
   redis.call('HSET', markers, tokenId, 'u')
-  -- the used event: one field, its values tab-separated (EventValues.used in src/redis/scripts.ts)
-  if origin then
-    redis.call('XADD', stream, '*', 'u', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat .. '\t' .. origin)
+  -- the used event: one field, its values tab-separated (EventValues.used in src/redis/scripts.ts);
+  -- a sign's adds its receipt as a second field (EVENT_RECEIPT in src/redis/fields.ts)
+  local values = tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat
+  if origin then values = values .. '\t' .. origin end
+  if receipt == '' then
+    redis.call('XADD', stream, '*', 'u', values)
   else
-    redis.call('XADD', stream, '*', 'u', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat)
+    redis.call('XADD', stream, '*', 'u', values, 'r', receipt)
   end
-  return DONE, used, total - used, left, reset
+  return DONE, used, total - used, left, reset, receipt
 end

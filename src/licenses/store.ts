@@ -87,6 +87,8 @@ export interface Redemption {
   imzaTipi: number;
   usedAt: Date;
   origin: string | null;
+  /** a sign's redemption: how many documents its receipt names; null for validate's */
+  documents: number | null;
 }
 
 /** Where a page of history ends: its last redemption's time (ISO 8601, as Postgres wrote it) and token id. */
@@ -240,13 +242,14 @@ export class LicenseStore {
    */
   async redemptions(firmaId: string, limit: number, after: RedemptionCursor | null): Promise<Redemption[]> {
     const rows = await this.sql`
-      select token_id, imza_tipi, used_at, origin from token_redemptions
+      select token_id, imza_tipi, used_at, origin, documents from token_redemptions
       where firma_id = ${firmaId}
         ${after ? this.sql`and (used_at, token_id) < (${after.usedAt}::timestamptz, ${after.tokenId}::uuid)` : this.sql``}
       order by used_at desc, token_id desc
       limit ${limit}`;
     return rows.map((r) => ({
       tokenId: r.token_id as string, imzaTipi: r.imza_tipi as number, usedAt: r.used_at as Date, origin: (r.origin as string | null) ?? null,
+      documents: (r.documents as number | null) ?? null,
     }));
   }
 }

@@ -57,6 +57,7 @@ export class Metrics {
 
   // ---- the use cases ----
   readonly validateOutcomes: CounterFamily;
+  readonly signOutcomes: CounterFamily;
   readonly tokensIssued: CounterFamily;
   readonly licenseTokensIssued: CounterFamily;
 
@@ -80,6 +81,8 @@ export class Metrics {
       'Time from a request\'s arrival to its answer, by method and route pattern', LATENCY_BUCKETS);
     this.validateOutcomes = this.counter('license_validate_outcomes_total',
       'Answers of validate by outcome: redeemed (Idempotency-Key replays included), already_used, token_expired, origin_refused, quota_exhausted, rate_limited...');
+    this.signOutcomes = this.counter('license_signature_sign_outcomes_total',
+      'Answers of POST /api/Signature/sign by outcome, as license_validate_outcomes_total counts validate\'s');
     this.tokensIssued = this.counter('license_sign_tokens_issued_total', 'Sign tokens issued, by route (get-token, sign-token) and imza_tipi');
     this.licenseTokensIssued = this.counter('license_license_tokens_issued_total', 'License tokens (EdDSA JWS) issued by license validation (POST /api/License/validate with a key and password)');
     this.redisErrors = this.counter('license_redis_errors_total',

@@ -64,7 +64,7 @@ export function transportResponses(route: Route, doc: RouteDoc, entry: PathEntry
   const cases: Case[] = [[`a method this path does not serve (it serves ${entry.allow}); no body for HEAD`, withHeaders(route.errors('METHOD_NOT_ALLOWED'), [['Allow', entry.allow]])]];
   if (route.method !== 'get') {
     const limit = route.bodyLimit ?? options.bodyLimit;
-    const setting = route.bodyLimit === undefined ? 'BODY_LIMIT_BYTES' : 'the admin API\'s limit';
+    const setting = route.bodyLimit === undefined ? 'BODY_LIMIT_BYTES' : route.path.startsWith('/admin/') ? 'the admin API\'s limit' : 'this endpoint\'s limit';
     cases.push([`the body is over ${limit} bytes (${setting}): answered as soon as Content-Length or the bytes received pass it, while the client may still be sending`,
       withHeaders(route.errors('PAYLOAD_TOO_LARGE'), [['Connection', 'close']])]);
   }

@@ -59,6 +59,13 @@ export const EventValues = {
   used: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'issuedMs', 'origin'],
 } as const;
 
+/**
+ * The second field of a sign's used event: its receipt, the JSON payload the route signs
+ * (lua/includes/redeemToken.lua). JSON text, so it may hold anything but a raw control
+ * character; the usage worker keeps its digest and document count.
+ */
+export const EVENT_RECEIPT = 'r';
+
 /** The separator of an event's values. */
 export const EVENT_SEPARATOR = '\t';
 

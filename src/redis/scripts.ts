@@ -63,7 +63,7 @@ function luaConstants(): string {
 export const enum SyncOutcome { UNCHANGED = 0, CREATED = 1, UPDATED = 2, NOT_CREATED = 3 }
 
 // ---- Redis hash fields and stream event fields: src/redis/fields.ts ------------------
-export { CredentialsField, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField, LicenseField, Marker, QuotaAnswerField } from './fields.js';
+export { CredentialsField, EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField, LicenseField, Marker, QuotaAnswerField } from './fields.js';
 
 // ---- loading -----------------------------------------------------------------------------
 
@@ -349,6 +349,8 @@ export interface Redemption extends SlotItem {
   origin: string | null;
   /** its Idempotency-Key's record (LicenseKeys.idempotency), or null: sent without one */
   idempotency: IdempotencyRecord | null;
+  /** sign: the receipt's payload up to its documents, which the script completes (src/routes/redemption.ts); "" for validate */
+  receiptPrefix: string;
 }
 
 /** One issuance (lua/includes/issueToken.lua). */
@@ -364,21 +366,20 @@ export interface Issuance extends SlotItem {
   generation: string;
 }
 
-/** DONE: used, remaining; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted */
-export type Redeemed = [outcome: Outcome, a: number, b: number, rateRemaining: number, rateResetMs: number];
+/** DONE: used, remaining; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted; then a sign's receipt (DONE; else "") */
+export type Redeemed = [outcome: Outcome, a: number, b: number, rateRemaining: number, rateResetMs: number, receipt: string];
 /** DONE: remaining quota, organization name; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted */
 export type Issued = [outcome: Outcome, a: number, b: string, rateRemaining: number, rateResetMs: number];
-
-/** Values per item in a batch script's reply (lua/includes/batch.lua). */
-const WIDTH = 5;
 
 /**
  * A batch script's layout (lua/includes/batch.lua): KEYS = the slot's stream and epoch,
  * then three per item, then the extra keys some items name; ARGV = now, rate window,
- * deadline, then the item's arguments; five values back per item, in order.
+ * deadline, then the item's arguments; `width` values back per item, in order.
  */
 export interface BatchLayout<T extends SlotItem, R> {
   name: 'redeem' | 'issue';
+  /** values per item in the reply (eachToken's width) */
+  width: 5 | 6;
   pushKeys(into: Args, item: T): void;
   /** keys beyond the three, pushed after every item's three */
   pushExtraKeys?(into: Args, item: T): void;
@@ -389,22 +390,24 @@ export interface BatchLayout<T extends SlotItem, R> {
 
 export const redeemLayout: BatchLayout<Redemption, Redeemed> = {
   name: 'redeem',
+  width: 6,
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
   pushExtraKeys: (into, r) => {
     if (r.idempotency !== null) into.push(r.idempotency.current, r.idempotency.previous);
   },
   pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`,
-    r.idempotency === null ? '' : r.idempotency.field),
-  result: (out, i) => [outcomeOf(out[WIDTH * i]), Number(out[WIDTH * i + 1]), Number(out[WIDTH * i + 2]),
-    Number(out[WIDTH * i + 3]), Number(out[WIDTH * i + 4])],
+    r.idempotency === null ? '' : r.idempotency.field, r.receiptPrefix),
+  result: (out, i) => [outcomeOf(out[6 * i]), Number(out[6 * i + 1]), Number(out[6 * i + 2]),
+    Number(out[6 * i + 3]), Number(out[6 * i + 4]), String(out[6 * i + 5] ?? '')],
 };
 
 export const issueLayout: BatchLayout<Issuance, Issued> = {
   name: 'issue',
+  width: 5,
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
   pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt, r.generation),
-  result: (out, i) => [outcomeOf(out[WIDTH * i]), Number(out[WIDTH * i + 1]), String(out[WIDTH * i + 2] ?? ''),
-    Number(out[WIDTH * i + 3]), Number(out[WIDTH * i + 4])],
+  result: (out, i) => [outcomeOf(out[5 * i]), Number(out[5 * i + 1]), String(out[5 * i + 2] ?? ''),
+    Number(out[5 * i + 3]), Number(out[5 * i + 4])],
 };
 
 /** The arguments of a batch script's call (key count first) for `count` items of one slot, item(i) giving each. */
@@ -421,12 +424,12 @@ export function batchArgs<T extends SlotItem>(
   return args;
 }
 
-const PAST_DEADLINE_REPLY: Reply = [Outcome.PAST_DEADLINE, 0, 0, 0, 0];
+const PAST_DEADLINE_REPLY: Reply = [Outcome.PAST_DEADLINE, 0, 0, 0, 0, ''];
 
-/** Item i's result in a batch script's reply of `count` items; a reply shorter than five per item came too late. */
-export function batchResult<R>(layout: Pick<BatchLayout<never, R>, 'result'>, reply: unknown, i: number, count: number): R {
+/** Item i's result in a batch script's reply of `count` items; a reply shorter than `width` per item came too late. */
+export function batchResult<R>(layout: Pick<BatchLayout<never, R>, 'result' | 'width'>, reply: unknown, i: number, count: number): R {
   const out = reply as Reply;
-  return out.length < count * WIDTH ? layout.result(PAST_DEADLINE_REPLY, 0) : layout.result(out, i);
+  return out.length < count * layout.width ? layout.result(PAST_DEADLINE_REPLY, 0) : layout.result(out, i);
 }
 
 /** A batch script's call for items of one slot (bench/ and test/ use it; SlotBatcher uses the two parts above). */

@@ -9,6 +9,7 @@ import { historyRoute } from './license_history.js';
 import { validateRoute } from './license_validate.js';
 import { metricsRoute, type MetricsSource } from './metrics.js';
 import { readyRoute } from './readyz.js';
+import { signRoute } from './signature_sign.js';
 import { getTokenRoute } from './v1_auth_getToken.js';
 import { signTokenRoute } from './v1_auth_signToken.js';
 import { jwksRoute } from './wellKnown_jwks.js';
@@ -22,7 +23,7 @@ import { jwksRoute } from './wellKnown_jwks.js';
 export function serviceRoutes(ctx: RouteContext, metrics: MetricsSource = ctx.metrics): Route[] {
   const { config } = ctx;
   const routes: Route[] = [
-    getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
+    getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), signRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
     jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
   ];
   if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));

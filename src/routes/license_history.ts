@@ -9,6 +9,7 @@ import { codedErrorOf, RateLimitedError, Timestamp, Uuid } from '../openapi/sche
 import { Outcome, runScript, scripts } from '../redis/scripts.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
+import { SIGN_DOCUMENTS_MAX } from './receipt.js';
 import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest, rateLimited } from './replies.js';
 import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageLimit, pageOf, pageQueryFields } from './paging.js';
 import { bearer, ImzaTipi, isInstant, LicenseKey, licenseKeyParam, queryParser } from './schemas.js';
@@ -48,6 +49,9 @@ const HistoryPage = Type.Object({
   data: Type.Object({
     items: Type.Array(Type.Object({
       tokenId: Uuid, imzaTipi: ImzaTipi, usedAt: Timestamp, origin: Type.Union([Type.String(), Type.Null()], { description: 'as the client sent it' }),
+      documents: Type.Optional(Type.Integer({
+        minimum: 1, maximum: SIGN_DOCUMENTS_MAX, description: 'a redemption by POST /api/Signature/sign: the documents its receipt names (absent for validate\'s)',
+      })),
     }, { additionalProperties: false })),
     nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'null on the last page' }),
   }, { additionalProperties: false }),
@@ -86,7 +90,7 @@ const doc: RouteDoc = {
           success: true,
           data: {
             items: [
-              { tokenId: '019abc3e-51d2-7c4a-9b1e-3f6a2d8c7e10', imzaTipi: 0, usedAt: '2026-03-01T09:28:12.417Z', origin: 'https://eczane.ornek.com.tr' },
+              { tokenId: '019abc3e-51d2-7c4a-9b1e-3f6a2d8c7e10', imzaTipi: 0, usedAt: '2026-03-01T09:28:12.417Z', origin: 'https://eczane.ornek.com.tr', documents: 2 },
               { tokenId: '019abc2f-0e7b-7d15-8a93-6c2e4b1f9d07', imzaTipi: 1, usedAt: '2026-03-01T09:11:40.052Z', origin: null },
             ],
             nextCursor: encodeCursor({ usedAt: '2026-03-01T09:11:40.052Z', tokenId: '019abc2f-0e7b-7d15-8a93-6c2e4b1f9d07' }),
@@ -162,7 +166,9 @@ export function historyRoute(ctx: RouteContext): Route {
         // Postgres holds every admin change before any instance applies it: a token of an older generation is revoked
         if (generation !== claims.gen) return fields.on(authReplies.INVALID_TOKEN, rate);
         const page = pageOf(rows, pageSize, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
-        const items = page.items.map((r) => ({ tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }));
+        const items = page.items.map((r) => (r.documents === null
+          ? { tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }
+          : { tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin, documents: r.documents }));
         return fields.on(reply(200, { success: true, data: { items, nextCursor: page.nextCursor } }), rate);
       });
     },

@@ -89,13 +89,17 @@ export const WebhookUrl = Type.Union([Type.String({ format: 'webhook-url', maxLe
 });
 export const WebhookSecret = Text({ minLength: 16, maxLength: 256 });
 
-/** The name of the offending field, for "INVALID_REQUEST naming the field". */
+/**
+ * The name of the offending field, for "INVALID_REQUEST naming the field": the top-level
+ * one, also for an error inside it (a document of sign's documents is "documents").
+ */
 function fieldOf(error: ErrorObject | undefined): string {
   if (!error) return 'body';
+  const path = error.instancePath.replace(/^\//, '').split('/')[0];
+  if (path) return path;
   if (error.keyword === 'required') return String(error.params.missingProperty);
   if (error.keyword === 'additionalProperties') return String(error.params.additionalProperty);
-  const path = error.instancePath.replace(/^\//, '').split('/')[0];
-  return path || 'body';
+  return 'body';
 }
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; field: string };

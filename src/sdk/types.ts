@@ -92,6 +92,8 @@ export interface HistoryItem {
   usedAt: string;
   /** as the client sent it, null when none */
   origin: string | null;
+  /** a redemption by POST /api/Signature/sign: how many documents its receipt names (absent for validate's) */
+  documents?: number;
 }
 
 /** One page of history, newest first; nextCursor null on the last page. */

@@ -13,12 +13,13 @@ export type RedeemRefusal =
 
 /** What happened, and what the rate-limit step counted (the RateLimit fields of the answer). */
 export type RedeemOutcome = { rate: RateCount } & (
-  | { outcome: Outcome.DONE; usedQuota: number; remainingQuota: number }
+  /** receipt: a sign's receipt payload to sign ("" for validate) */
+  | { outcome: Outcome.DONE; usedQuota: number; remainingQuota: number; receipt: string }
   | { outcome: Outcome.OVER_RATE_LIMIT; waitMs: number }
   | { outcome: RedeemRefusal }
 );
 
-/** Redeems sign tokens (validate) through redeem.lua, batched per slot and turn: the only place quota is spent. */
+/** Redeems sign tokens (validate, sign) through redeem.lua, batched per slot and turn: the only place quota is spent. */
 export class SignTokenRedeemer {
   constructor(
     private readonly keys: KeySpace,
@@ -29,14 +30,17 @@ export class SignTokenRedeemer {
   /**
    * Redeems a verified token; rateLimit per window (0: not counted). idempotencyKey: the
    * client's Idempotency-Key (null: none); a retry with it gets the first answer again.
+   * receiptPrefix: a sign's receipt up to its documents ("" for validate).
    */
-  async redeem(claims: SignClaims, origin: string | null, rateLimit: number, idempotencyKey: string | null): Promise<RedeemOutcome> {
+  async redeem(
+    claims: SignClaims, origin: string | null, rateLimit: number, idempotencyKey: string | null, receiptPrefix = '',
+  ): Promise<RedeemOutcome> {
     const k = this.keys.forLicense(claims.firma_id);
     const markers = k.markers(claims.exp * 1000);
     const redemption: Redemption = {
       keys: k, markers: markers.key, limit: rateLimit, host: origin === null ? '' : originHost(origin),
       tokenId: claims.token_id, firmaId: claims.firma_id, imzaTipi: claims.imza_tipi, iatMs: claims.iat * 1000, origin,
-      idempotency: idempotencyKey === null ? null : k.idempotency(idempotencyKey, Date.now()),
+      idempotency: idempotencyKey === null ? null : k.idempotency(idempotencyKey, Date.now()), receiptPrefix,
     };
     let result = await this.batcher.call(redemption);
     // the first call counted the request: a retry after a repair is not counted again
@@ -46,10 +50,10 @@ export class SignTokenRedeemer {
       if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE, rate };
       result = repaired;
     }
-    const [outcome, a, b] = result;
+    const [outcome, a, b, , , receipt] = result;
     switch (outcome) {
       case Outcome.DONE:
-        return { outcome, usedQuota: a, remainingQuota: b, rate };
+        return { outcome, usedQuota: a, remainingQuota: b, receipt, rate };
       case Outcome.OVER_RATE_LIMIT:
         return { outcome, waitMs: a, rate };
       case Outcome.MARKER_MISSING:

@@ -1,9 +1,12 @@
-import { EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField as L } from '../redis/scripts.js';
+import { EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField as L } from '../redis/scripts.js';
+import { receiptFacts, type ReceiptFacts } from './receipts.js';
 
 // Reading usage events off a stream: the one-field form the scripts write (src/redis/scripts.ts
 // EventValues), and the field-per-value form of earlier versions. Both become the same thing:
 // the event's kind and its values in the one-field form, which is what Postgres is sent
 // (src/usage/persist.ts splits them there), so the worker handles two strings per event.
+// A sign's used event carries its receipt as a second field: read here into what Postgres
+// keeps of it (src/usage/receipts.ts).
 
 /** An event as read from a usage stream. */
 export interface QueuedEvent {
@@ -18,6 +21,8 @@ export type UsageEvent =
       kind: 'issued' | 'used';
       /** the values, tab-separated, in the order of EventValues */
       values: string;
+      /** a sign's redemption: what Postgres keeps of its receipt */
+      receipt?: ReceiptFacts;
     })
   /** bad: fields the worker cannot read (a dead letter); gone: deleted while pending (nothing to write) */
   | (QueuedEvent & { kind: 'bad' | 'gone' });
@@ -56,13 +61,19 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
   if (fields === null) return { stream, id, fields: [], kind: 'gone' };
   let kind = fields[0];
   let values = fields[1];
-  if (fields.length !== 2 || (kind !== EventKind.issued && kind !== EventKind.used)) {
+  const signed = fields.length === 4 && kind === EventKind.used && fields[2] === EVENT_RECEIPT;
+  if ((fields.length !== 2 && !signed) || (kind !== EventKind.issued && kind !== EventKind.used)) {
     const legacy = legacyValues(fields);
     if (legacy === null) return { stream, id, fields, kind: 'bad' };
     ({ kind, values } = legacy);
   }
-  if (kind === EventKind.used) return USED_VALUES.test(values as string) ? { stream, id, fields, kind: 'used', values: values as string } : { stream, id, fields, kind: 'bad' };
-  return ISSUED_VALUES.test(values as string) ? { stream, id, fields, kind: 'issued', values: values as string } : { stream, id, fields, kind: 'bad' };
+  if (kind === EventKind.issued) {
+    return ISSUED_VALUES.test(values as string) ? { stream, id, fields, kind: 'issued', values: values as string } : { stream, id, fields, kind: 'bad' };
+  }
+  if (!USED_VALUES.test(values as string)) return { stream, id, fields, kind: 'bad' };
+  if (!signed) return { stream, id, fields, kind: 'used', values: values as string };
+  const receipt = receiptFacts(fields[3] as string);
+  return receipt === null ? { stream, id, fields, kind: 'bad' } : { stream, id, fields, kind: 'used', values: values as string, receipt };
 }
 
 /** An event's values by name (src/redis/scripts.ts EventValues), read from its fields (either form); null: not a readable event. */

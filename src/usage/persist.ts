@@ -1,4 +1,5 @@
 import type { Sql } from '../db/pg.js';
+import { EVENT_SEPARATOR } from '../redis/scripts.js';
 import type { UsageEvent } from './events.js';
 
 /** firma id -> licenses.used_quota after a write, for the licenses it changed */
@@ -14,6 +15,9 @@ export type UsedCounts = Map<string, number>;
  * quota rises by the redemption rows actually inserted. A token issued and redeemed within
  * one batch is a row in each table. Empty numbers (events of earlier versions that lacked
  * them) are nulls. Answers the used quota of every license the batch changed.
+ *
+ * A sign's redemption ($4: its token id, document count and receipt digest, one a line)
+ * adds them to its row; a validate's row has neither.
  *
  * The same statement writes the webhook events the batch causes (README "Webhooks"): for a
  * license with a webhook URL whose remaining quota this batch took from above a threshold
@@ -31,10 +35,11 @@ const STATEMENT = `
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($1::text, E'\\n')) as e) as i
     on conflict (token_id) do nothing
   ), used as (
-    insert into token_redemptions (token_id, firma_id, imza_tipi, used_at, issued_at, origin)
+    insert into token_redemptions (token_id, firma_id, imza_tipi, used_at, issued_at, origin, documents, receipt_sha256)
     select v[1]::uuid, v[2], v[3]::int2, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond',
-           timestamptz 'epoch' + nullif(v[5], '')::int8 * interval '1 millisecond', v[6]
+           timestamptz 'epoch' + nullif(v[5], '')::int8 * interval '1 millisecond', v[6], r[2]::int2, r[3]
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($2::text, E'\\n')) as e) as u
+    left join (select string_to_array(e, E'\\t') as r from unnest(string_to_array($4::text, E'\\n')) as e) as s on s.r[1] = u.v[1]
     on conflict (token_id) do nothing
     returning firma_id
   ), counted as (
@@ -69,12 +74,16 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
   const counts: UsedCounts = new Map();
   const issued: string[] = [];
   const used: string[] = [];
+  const receipts: string[] = [];
   for (const e of events) {
     if (e.kind === 'issued') issued.push(e.values);
-    else if (e.kind === 'used') used.push(e.values);
+    else if (e.kind === 'used') {
+      used.push(e.values);
+      if (e.receipt) receipts.push(`${e.values.slice(0, e.values.indexOf(EVENT_SEPARATOR))}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
+    }
   }
   if (issued.length === 0 && used.length === 0) return counts;
-  const rows = await sql.unsafe(STATEMENT, [issued.join('\n'), used.join('\n'), quotaLowPercent], { prepare: true });
+  const rows = await sql.unsafe(STATEMENT, [issued.join('\n'), used.join('\n'), quotaLowPercent, receipts.join('\n')], { prepare: true });
   for (const r of rows) counts.set(r.firma_id as string, r.used as number);
   return counts;
 }
