@@ -19,11 +19,11 @@ export function shapesFor(path: string, body: Buffer | null = null): Shape[] {
   if (p === '/api/license/validate' && asksForLicenseToken(body)) return ['issue'];
   if (p === '/api/v1/auth/get-token' || p === '/api/v1/auth/sign-token') return ['issue'];
   if (/^\/api\/license\/history\/[^/]+\/?$/.test(p)) return ['issue'];
-  if (p === '/api/license/validate') return ['message'];
+  if (p === '/api/license/validate' || p === '/api/signature/sign') return ['message'];
   if (/^\/api\/license\/check-quota\/[^/]+\/?$/.test(p)) return ['timestamped'];
   // near misses that a normalising router may send to the endpoint: its shape or the 404 shape
   const norm = p.replace(/\/{2,}/g, '/').replace(/\/+$/, '');
-  if (norm === '/api/license/validate') return ['message', 'coded'];
+  if (norm === '/api/license/validate' || norm === '/api/signature/sign') return ['message', 'coded'];
   if (norm === '/api/v1/auth/get-token' || norm === '/api/v1/auth/sign-token' || /^\/api\/license\/history(\/|$)/.test(norm)) return ['issue'];
   if (/^\/api\/license\/check-quota(\/|$)/.test(norm)) return ['timestamped', 'coded'];
   return ['coded'];

@@ -28,6 +28,10 @@ const signToken = (accessToken: string | null, body: unknown = { imzaTipi: 0 }) 
 const validate = (token: unknown, origin?: string, headers: Record<string, string> = {}) => (c: Client) =>
   c.request('POST', VALIDATE, origin === undefined ? { token } : { token, origin }, headers);
 const licenseValidation = (key: string, password: string) => (c: Client) => c.request('POST', VALIDATE, { licenseKey: key, password });
+const SIGN = '/api/Signature/sign';
+const DOCUMENTS = [{ name: 'reçete.pdf', sha256: 'A'.repeat(64) }];
+const sign = (token: unknown, origin?: string, headers: Record<string, string> = {}, documents: unknown = DOCUMENTS) => (c: Client) =>
+  c.request('POST', SIGN, origin === undefined ? { token, documents } : { token, origin, documents }, headers);
 const checkQuota = (key: string) => (c: Client) => c.request('GET', `/api/License/check-quota/${key}`);
 const history = (key: string, accessToken: string | null, query = '') => (c: Client) =>
   c.request('GET', `/api/License/history/${key}${query}`, undefined, accessToken === null ? {} : bearer(accessToken));
@@ -117,6 +121,37 @@ t.test('validate', async (t) => {
   t.match(over.headers.get('ratelimit'), /^"validate";r=0;t=\d+$/, 'over the limit');
 });
 
+t.test('sign', async (t) => {
+  await k.expect(t, 400, 'no token', sign(''), UNCOUNTED);
+  await k.expect(t, 400, 'not an object', (c) => c.request('POST', SIGN, '[1]'), UNCOUNTED);
+  await k.expect(t, 400, 'no documents', sign('x', undefined, {}, []), UNCOUNTED);
+  await k.expect(t, 400, 'a malformed Idempotency-Key', sign('x', undefined, { 'idempotency-key': 'k'.repeat(256) }), UNCOUNTED);
+  await k.expect(t, 401, 'malformed', sign('not.a.jwt'), UNCOUNTED);
+  const lic = await k.license({ domains: ['ornek.com.tr'], totalQuota: 2 });
+  const { accessToken, signToken: first } = await getTokenPair(k.c, lic);
+  const claims = claimsOf(first);
+  const stale = craftJwt(HS256_HEADER, { ...claims, iat: nowSeconds() - 600, exp: nowSeconds() - 300, iss: ISSUER }, secret);
+  await k.expect(t, 401, 'expired, refused by its verification', sign(stale, 'https://ornek.com.tr'), UNCOUNTED);
+  await k.expect(t, 401, 'origin refused', sign(first, 'https://baska.example'), COUNTED);
+  await k.expect(t, 200, 'redeemed with a key', sign(first, 'https://ornek.com.tr', { 'idempotency-key': 'contract-s1' }), COUNTED);
+  await k.expect(t, 200, 'the same key again: the first answer', sign(first, 'https://ornek.com.tr', { 'idempotency-key': 'contract-s1' }), COUNTED);
+  await k.expect(t, 422, 'the same key with other documents', sign(first, 'https://ornek.com.tr', { 'idempotency-key': 'contract-s1' }, [...DOCUMENTS, ...DOCUMENTS]), COUNTED);
+  await k.expect(t, 400, 'already used', sign(first, 'https://ornek.com.tr'), COUNTED);
+  const second = await signOne(k.c, accessToken);
+  await k.expect(t, 422, 'the key of another token', sign(second, 'https://ornek.com.tr', { 'idempotency-key': 'contract-s1' }), COUNTED);
+  const third = await signOne(k.c, accessToken);
+  await k.expect(t, 200, 'the second unit', sign(second, 'https://ornek.com.tr'), COUNTED);
+  await k.expect(t, 400, 'quota exhausted', sign(third, 'https://ornek.com.tr'), COUNTED);
+  const inactive = await k.license();
+  const inactiveToken = (await getTokenPair(k.c, inactive)).signToken;
+  await k.admin('PATCH', `/admin/v1/licenses/${inactive.licenseKey}`, { isActive: false });
+  await k.expect(t, 401, 'the license deactivated since', sign(inactiveToken), COUNTED);
+  const limited = await k.license({ domains: ['ornek.com.tr'] });
+  const token = (await getTokenPair(k.c, limited)).signToken;
+  const over = await k.untilLimited(t, 'sign, refused origin', sign(token, 'https://baska.example'), 401, 100);
+  t.match(over.headers.get('ratelimit'), /^"validate";r=0;t=\d+$/, 'over validate\'s limit, which sign shares');
+});
+
 t.test('check-quota', async (t) => {
   const lic = await k.license();
   await k.expect(t, 200, 'found', checkQuota(lic.licenseKey), COUNTED);
@@ -173,7 +208,8 @@ t.test('get-token: an address past its budget of failed attempts', async (t) => 
 });
 
 t.test('every answer matched the document, and every documented status was seen', async (t) => {
-  const PUBLIC = ['/api/v1/auth/get-token', '/api/v1/auth/sign-token', '/api/license/validate', '/api/license/check-quota/{licenseKey}', '/api/license/history/{licenseKey}'];
+  const PUBLIC = ['/api/v1/auth/get-token', '/api/v1/auth/sign-token', '/api/license/validate', '/api/signature/sign', '/api/license/check-quota/{licenseKey}',
+    '/api/license/history/{licenseKey}'];
   k.finish(t, (op) => {
     const [method, path, status] = op.split(' ') as [string, string, string?];
     return method !== 'options' && PUBLIC.includes(path) && !['405', '413', '503'].includes(status ?? '');

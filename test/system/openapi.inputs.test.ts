@@ -141,6 +141,11 @@ const adminCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.s
 const handedOut = new Set<string>();
 const cursors = (good: fc.Arbitrary<string>, schema: Schema) => fc.oneof(good.map((s) => (handedOut.add(s), s)), valuesOf(schema));
 
+/** sign's documents: lists of documents around the limits of their two fields, and the schema's own values. */
+const SIGN_DOCS = [{ name: 'belge.pdf', sha256: 'a'.repeat(64) }];
+const signedDocument = fc.record({ name: strings(255), sha256: fc.oneof(fc.stringMatching(/^[0-9a-fA-F]{64}$/), fc.stringMatching(/^[0-9a-fA-F]{64}$/).chain(nearby)) });
+const documentLists = (schema: Schema) => fc.oneof(fc.array(fc.oneof({ weight: 4, arbitrary: signedDocument }, { weight: 1, arbitrary: others }), { minLength: 1, maxLength: 3 }), valuesOf(schema));
+
 const PROBES: Record<string, Probe> = {
   'post /api/v1/auth/get-token body.licenseKey': { send: post('/api/v1/auth/get-token', { password: 'x', imzaTipi: 0 }, 'licenseKey'), refused: naming('licenseKey'), runs: 40 },
   'post /api/v1/auth/get-token body.password': { send: post('/api/v1/auth/get-token', { licenseKey: randomUUID(), imzaTipi: 0 }, 'password'), refused: naming('password'), runs: 40 },
@@ -152,6 +157,15 @@ const PROBES: Record<string, Probe> = {
   'post /api/license/validate body.password': { send: post('/api/license/validate', { licenseKey: randomUUID() }, 'password'), refused: naming('password'), runs: 40 },
   'post /api/license/validate header.Idempotency-Key': {
     send: (v) => c.request('POST', '/api/license/validate', { token: 'x' }, { 'idempotency-key': String(v) }), refused: validateNaming('Idempotency-Key'), skip: notInHeader,
+  },
+  'post /api/signature/sign body.token': { send: post('/api/signature/sign', { documents: SIGN_DOCS }, 'token'), refused: validateNaming('token') },
+  'post /api/signature/sign body.origin': { send: post('/api/signature/sign', { token: 'x', documents: SIGN_DOCS }, 'origin'), refused: validateNaming('origin') },
+  'post /api/signature/sign body.documents': {
+    send: post('/api/signature/sign', { token: 'x' }, 'documents'), refused: validateNaming('documents'),
+    values: documentLists({ type: 'array' }),
+  },
+  'post /api/signature/sign header.Idempotency-Key': {
+    send: (v) => c.request('POST', '/api/signature/sign', { token: 'x', documents: SIGN_DOCS }, { 'idempotency-key': String(v) }), refused: validateNaming('Idempotency-Key'), skip: notInHeader,
   },
   'get /api/license/check-quota/{licenseKey} path.licenseKey': { send: (v) => c.request('GET', `/api/License/check-quota/${pathValue(v)}`), refused: invalidKey, skip: notInPath },
   'get /api/license/history/{licenseKey} path.licenseKey': { send: (v) => c.request('GET', `/api/License/history/${pathValue(v)}`, undefined, bearer(accessToken)), refused: invalidKey, skip: notInPath },
