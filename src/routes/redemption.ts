@@ -78,8 +78,11 @@ export const IDEMPOTENCY_KEY_DOC = {
   description: '1-255 printable ASCII: a retry with the same key and token answers the first 200 again and spends nothing more',
 };
 
-/** Both endpoints' error rows (errorResponses, src/openapi/routeDoc.ts), the rows of their body's fields after the first. */
-export const redemptionErrorRows = (bodyRows: readonly Case[]): Case[] => [
+/**
+ * Both endpoints' error rows (errorResponses, src/openapi/routeDoc.ts), the rows of their
+ * body's fields after the first; keyReused: when the endpoint answers 422.
+ */
+export const redemptionErrorRows = (bodyRows: readonly Case[], keyReused = 'the Idempotency-Key was used for another token'): Case[] => [
   ['token missing, null or blank', redemptionReplies.TOKEN_EMPTY],
   ...bodyRows,
   ['a malformed Idempotency-Key header', badRequest('Idempotency-Key')],
@@ -89,7 +92,7 @@ export const redemptionErrorRows = (bodyRows: readonly Case[]): Case[] => [
   ['malformed, bad signature, a header other than the accepted ones, a repeated member, an access token, or the license is ' +
     'inactive, expired or gone', redemptionReplies.TOKEN_INVALID],
   ['the origin is not one of the license\'s domains', redemptionReplies.ORIGIN_DENIED],
-  ['the Idempotency-Key was used for another token', redemptionReplies.KEY_REUSED],
+  [keyReused, redemptionReplies.KEY_REUSED],
   ['too many redemptions for this company (RATE_VALIDATE_PER_MIN)', rateLimited(42_000), RateLimitedError],
 ];
 

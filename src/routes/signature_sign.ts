@@ -106,7 +106,7 @@ function docOf(issuer: string): RouteDoc {
         ['the body is not a JSON object, or a field of the wrong type', badRequest('origin')],
         [`documents missing, empty, over ${SIGN_DOCUMENTS_MAX}, or one of them not {name: 1-255 characters of text, sha256: 64 hex ` +
           'digits} and nothing else', badRequest('documents')],
-      ])),
+      ], 'the Idempotency-Key was used for another token, for this token at validate, or for it with other documents')),
     },
   };
 }

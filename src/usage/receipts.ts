@@ -26,8 +26,8 @@ export function receiptFacts(payload: string): ReceiptFacts | null {
   } catch {
     return null;
   }
-  const documents = (parsed as { typ?: unknown; documents?: unknown } | null)?.documents;
-  if ((parsed as { typ?: unknown }).typ !== 'receipt' || !Array.isArray(documents)) return null;
-  if (documents.length < 1 || documents.length > MAX_DOCUMENTS) return null;
+  if (typeof parsed !== 'object' || parsed === null) return null;
+  const { typ, documents } = parsed as { typ?: unknown; documents?: unknown };
+  if (typ !== 'receipt' || !Array.isArray(documents) || documents.length < 1 || documents.length > MAX_DOCUMENTS) return null;
   return { documents: documents.length, sha256: receiptDigest(payload) };
 }

@@ -4,6 +4,7 @@ import { adminOk, adminView } from '../helpers/admin.js';
 import { NO_RATE_LIMITS, startHarness, type TestLicense } from '../helpers/harness.js';
 import type { Answer } from '../helpers/http.js';
 import { claimsOf, craftJwt, decodeJwt, HS256_HEADER } from '../helpers/jwt.js';
+import { scrape, type Scrape } from '../helpers/metrics.js';
 import { documentNamed, sign, SIGN } from '../helpers/receipts.js';
 import { MSG, NOT_AN_OBJECT, RATE_MESSAGE, type Asserts } from '../helpers/shapes.js';
 import { TokenSource } from '../helpers/tokens.js';
@@ -123,6 +124,22 @@ t.test('Idempotency-Key: malformed 400; reused by another token, by validate, or
   t.equal(await usedOf(lic), 2, 'two units: a and c');
   t.same([(await sign(h, { token: b, documents: DOCS })).status, (await sign(h, { token: d, documents: DOCS }, 'job-3')).status], [200, 200],
     'the refused tokens redeem without the taken keys');
+});
+
+t.test('/metrics counts sign\'s answers by outcome, apart from validate\'s', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 1 });
+  const [a, b] = await new TokenSource(h, lic).many(2) as [string, string];
+  const before = await scrape(h);
+  t.equal((await sign(h, { token: a, documents: DOCS })).status, 200);
+  t.equal((await sign(h, { token: a, documents: DOCS })).status, 400);
+  t.equal((await sign(h, { token: b, documents: DOCS })).status, 400);
+  t.equal((await sign(h, { token: b, documents: [] })).status, 400);
+  t.equal((await sign(h, { token: '', documents: DOCS })).status, 400);
+  const after = await scrape(h);
+  const delta = (s: Scrape, name: string, outcome: string) => s.value(name, { outcome });
+  const signed = (outcome: string) => delta(after, 'license_signature_sign_outcomes_total', outcome) - delta(before, 'license_signature_sign_outcomes_total', outcome);
+  t.same(['redeemed', 'already_used', 'quota_exhausted', 'bad_request', 'token_empty'].map(signed), [1, 1, 1, 1, 1], 'one of each');
+  t.equal(after.value('license_validate_outcomes_total') - before.value('license_validate_outcomes_total'), 0, 'validate\'s count unchanged');
 });
 
 t.test('429: sign counts against validate\'s limit for the company, and answers as validate does', async (t) => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import t from 'tap';
 import { EVENT_SEPARATOR, EventKind } from '../../src/redis/scripts.js';
@@ -73,4 +74,23 @@ t.test('a deleted entry is gone, not bad; an event lacking its ids is bad', asyn
   t.equal(decodeEvent('s', '1-0', ['i', `tok\tfirma\t0\t1\t2\textra`]).kind, 'bad', 'an issued event has no origin');
   t.equal(decodeEvent('s', '1-0', ['u', `tok\tfirma\t0\t1\t2\torigin\twith a tab`]).kind, 'bad', 'a tab in the origin');
   t.equal(decodeEvent('s', '1-0', legacyEventFields({ kind: 'u', tokenId: 'tok', firmaId: 'f', origin: 'a\nb' })).kind, 'bad', 'a line break in an old-form value');
+});
+
+t.test('a sign\'s used event carries its receipt: read into its document count and digest, or a dead letter', async (t) => {
+  const values = eventFields({ tokenId: 'tok', firmaId: 'firma', imzaTipi: 0, atMs: 1, issuedMs: 2 });
+  const receipt = '{"typ":"receipt","iss":"s","jti":"tok","firma_id":"firma","imza_tipi":0,"documents":[{"name":"ş.pdf","sha256":"'
+    + 'a'.repeat(64) + '"},{"name":"b","sha256":"' + 'b'.repeat(64) + '"}],"iat":1,"used_quota":1,"remaining_quota":0}';
+  const e = decodeEvent('s', '1-0', [...values, 'r', receipt]);
+  t.equal(e.kind, 'used');
+  t.same(e.kind === 'used' ? e.receipt : null, { documents: 2, sha256: createHash('sha256').update(Buffer.from(receipt, 'utf8')).digest('hex') },
+    'two documents, the SHA-256 of the payload\'s UTF-8 bytes');
+  t.equal(e.kind === 'used' ? e.values : '', values[1], 'the values as without a receipt');
+  const plain = decodeEvent('s', '1-0', values);
+  t.same([plain.kind, plain.kind === 'used' ? plain.receipt : null], ['used', undefined], 'a validate\'s event: no receipt');
+  for (const [what, bad] of [['not JSON', '{"typ":"receipt"'], ['no documents', '{"typ":"receipt"}'], ['no document', '{"typ":"receipt","documents":[]}'],
+    ['another typ', '{"typ":"license","documents":[{}]}'], ['null', 'null']] as const) {
+    t.equal(decodeEvent('s', '1-0', [...values, 'r', bad]).kind, 'bad', `a receipt ${what}: a dead letter`);
+  }
+  t.equal(decodeEvent('s', '1-0', [...values, 'x', receipt]).kind, 'bad', 'a second field of another name: a dead letter');
+  t.equal(decodeEvent('s', '1-0', ['i', 'tok\tfirma\t0\t1\t2', 'r', receipt]).kind, 'bad', 'an issued event carries no receipt');
 });
