@@ -15,7 +15,7 @@
     host     origin host name, normalised ("" = none)
     origin   origin as the client sent it (nil = none)
     prefix   sign: the receipt's payload up to its documents, '{"typ":"receipt",...,"documents":[...]'
-             (src/routes/redemption.ts); "" for validate. A redemption completes it with
+             (src/routes/receipt.ts); "" for validate. A redemption completes it with
              ',"iat":<s>,"used_quota":<used>,"remaining_quota":<remaining>}' and the
              receipt is kept in the key's record, sent with the usage event (field r) and
              returned: the route signs exactly these bytes, and a retry gets them back

@@ -349,7 +349,7 @@ export interface Redemption extends SlotItem {
   origin: string | null;
   /** its Idempotency-Key's record (LicenseKeys.idempotency), or null: sent without one */
   idempotency: IdempotencyRecord | null;
-  /** sign: the receipt's payload up to its documents, which the script completes (src/routes/redemption.ts); "" for validate */
+  /** sign: the receipt's payload up to its documents, which the script completes (src/routes/receipt.ts); "" for validate */
   receiptPrefix: string;
 }
 
