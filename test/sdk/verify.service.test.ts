@@ -1,9 +1,11 @@
-import { KeySet, verifyLicenseToken } from 'license-sign-token-service/sdk';
+import { createHash } from 'node:crypto';
+import { KeySet, receiptDigest, verifyLicenseToken, verifyReceipt } from 'license-sign-token-service/sdk';
 import t from 'tap';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 
 // The desktop side against the service itself, as the README shows it: a license token from
-// license validation, verified offline by the SDK with the keys the service publishes.
+// license validation and a receipt from sign, verified offline by the SDK with the keys the
+// service publishes; the receipt's digest is the one Postgres keeps.
 
 const h = await startHarness(t, 'sdk-e2e', NO_RATE_LIMITS);
 
@@ -20,4 +22,19 @@ t.test('a license token from license validation verifies, with the license as th
   });
   t.equal(claims.exp - claims.iat, 86_400);
   await t.rejects(verifyLicenseToken(`${res.body.licenseToken as string}x`, { keySet }), { name: 'ArtefactVerificationError' }, 'a changed token does not');
+});
+
+t.test('a receipt from sign verifies, and its digest is the one Postgres keeps', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 3 });
+  const pair = await h.getToken(lic.licenseKey, lic.password);
+  const sha256 = createHash('sha256').update('reçete').digest('hex');
+  const res = await h.request('POST', '/api/Signature/sign', { token: pair.body.signToken, documents: [{ name: 'recete.xml', sha256 }] });
+  t.equal(res.status, 200, res.text);
+  const keySet = new KeySet({ baseUrl: h.url });
+  const claims = await verifyReceipt(res.body.receipt as string, { keySet });
+  t.match(claims, { typ: 'receipt', firma_id: lic.firmaId, imza_tipi: 0, documents: [{ name: 'recete.xml', sha256 }], used_quota: 1, remaining_quota: 2 });
+  await t.rejects(verifyLicenseToken(res.body.receipt as string, { keySet }), { name: 'ArtefactVerificationError' }, 'a receipt is no license token');
+  await h.drainWorker();
+  const rows = await h.sql`select receipt_sha256, documents from token_redemptions where firma_id = ${lic.firmaId}`;
+  t.same(rows.map((r) => ({ ...r })), [{ receipt_sha256: await receiptDigest(res.body.receipt as string), documents: 1 }]);
 });

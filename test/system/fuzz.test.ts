@@ -223,6 +223,22 @@ const validate = request('POST', route('/api/license/validate'), bodyOf({ token:
   'idempotency-key': fc.option(fc.oneof(fc.uuid(), headerText, fc.constant('fixed-key-1')), { nil: undefined }),
 });
 
+/** Documents as a signing application lists them, and lists that are not quite that. */
+const hex64 = fc.stringMatching(/^[0-9a-fA-F]{64}$/);
+const goodDocuments: Arbitrary<FV> = fc.array(fc.record({ name: fc.oneof(fc.constantFrom('reçete.xml', 'a.pdf'), fc.string({ minLength: 1, maxLength: 255 })), sha256: hex64 }), { minLength: 1, maxLength: 5 });
+const documents: Arbitrary<FV> = fc.oneof(
+  { weight: 4, arbitrary: goodDocuments },
+  { weight: 1, arbitrary: fc.array(fc.record({ name: fuzzValue, sha256: fc.oneof(hex64, fuzzValue) }), { maxLength: 3 }) },
+  { weight: 1, arbitrary: fc.constantFrom<FV>([], {}, 'reçete.xml', [{ name: 'x', sha256: 'A'.repeat(63) }], [{ name: '', sha256: 'a'.repeat(64) }],
+    Array.from({ length: 101 }, (_, i) => ({ name: `d${i}`, sha256: 'b'.repeat(64) }))) },
+);
+const sign = request('POST', route('/api/Signature/sign'), bodyOf({ token: validateToken, origin: field(origins), documents: field(documents) }, true, oneBad(
+  { token: signTokens as Arbitrary<FV>, origin: origins, documents: goodDocuments },
+  { token: fc.oneof(crafted as Arbitrary<FV>, fuzzValue), origin: fc.oneof(tainted(origins), fuzzValue), documents },
+)), {
+  'idempotency-key': fc.option(fc.oneof(fc.uuid(), headerText, fc.constant('fixed-key-1')), { nil: undefined }),
+});
+
 const pathTail = fc.oneof({ weight: 8, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('/', '?x=1', '?', '/extra', '//', '?%00') });
 const checkQuota = request('GET', fc.tuple(route('/api/License/check-quota/'), segmentOf(anyKey), pathTail).map((p) => new Cat(p)), fc.constant({ kind: 'none' as const }));
 
@@ -573,6 +589,7 @@ t.test('fuzz every endpoint', async (t) => {
   await property(t, ctx, 'admin list', runsFor(0.5), adminList);
   await property(t, ctx, 'admin tokens', runsFor(0.5), adminTokens);
   await property(t, ctx, 'validate', runsFor(1.5), validate, KNOWN.validate);
+  await property(t, ctx, 'sign', runsFor(1), sign);
   await property(t, ctx, 'unknown paths and wrong methods', runsFor(1), routing);
   await property(t, ctx, 'HEAD', runsFor(0.2), headRequests);
 
