@@ -153,11 +153,12 @@ export function redemptionHandler<B extends { token?: string | null; origin?: st
   }
 
   return (req) => {
-    const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
-    if (idempotencyKey === false) return invalid('Idempotency-Key');
+    // another request of the path first: it reads no Idempotency-Key
     const body = jsonObject(req.body);
     const other = endpoint.other?.(req, body);
     if (other !== undefined) return other;
+    const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
+    if (idempotencyKey === false) return invalid('Idempotency-Key');
     const parsed = endpoint.parse(body);
     if (!parsed.ok) return invalid(parsed.field);
     const { token, origin } = parsed.value;

@@ -66,6 +66,8 @@ t.test('license validation, as deployed', async (t) => {
     t.same(both.body, { success: false, message: 'Geçersiz token' });
     t.same((await licenseValidation(h, {})).body, { success: false, message: 'Token boş olamaz' }, 'neither: token empty');
     t.same((await licenseValidation(h, { token: null, licenseKey: lic.licenseKey })).body, { success: false, message: 'Token boş olamaz' });
+    const keyed = await h.request('POST', PATH, { licenseKey: lic.licenseKey, password: 'wrong password!' }, { 'idempotency-key': '\tnot a key\t' });
+    t.same([keyed.status, keyed.body.error?.code], [401, 'INVALID_CREDENTIALS'], 'license validation reads no Idempotency-Key (not even a malformed one)');
     const array = await licenseValidation(h, [{ licenseKey: lic.licenseKey, password: lic.password }]);
     t.same([array.status, array.body.message], [400, 'Geçersiz istek: gövde bir JSON nesnesi olmalı']);
   });
