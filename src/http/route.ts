@@ -13,6 +13,12 @@ export interface Request {
   authorization: string;
   /** the client's address (TRUST_PROXY applied), for routes that ask for it; else "" */
   clientAddress: string;
+  /**
+   * For routes that need it only for some requests (needsClientAddress 'onDemand'): reads it
+   * then. Call it before the handler's first await (the connection's address is read from
+   * uWebSockets.js, whose response object is only certain to live until then).
+   */
+  clientAddressNow?: () => string;
   /** the Idempotency-Key header, for routes that ask for it; "" when absent */
   idempotencyKey: string;
   /** the raw body, for routes that take one */
@@ -34,7 +40,8 @@ export interface Route {
   /** read the Authorization header and the query string (each read crosses into uWS) */
   needsAuthorization?: boolean;
   needsQuery?: boolean;
-  needsClientAddress?: boolean;
+  /** 'onDemand': only some of its requests need it (Request.clientAddressNow), and the others do not pay for it */
+  needsClientAddress?: boolean | 'onDemand';
   needsIdempotencyKey?: boolean;
   /** a public endpoint: browsers of the CORS_ORIGINS origins may call it */
   cors?: boolean;

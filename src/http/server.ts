@@ -98,6 +98,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   let inFlight = 0;
   let idle: (() => void) | null = null;
 
+  /** The client's address as TRUST_PROXY reads it. */
+  function addressOf(res: uWS.HttpResponse, uReq: uWS.HttpRequest): string {
+    return clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), options.trustProxy === 0 ? '' : forwardedFor(uReq), options.trustProxy);
+  }
+
   /** The status line and every header of an answer but its own (Reply.headers); every answer passes here once, and is counted. */
   function writeHead(res: uWS.HttpResponse, state: RequestState, status: string): void {
     state.meter.answered(status, state.startedAt);
@@ -255,13 +260,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       params,
       query: route.needsQuery ? (uReq.getQuery() ?? '') : '',
       authorization: route.needsAuthorization ? uReq.getHeader('authorization') : '',
-      clientAddress: route.needsClientAddress
-        ? clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), options.trustProxy === 0 ? '' : forwardedFor(uReq), options.trustProxy)
-        : '',
+      clientAddress: route.needsClientAddress === true ? addressOf(res, uReq) : '',
       idempotencyKey: route.needsIdempotencyKey ? uReq.getHeader('idempotency-key') : '',
       body: null,
       aborted: false,
     };
+    if (route.needsClientAddress === 'onDemand') {
+      // X-Forwarded-For now (the request object dies when this returns), the peer when asked
+      const forwarded = options.trustProxy === 0 ? '' : forwardedFor(uReq);
+      req.clientAddressNow = () => clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), forwarded, options.trustProxy);
+    }
     state.req = req;
     if (method === 'get' || state.head) {
       run(res, state, route, req);

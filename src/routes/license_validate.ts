@@ -96,7 +96,7 @@ export function validateRoute(ctx: RouteContext): Route {
     errors: messageErrors,
     cors: true,
     needsIdempotencyKey: true,
-    needsClientAddress: true, // license validation's login budgets
+    needsClientAddress: 'onDemand', // license validation's login budgets; a redemption does not read it
     doc: withLicenseValidation(doc, [fields.describe(REDEMPTION_LIMIT), ...licenseValidation.rateLimits]),
     handler: redemptionHandler(ctx, fields, {
       parse: valueParser(ValidateBody),

@@ -64,7 +64,7 @@ export class Login {
 
   /** The answer to a login: a refusal of the key, address or password, or what accepted answers (with the tokens-issued fields). */
   async answer(req: Request, rawKey: string, password: string, accepted: Accepted): Promise<Reply> {
-    const client = addressBucket(req.clientAddress);
+    const client = addressBucket(req.clientAddressNow?.() ?? req.clientAddress);
     const licenseKey = canonicalKey(rawKey);
     const attempt: Attempt = { client, login: this.#ctx.logins.attempt(client), trusted: false, keyTaken: false, addressTaken: false };
     try {

@@ -146,3 +146,17 @@ t.test('LICENSE_TOKEN_SECONDS sets the lifetime; refused out of range', async (t
     t.throws(() => loadConfig(testEnv('licvalcfg', { LICENSE_TOKEN_SECONDS: bad })), /LICENSE_TOKEN_SECONDS/, `LICENSE_TOKEN_SECONDS=${bad} refused`);
   }
 });
+
+t.test('failed attempts count toward the client address\'s budget, the address read through TRUST_PROXY', async (t) => {
+  const h = await startHarness(t, 'licvaladdr', { ...LIVE_COUNTS, TRUST_PROXY: '1', RATE_GET_TOKEN_FAILURES_PER_MIN: '2', GET_TOKEN_MAX_DELAY_MS: '0' });
+  const lic = await h.createLicense();
+  const wrong = (address: string) => h.request('POST', PATH, { licenseKey: lic.licenseKey, password: 'not the password' }, { 'x-forwarded-for': address });
+  const statuses = [];
+  for (let i = 0; i < 3; i++) statuses.push((await wrong('203.0.113.5')).status);
+  t.same(statuses, [401, 401, 429], 'the third failure from one address is refused');
+  const refused = await wrong('203.0.113.5');
+  t.match(refused.headers.get('ratelimit-policy'), /failed-logins/, 'by the address\'s budget');
+  t.equal((await wrong('198.51.100.7')).status, 401, 'another address has its own budget');
+  const right = await h.request('POST', PATH, { licenseKey: lic.licenseKey, password: lic.password }, { 'x-forwarded-for': '198.51.100.7' });
+  t.equal(right.status, 200, 'and the holder gets a license token');
+});
