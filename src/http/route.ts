@@ -15,10 +15,10 @@ export interface Request {
   clientAddress: string;
   /**
    * For routes that need it only for some requests (needsClientAddress 'onDemand'): reads it
-   * then. Call it before the handler's first await (the connection's address is read from
-   * uWebSockets.js, whose response object is only certain to live until then).
+   * then. Only in the handler's synchronous part, before its first await (it reads the
+   * connection of the handler running; it throws when none is).
    */
-  clientAddressNow?: () => string;
+  clientAddressNow: (() => string) | undefined;
   /** the Idempotency-Key header, for routes that ask for it; "" when absent */
   idempotencyKey: string;
   /** the raw body, for routes that take one */

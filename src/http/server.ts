@@ -29,6 +29,8 @@ interface RequestState {
   /** where the answer is counted (/metrics), and when the request arrived (metrics.now()) */
   meter: RequestMeter;
   startedAt: number;
+  /** a route whose address is read on demand: X-Forwarded-For as it came (TRUST_PROXY > 0), else "" */
+  forwarded: string;
 }
 
 export interface HttpServerOptions {
@@ -98,6 +100,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   let inFlight = 0;
   let idle: (() => void) | null = null;
 
+  // The request whose handler runs now, for Request.clientAddressNow: one function for all
+  // requests, reading the address of the handler running, so a request that does not ask
+  // allocates nothing for it. Only the handler's synchronous part may ask.
+  let running: uWS.HttpResponse | null = null;
+  let runningForwarded = '';
+  function addressOfRunning(): string {
+    if (running === null) throw new Error('Request.clientAddressNow is read before the handler\'s first await only');
+    return clientAddress(textDecoder.decode(running.getRemoteAddressAsText()), runningForwarded, options.trustProxy);
+  }
+
   /** The client's address as TRUST_PROXY reads it. */
   function addressOf(res: uWS.HttpResponse, uReq: uWS.HttpRequest): string {
     return clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), options.trustProxy === 0 ? '' : forwardedFor(uReq), options.trustProxy);
@@ -159,11 +171,14 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
   function run(res: uWS.HttpResponse, state: RequestState, route: Route, req: Request): void {
     let out: Reply | Promise<Reply>;
+    running = res;
+    runningForwarded = state.forwarded;
     try {
       out = route.handler(req);
     } catch (err) {
       out = Promise.reject(err);
     }
+    running = null;
     if (out instanceof Promise) {
       out.then(
         (r) => send(res, state, r),
@@ -216,7 +231,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     inFlight++;
     const state: RequestState = {
       done: false, head: false, gone: false, lingering: false, lingerTimer: null, discarded: 0, req: null, fixed: PLAIN, cors: null,
-      meter: meters.unmatched, startedAt: metrics.now(),
+      meter: meters.unmatched, startedAt: metrics.now(), forwarded: '',
     };
     res.onAborted(() => {
       state.gone = true;
@@ -261,15 +276,13 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       query: route.needsQuery ? (uReq.getQuery() ?? '') : '',
       authorization: route.needsAuthorization ? uReq.getHeader('authorization') : '',
       clientAddress: route.needsClientAddress === true ? addressOf(res, uReq) : '',
+      clientAddressNow: route.needsClientAddress === 'onDemand' ? addressOfRunning : undefined,
       idempotencyKey: route.needsIdempotencyKey ? uReq.getHeader('idempotency-key') : '',
       body: null,
       aborted: false,
     };
-    if (route.needsClientAddress === 'onDemand') {
-      // X-Forwarded-For now (the request object dies when this returns), the peer when asked
-      const forwarded = options.trustProxy === 0 ? '' : forwardedFor(uReq);
-      req.clientAddressNow = () => clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), forwarded, options.trustProxy);
-    }
+    // X-Forwarded-For now (the request object dies when this returns), the peer when asked
+    if (route.needsClientAddress === 'onDemand' && options.trustProxy > 0) state.forwarded = forwardedFor(uReq);
     state.req = req;
     if (method === 'get' || state.head) {
       run(res, state, route, req);
