@@ -3,7 +3,7 @@ import { sustainedRate, type DeployedMode, type DeployedSample, type SustainedPr
 import { median, summarise, type Row, type Sample } from './table.js';
 
 // The tables of validate as deployed: beside ceiling (c) and the request path alone of the
-// same run, the sustained (open-loop) search, and issue 10's targets.
+// same run, the sustained (open-loop) search, and the targets of the as-deployed runs.
 
 const MODES: DeployedMode[] = ['worker inside', 'worker apart'];
 /** the Idempotency-Key A/B (deployed.ts measureKeyed): one deployment, with and without a key */
@@ -107,13 +107,13 @@ export function deployedReport(f: DeployedFigures, connections: number): string 
     const ok = atLeast ? value >= limit : value <= limit;
     out.push(`| ${label} ${atLeast ? '≥' : '≤'} ${limit} | ${value.toFixed(2)} | ${ok ? 'met' : `missed by ${(Math.abs(value - limit) / limit * 100).toFixed(0)}%`} |`);
   };
-  // issue 11: validate with an Idempotency-Key within 5 % of validate without, both as deployed
+  // validate with an Idempotency-Key within 5 % of validate without, both as deployed
   // the median of the pairs' ratios: each pair's two runs follow each other, so drift of the shared machine cancels
   if (f.keyedRatios.length > 0) {
     target(`with an Idempotency-Key req/s ÷ without (key A/B, worker inside; median of ${f.keyedRatios.length} pairs: ` +
       `${f.keyedRatios.map((r) => r.toFixed(2)).join(', ')})`, median(f.keyedRatios), 0.95, true);
   }
-  // issue 12: metrics add no measurable cost to validate
+  // metrics add no measurable cost to validate
   if (f.metricsRatios.length > 0) {
     target(`METRICS=1 (scraped every second) req/s ÷ METRICS=0 (metrics A/B, worker inside; median of ${f.metricsRatios.length} pairs: ` +
       `${f.metricsRatios.map((r) => r.toFixed(2)).join(', ')})`, median(f.metricsRatios), 0.95, true);

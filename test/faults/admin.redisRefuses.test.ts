@@ -6,7 +6,7 @@ import { pollUntil, until } from '../helpers/wait.js';
 import { MSG } from '../helpers/shapes.js';
 import { LicenseField } from '../../src/redis/scripts.js';
 
-// Admin changes never leave Postgres and Redis split (issue 8): a change is in force on the
+// Admin changes never leave Postgres and Redis split: a change is in force on the
 // next request, or the admin gets an error and nothing changed. Redis here is the test's
 // own, made to refuse writes (min-replicas-to-write with no replica: NOREPLICAS) at the
 // worst moment: after the change has fenced the copy and while Postgres is committing it.
