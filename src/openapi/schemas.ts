@@ -10,6 +10,11 @@ const closed = { additionalProperties: false } as const;
 /** An instant the service writes (Date.toISOString). */
 export const Timestamp = Type.String({ format: 'date-time' });
 /** A JWT this service signed: three base64url parts. */
+/** A compact EdDSA JWS (license token, receipt): an Ed25519 signature is 86 base64url characters. */
+export function eddsaJws(description: string) {
+  return Type.String({ pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{86}$', description });
+}
+
 export const Jwt = Type.String({
   pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
   description: 'HS256 JWT, header {"alg":"HS256","typ":"JWT","kid":"<kid of the signing key>"}, base64url without padding',

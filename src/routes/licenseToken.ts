@@ -5,12 +5,12 @@ import type { Credentials, LiveLicense } from '../licenses/hot.js';
 import type { Count as MetricCount } from '../metrics/cells.js';
 import { EXAMPLE } from '../openapi/examples.js';
 import { errorResponses, type ResponseDoc } from '../openapi/routeDoc.js';
-import { codedErrorOf, RateLimitedError } from '../openapi/schemas.js';
+import { codedErrorOf, eddsaJws, RateLimitedError } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { Login } from './login.js';
 import { authReplies, invalidRequest, rateLimited } from './replies.js';
 import { Password, Text, valueParser } from './schemas.js';
-import { ArtefactSigner, keysFromList, PLACEHOLDER_SIGNING_KEY } from '../tokens/signingKeys.js';
+import { exampleSigner } from '../tokens/signingKeys.js';
 
 // License validation: POST /api/License/validate with a license key and password (a body
 // without `token`) answers a license token, an EdDSA JWS of the license's state that a
@@ -23,7 +23,7 @@ export const LicenseValidationBody = Type.Object({
 });
 
 /** A compact JWS with alg EdDSA. */
-const LicenseJws = Type.String({ pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{86}$', description: 'an EdDSA JWS (verify with /.well-known/jwks.json)' });
+const LicenseJws = eddsaJws('an EdDSA JWS (verify with /.well-known/jwks.json)');
 
 export const LicenseTokenAnswer = Type.Object({
   success: Type.Literal(true),
@@ -64,7 +64,7 @@ export function licenseValidationResponses(): Record<number, ResponseDoc> {
 
 /** A license token of the examples: signed with a published placeholder key, never a service's. */
 function exampleToken(): string {
-  const signer = new ArtefactSigner(keysFromList(PLACEHOLDER_SIGNING_KEY, 'the example key'));
+  const signer = exampleSigner();
   const iat = Math.floor(Date.parse('2026-03-01T09:30:00.000Z') / 1000);
   const live = {
     organizationName: EXAMPLE.organizationName, expiryMs: Date.parse(EXAMPLE.expiryDate), totalQuota: EXAMPLE.totalQuota,

@@ -3,8 +3,8 @@ import type { Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
-import { Count, messageErrorOf } from '../openapi/schemas.js';
-import { ArtefactSigner, keysFromList, PLACEHOLDER_SIGNING_KEY } from '../tokens/signingKeys.js';
+import { Count, eddsaJws, messageErrorOf } from '../openapi/schemas.js';
+import { exampleSigner, type ArtefactSigner } from '../tokens/signingKeys.js';
 import type { RouteContext } from './context.js';
 import { Documents, ReceiptPrefix, SIGN_DOCUMENTS_MAX } from './receipt.js';
 import {
@@ -33,13 +33,12 @@ const SignBody = Type.Object({ token: ParsedToken, origin: Origin, documents: Do
 const DocumentedBody = Type.Object({ token: Token, origin: Origin, documents: Documents });
 
 /** The compact JWS, header.payload.signature, base64url. */
-const Receipt = Type.String({
-  pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]{86}$',
-  description: 'the receipt: a compact JWS (header {"alg":"EdDSA","typ":"JWT","kid":…}, kid one of /.well-known/jwks.json) whose payload ' +
+const Receipt = eddsaJws(
+  'the receipt: a compact JWS (header {"alg":"EdDSA","typ":"JWT","kid":…}, kid one of /.well-known/jwks.json) whose payload ' +
     'is {"typ":"receipt","iss","jti" (the sign token\'s token_id),"firma_id","imza_tipi","documents":[{"name","sha256"}…] (as sent, ' +
     'sha256 in lower case),"iat" (the redemption, seconds),"used_quota","remaining_quota"}, members in this order. Its digest, the ' +
     'hex SHA-256 of the payload bytes, is what the service keeps',
-});
+);
 
 const Signed = Type.Object({
   success: Type.Literal(true), message: Type.Literal(REDEEMED_MESSAGE), usedQuota: Count, remainingQuota: Count, receipt: Receipt,
@@ -67,8 +66,7 @@ function exampleAnswer(issuer: string): Reply {
     EXAMPLE_DOCUMENTS,
   );
   const receipt = `${prefix},"iat":1764075660,"used_quota":${used},"remaining_quota":${EXAMPLE.totalQuota - used}}`;
-  const signer = new ArtefactSigner(keysFromList(PLACEHOLDER_SIGNING_KEY, 'the placeholder key'));
-  return signed(signer, { usedQuota: used, remainingQuota: EXAMPLE.totalQuota - used, receipt });
+  return signed(exampleSigner(), { usedQuota: used, remainingQuota: EXAMPLE.totalQuota - used, receipt });
 }
 
 function docOf(issuer: string): RouteDoc {

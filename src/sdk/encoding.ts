@@ -1,4 +1,4 @@
-import { hasUniqueMembers } from './members.js';
+import { uniqueObjectOf } from './members.js';
 
 // The byte-level reading of a compact JWS, with WebCrypto and the encoding API only (no
 // Buffer: the SDK runs in browsers). Strict where lenient decoders are not: one text per
@@ -51,15 +51,7 @@ function utf8(bytes: Uint8Array): string | null {
 export function objectOfSegment(segment: string): Record<string, unknown> | null {
   const bytes = fromBase64url(segment);
   const text = bytes === null ? null : utf8(bytes);
-  if (text === null) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value) || !hasUniqueMembers(text, value)) return null;
-  return value as Record<string, unknown>;
+  return text === null ? null : uniqueObjectOf(text);
 }
 
 /** Lower-case hex of the SHA-256 of bytes. */

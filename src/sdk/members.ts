@@ -61,3 +61,15 @@ function membersInValue(value: unknown): number {
 export function hasUniqueMembers(text: string, value: unknown): boolean {
   return membersInText(text) === membersInValue(value);
 }
+
+/** The JSON object a text holds, or null: not JSON, not an object, or a member repeated anywhere. */
+export function uniqueObjectOf(text: string): Record<string, unknown> | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !hasUniqueMembers(text, value)) return null;
+  return value as Record<string, unknown>;
+}

@@ -1,3 +1,3 @@
 // Repeated member names in a JSON text: the SDK's module, so that the server's tokens and
 // the SDK's offline verification refuse exactly the same texts.
-export { hasUniqueMembers, membersInText } from '../sdk/members.js';
+export { hasUniqueMembers, membersInText, uniqueObjectOf } from '../sdk/members.js';

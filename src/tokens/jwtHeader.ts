@@ -1,4 +1,4 @@
-import { hasUniqueMembers } from './jsonKeys.js';
+import { uniqueObjectOf } from './jsonKeys.js';
 
 // The headers a token may carry. Those this service writes name the kid of their key,
 // {"alg":"HS256","typ":"JWT","kid":"<kid>"}, and are matched byte for byte. The
@@ -50,14 +50,8 @@ export function isKidlessHeader(segment: string): boolean {
   // Buffer skips what is not base64url, reads the standard alphabet and padding too, and
   // ignores the last character's spare bits: written back, any of these differs
   if (bytes.toString('base64url') !== segment) return false;
-  const text = bytes.toString('utf8');
-  let header: unknown;
-  try {
-    header = JSON.parse(text);
-  } catch {
-    return false;
-  }
-  if (typeof header !== 'object' || header === null || Array.isArray(header) || !hasUniqueMembers(text, header)) return false;
+  const header = uniqueObjectOf(bytes.toString('utf8'));
+  if (header === null) return false;
   let alg = false;
   for (const [name, value] of Object.entries(header)) {
     if (name === 'alg' && value === 'HS256') alg = true;

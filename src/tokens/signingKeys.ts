@@ -31,6 +31,11 @@ export interface Ed25519Jwk {
  */
 export const PLACEHOLDER_SIGNING_KEY = 'MC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g';
 
+/** The signer of the documents' examples: the placeholder key, so an example verifies against the example JWKS. */
+export function exampleSigner(): ArtefactSigner {
+  return new ArtefactSigner(keysFromList(PLACEHOLDER_SIGNING_KEY, 'the placeholder key'));
+}
+
 const PEM_BLOCK = /-----BEGIN ((?:ENCRYPTED )?PRIVATE KEY|PUBLIC KEY)-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END \1-----/g;
 const GENERATE = 'openssl genpkey -algorithm ed25519';
 
