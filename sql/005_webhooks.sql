@@ -1,4 +1,4 @@
--- Webhooks (README "Webhooks"): a license may name a URL that the usage worker tells of
+-- Webhooks (docs/api.md#webhooks): a license may name a URL that the usage worker tells of
 -- quota.low, quota.exhausted and license.expiring, each request signed with the secret.
 -- The secret is never shown by the admin API; a URL is never without a secret.
 alter table licenses

@@ -12,5 +12,5 @@ alter table token_redemptions
   add column receipt_sha256 text check (receipt_sha256 ~ '^[0-9a-f]{64}$'),
   add constraint token_redemptions_receipt_whole check ((documents is null) = (receipt_sha256 is null));
 
--- an operator confirms a receipt by its digest (README "Signing receipts")
+-- an operator confirms a receipt by its digest (docs/api.md#signing-receipts)
 create unique index token_redemptions_receipt on token_redemptions (receipt_sha256) where receipt_sha256 is not null;

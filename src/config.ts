@@ -82,7 +82,7 @@ function redisConfigCheck(env: Env): RedisConfigCheck {
   return mode;
 }
 
-/** The webhooks the usage worker sends (README "Webhooks"). */
+/** The webhooks the usage worker sends (docs/api.md#webhooks). */
 export interface WebhookConfig {
   /** quota.low when the remaining quota falls to this percentage of the total or below; 0: no quota.low */
   quotaLowPercent: number;

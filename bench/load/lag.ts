@@ -12,7 +12,7 @@ import { createLicenses } from './licenses.js';
 
 // make bench-lag: the usage worker's lag at peak validate load, as deployed (`npm start`:
 // the worker inside the server process). The lag is what a Redis lost without persistence
-// costs (README "Durability"): redemptions answered 200 and not yet in Postgres.
+// costs (docs/durability.md#the-window-of-a-redis-loss): redemptions answered 200 and not yet in Postgres.
 // Samples the lag every 100 ms during the run, then times the drain. The lag is read from
 // Redis as /healthz computes it (usageLag), not through /healthz, whose report may be up to a
 // second old: the samples and the drain time would be a second coarse.

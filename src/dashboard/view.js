@@ -77,7 +77,7 @@ function showStatus(status, message) {
   show($('quota-message'), message);
 }
 
-/** A check-quota answer, as the spec publishes them. false: not an answer about the license (keep what is shown). */
+/** A check-quota answer, in the published shapes (docs/api.md#check-quota). false: not an answer about the license (keep what is shown). */
 export function showCheckQuota(got) {
   const { status, body } = got;
   const error = errorOf(body);

@@ -1,7 +1,7 @@
 import { domainToASCII } from 'node:url';
 import type { Headers } from './reply.js';
 
-// CORS (the spec: "CORS domain checking is applied"). CORS_ORIGINS lists the browser
+// CORS (docs/api.md#cors). CORS_ORIGINS lists the browser
 // origins allowed to call the public endpoints, with the wildcard rule of license domains:
 // "https://*.ornek.com.tr" allows every origin below ornek.com.tr over https on the default
 // port, never ornek.com.tr itself. An origin is scheme, host and port, compared exactly

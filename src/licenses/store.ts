@@ -16,7 +16,7 @@ export interface LicenseRow {
   version: number;
   /** raised by a password change or a deactivation: access tokens of an older generation are refused */
   tokenGeneration: number;
-  /** where the worker sends the license's webhooks (README "Webhooks"); null: none */
+  /** where the worker sends the license's webhooks (docs/api.md#webhooks); null: none */
   webhookUrl: string | null;
   /** whether a webhook secret is stored (the secret itself is read only to sign deliveries) */
   webhookSecretSet: boolean;

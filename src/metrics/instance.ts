@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { labelledBy, metricsText, monotonic, sumMetrics, type MetricJson } from './merge.js';
 import { SCRAPE_TIMEOUT_MS, type ProcessReport } from './registry.js';
 
-// GET /metrics of an instance of WORKERS processes (README "Metrics"), the primary's side.
+// GET /metrics of an instance of WORKERS processes (docs/operations.md#metrics), the primary's side.
 // A scrape reaches one child; that child asks the primary, the primary asks every child for
 // what it has counted (over the IPC channel fork gives each child), waits at most
 // SCRAPE_TIMEOUT_MS, adds everything up and answers the child with the text. Nothing of this

@@ -43,7 +43,7 @@ export function codedErrorOf(bodies: unknown[]): TSchema {
   }, closed);
 }
 
-/** {success:false, message}: validate's refusals (the spec publishes no codes, only the Turkish messages). */
+/** {success:false, message}: validate's refusals (published without codes, only the Turkish messages: docs/api.md#validate-and-sign). */
 export const MessageError = Type.Object({ success: Type.Literal(false), message: Type.String({ minLength: 1 }) }, closed);
 export const messageErrorOf = (): TSchema => MessageError;
 
@@ -79,7 +79,7 @@ export const License = Type.Object({
   expiryDate: Timestamp,
   isActive: Type.Boolean(),
   domains: Type.Array(Type.String(), { description: 'authorised origins (host names, "*.example.com" for subdomains); empty: any origin' }),
-  webhookUrl: Type.Union([Type.String(), Type.Null()], { description: 'where the worker sends this license\'s events (README "Webhooks"); null: none' }),
+  webhookUrl: Type.Union([Type.String(), Type.Null()], { description: 'where the worker sends this license\'s events (docs/api.md#webhooks); null: none' }),
   webhookSecretSet: Type.Boolean({ description: 'a signing secret is set (the secret itself is never shown)' }),
 }, closed);
 

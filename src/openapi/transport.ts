@@ -138,7 +138,7 @@ export function preflightOperation(entry: PathEntry, item: Record<string, unknow
     operationId: operationId('options', route.path),
     tags: ['public'],
     summary: `CORS preflight of ${methods} ${path}`,
-    description: `Browsers send it before a cross-origin ${methods} with JSON or an Authorization header. Allowed origins: CORS_ORIGINS (README "CORS").`,
+    description: `Browsers send it before a cross-origin ${methods} with JSON or an Authorization header. Allowed origins: CORS_ORIGINS (docs/api.md#cors).`,
     security: [],
     parameters: [
       ...names.map((p) => ({ name: p, in: 'path', required: true, description: 'any value: a preflight does not read it', schema: { type: 'string' } })),

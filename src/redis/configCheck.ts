@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { RedisConfigCheck } from '../config.js';
 import { isCluster, whenReady, type RedisClient } from './client.js';
 
-// Redis read at start (README "Redis configuration check"). Single use and exact books rest
+// Redis read at start (docs/operations.md#redis-configuration-check). Single use and exact books rest
 // on Redis keeping every key the service writes until the service drops it: a Redis that
 // evicts under memory pressure can take a bucket's restart epoch or the recorded run id
 // (a token whose "used" marker a restart lost is redeemable again), a queued usage event (a
@@ -84,7 +84,7 @@ export function judgeRedisConfig(masters: MasterSettings[], mode: RedisConfigChe
   if (production && volatileStore.length > 0) {
     verdict.warnings.push(
       `Redis ${list(volatileStore)} ${volatileStore.length === 1 ? 'has' : 'have'} appendonly no: a restart loses the usage events not yet in Postgres ` +
-      '(the usage worker\'s lag: README "Durability") with the quota they spent, and every outstanding token is refused; ' +
+      '(the usage worker\'s lag: docs/durability.md) with the quota they spent, and every outstanding token is refused; ' +
       'set appendonly yes with appendfsync everysec or always',
     );
   }

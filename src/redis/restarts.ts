@@ -88,7 +88,7 @@ export class RedisRestarts {
 
   /**
    * A Redis that appends every write to its AOF before answering lost nothing in a restart
-   * (a failover to a replica can still lose writes: see README, Durability).
+   * (a failover to a replica can still lose writes: see docs/durability.md).
    */
   private async keepsEveryWrite(node: Redis): Promise<boolean> {
     const [appendonly, appendfsync] = await Promise.all([

@@ -31,7 +31,7 @@ export const LicenseTokenAnswer = Type.Object({
   expiresIn: Type.Integer({ minimum: 1, description: 'seconds the token lives: LICENSE_TOKEN_SECONDS, or less when the license expires sooner' }),
 }, { additionalProperties: false });
 
-/** What a license token says, its members in this order (README "License tokens"). */
+/** What a license token says, its members in this order (docs/api.md#license-tokens). */
 function claimsJson(issuer: string, firmaId: string, live: LicenseState, iat: number, exp: number): string {
   return JSON.stringify({
     typ: 'license',

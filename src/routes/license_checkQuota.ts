@@ -53,7 +53,7 @@ function failure(error: keyof typeof errors, extra?: Record<string, unknown>): A
   return { status: STATUS[status] as string, head: `${JSON.stringify(body).slice(0, -1)},"timestamp":"` };
 }
 
-/** The answer for a license as it is now, in the spec's order of checks. */
+/** The answer for a license as it is now, checked in the published order: unknown, expired, inactive, quota (docs/api.md#check-quota). */
 function answerFor(licenseKey: string, live: LiveLicense | null, now: number): Answer {
   if (live === null) return failure('LICENSE_NOT_FOUND');
   const expiryDate = new Date(live.expiryMs).toISOString();

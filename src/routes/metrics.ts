@@ -8,7 +8,7 @@ import { coded, codedErrors } from './replies.js';
 
 const doc: RouteDoc = {
   summary: 'Prometheus metrics of the whole instance',
-  description: 'Prometheus text format (README "Metrics": the metric names). Whichever process of the instance (WORKERS) a scrape '
+  description: 'Prometheus text format (docs/operations.md#metrics: the metric names). Whichever process of the instance (WORKERS) a scrape '
     + 'reaches, it answers for all of them: counters and histograms summed over the processes, Node\'s process_ and nodejs_ '
     + 'series one per process (label child), the usage gauges read from Redis once; a counter never goes back, also when a '
     + 'process dies and is started again. A process that does not answer within 1 s is counted as it last reported '

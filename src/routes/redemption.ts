@@ -35,7 +35,7 @@ export const redemptionReplies = {
   ORIGIN_DENIED: reply(401, { success: false, message: 'Bu domain için yetki yok' }), //    origin not authorised
   QUOTA_EXHAUSTED: reply(400, { success: false, message: 'İmza kotası doldu', remainingQuota: 0 }), // quota used up
   // 429 RATE_LIMITED: rateLimited(ms)
-  // not published (README "Idempotency-Key on validate"): the Idempotency-Key of another redemption
+  // docs/api.md#idempotency: the Idempotency-Key of another redemption
   KEY_REUSED: reply(422, { success: false, message: 'Bu işlem anahtarı başka bir token için kullanıldı.' }),
 } as const;
 

@@ -1,6 +1,6 @@
 import { reply, retryHeaders, retrySeconds, type Reply, type TransportErrors, type TransportFailure } from '../http/reply.js';
 
-// The answers more than one endpoint gives, worded as in the spec's Errors section so the
+// The answers more than one endpoint gives, worded as published in docs/api.md#errors, so the
 // two can be read side by side. Each route's own answers are in its file, in a table by
 // outcome (src/redis/scripts.ts Outcome).
 

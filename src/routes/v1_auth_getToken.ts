@@ -14,7 +14,7 @@ import { Login } from './login.js';
 import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
 import { bodyParser, ImzaTipi, Password, Text } from './schemas.js';
 
-// get-token's key format is unspecified (spec): any text here; a key that is not a UUID
+// get-token's key format is not published: any text here; a key that is not a UUID
 // cannot exist (the admin API only makes UUIDs), so it is refused as unknown.
 const GetTokenBody = Type.Object({
   licenseKey: Text({ minLength: 1, maxLength: 128 }),

@@ -10,7 +10,7 @@ import { codedErrors } from './replies.js';
 
 /**
  * Cached for an hour by clients and shared caches: a key is added a restart ahead of signing
- * with it (README, "Signing keys"), so a copy an hour old still holds the signing key.
+ * with it (docs/operations.md#signing-keys), so a copy an hour old still holds the signing key.
  */
 const CACHE: readonly [string, string] = ['Cache-Control', 'public, max-age=3600'];
 

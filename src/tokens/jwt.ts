@@ -7,7 +7,7 @@ import { COMPACT_KIDLESS_HEADERS, headerSegment, isKidlessHeader, segmentOf } fr
 export const SIGN_TOKEN_SECONDS = 300;
 export const ACCESS_TOKEN_SECONDS = 900;
 
-/** Claims of a sign token, in the spec's order, plus the type that keeps it out of Bearer use. */
+/** Claims of a sign token, in the published order (docs/api.md#sign-and-access-tokens), plus the type that keeps it out of Bearer use. */
 export interface SignClaims {
   firma_id: string;
   firma_adi: string;
@@ -59,7 +59,7 @@ function isAccessClaims(p: Record<string, unknown>): p is AccessClaims & Record<
 
 /**
  * HS256 signers and verifiers, built once at start. The first key signs, with its kid in
- * the header; every key verifies the tokens whose header names it (key rotation: README).
+ * the header; every key verifies the tokens whose header names it (key rotation: docs/operations.md#key-rotation).
  * A token's header is looked up whole among the headers this service writes and the
  * compact kid-less ones (jwtHeader.ts), which the signing key verifies; only a header found
  * in neither is parsed, bounded, to see whether it is another spelling of a kid-less one.

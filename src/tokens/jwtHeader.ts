@@ -2,7 +2,7 @@ import { uniqueObjectOf } from './jsonKeys.js';
 
 // The headers a token may carry. Those this service writes name the kid of their key,
 // {"alg":"HS256","typ":"JWT","kid":"<kid>"}, and are matched byte for byte. The
-// specification publishes the header {"alg":"HS256","typ":"JWT"}, without a kid: a token
+// published header is {"alg":"HS256","typ":"JWT"}, without a kid: a token
 // made to it by any JWT library is verified with the key that signs now. Libraries differ
 // in what they write for it (jsonwebtoken, golang-jwt, PyJWT 2: alg then typ;
 // firebase/php-jwt and PyJWT 1: typ then alg; jjwt, ruby-jwt and jose without a typ: alg

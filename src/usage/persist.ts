@@ -19,7 +19,7 @@ export type UsedCounts = Map<string, number>;
  * A sign's redemption ($4: its token id, document count and receipt digest, one a line)
  * adds them to its row; a validate's row has neither.
  *
- * The same statement writes the webhook events the batch causes (README "Webhooks"): for a
+ * The same statement writes the webhook events the batch causes (docs/api.md#webhooks): for a
  * license with a webhook URL whose remaining quota this batch took from above a threshold
  * to at or below it (quota.low: $3 % of the total; quota.exhausted: 0), one outbox row,
  * keyed by the license's total, so a crossing is recorded once however often its events

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 // What Postgres keeps of a sign's receipt (the JSON payload the route signed, carried by
 // its used event: src/redis/fields.ts EVENT_RECEIPT): how many documents it names, and its
-// digest, which is what an operator looks a receipt up by (README "Signing receipts").
+// digest, which is what an operator looks a receipt up by (docs/api.md#signing-receipts).
 
 export interface ReceiptFacts {
   documents: number;

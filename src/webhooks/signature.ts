@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 
-// The signature of a webhook request (README "Webhooks"): X-Webhook-Signature is
+// The signature of a webhook request (docs/api.md#payload-and-signature): X-Webhook-Signature is
 // "sha256=" and the lower-case hex HMAC-SHA256, keyed with the license's webhook secret,
 // of X-Webhook-Timestamp (Unix seconds, as sent), a ".", and the raw body, byte for byte.
 // Signing the timestamp lets a receiver refuse an old request replayed to it.

@@ -11,7 +11,7 @@ import { startStack } from '../helpers/faults/stack.js';
 import { validateAll } from '../helpers/faults/tokens.js';
 import { TokenSource } from '../helpers/tokens.js';
 
-// Fault 7: Redis with AOF (appendfsync everysec, as the README asks of production)
+// Fault 7: Redis with AOF (appendfsync everysec, as docs/redis.md asks of production)
 // SIGKILLed under load and started again from its AOF. No token may answer 200 twice:
 // neither those redeemed just before the kill, replayed afterwards, nor the retries of
 // tokens whose answer the kill took away. What is lost is at most what about a second of

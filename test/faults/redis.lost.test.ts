@@ -13,7 +13,7 @@ import { TokenSource } from '../helpers/tokens.js';
 // Fault 6: Redis restarted empty (SIGKILL, no persistence) under load while usage events
 // wait in its streams (the standalone worker was killed a second before, so they pile up).
 // What the redemptions answered 200 and not yet in Postgres were is lost, and with it their
-// quota deductions: the window is the worker lag (README, Durability). The service must
+// quota deductions: the window is the worker lag (docs/durability.md). The service must
 // fail closed: every token issued before the loss and not proven unused, redeemed or not,
 // is refused as already used, so none redeems twice; new tokens work; the rebuilt license
 // counts never fall below Postgres. The books cannot balance (lost events are lost): the

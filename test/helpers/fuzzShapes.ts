@@ -76,7 +76,7 @@ function shapeError(shape: Shape, status: number, body: unknown): string | null 
     case 'message': {
       const allowed = new Set(['success', 'message']);
       if (status === 429) allowed.add('retryAfter');
-      if (status === 400 && body.remainingQuota === 0) allowed.add('remainingQuota'); // quota exhausted (spec)
+      if (status === 400 && body.remainingQuota === 0) allowed.add('remainingQuota'); // quota exhausted (published)
       const stray = Object.keys(body).filter((k) => !allowed.has(k));
       if (stray.length > 0) return `unexpected keys ${stray.join(',')}`;
       if (body.success !== false) return 'success is not false';
@@ -128,7 +128,7 @@ function requestText(sent: Sent): string {
   return [path, ...Object.values(sent.headers), body, ...strings(parsed)].join('\n');
 }
 
-/** The body fields each endpoint reads (CONTRACT: none may hold NUL or another C0 control character). */
+/** The body fields each endpoint reads (none may hold NUL or another C0 control character: docs/security.md#limits-and-what-each-bounds). */
 const READ_FIELDS: [RegExp, string, string[]][] = [
   [/^\/api\/v1\/auth\/get-token$/, 'POST', ['licenseKey', 'password']],
   [/^\/api\/license\/validate$/, 'POST', ['token', 'origin']],
@@ -206,7 +206,7 @@ export function violations(sent: Sent, got: Got, opts: CheckOptions = {}): strin
   if (status === 200 || status === 201) {
     if (!isObj(got.body) || got.body.success !== true) out.push('a 2xx body without success:true');
     const control = controlCharacterIn(sent);
-    if (control !== null) out.push(`accepted a C0 control character in the ${control} (CONTRACT: 400)`);
+    if (control !== null) out.push(`accepted a C0 control character in the ${control} (published: 400)`);
   } else if (status >= 400 && status < 500) {
     const shapes = shapesFor(sent.path, sent.body, status);
     const errors = shapes.map((s) => shapeError(s, status, got.body));

@@ -1,13 +1,13 @@
 import { createHmac } from 'node:crypto';
 
 // The one JWT helper of the tests: tokens decoded and crafted by hand (HMAC over
-// base64url(header) "." base64url(payload), as the spec defines it), so the tests never trust
+// base64url(header) "." base64url(payload), as published), so the tests never trust
 // the service's own token code.
 
 /** The header of the tokens a service with JWT_SECRET alone signs (its key's kid is "default"). */
 export const HS256_HEADER = { alg: 'HS256', typ: 'JWT', kid: 'default' };
 
-/** The header the specification publishes, without a kid: verified with the key that signs. */
+/** The published header, without a kid: verified with the key that signs. */
 export const PUBLISHED_HEADER = { alg: 'HS256', typ: 'JWT' };
 
 /** JWT_ISSUER's default: the iss of every token, checked on verify. */

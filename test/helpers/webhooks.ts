@@ -5,7 +5,7 @@ import type { Harness, Teardown } from './harness.js';
 
 // A webhook receiver for the tests: a node:http server on a loopback port that keeps every
 // request it gets and answers what the test says; and the receiver's side of the signature,
-// written here from README "Webhooks" (not imported from the service), so a test fails if
+// written here from docs/api.md#webhooks (not imported from the service), so a test fails if
 // the service signs anything else.
 
 /** The settings a webhook test runs with: everything quick. */
@@ -18,8 +18,8 @@ export const QUICK_WEBHOOKS: Record<string, string> = {
 };
 
 /**
- * The receivers here are http:// on 127.0.0.1, which the service refuses by default (README
- * "Webhooks"): a test that delivers to one allows both, as an on-premises deployment would.
+ * The receivers here are http:// on 127.0.0.1, which the service refuses by default
+ * (docs/api.md#where-a-webhook-may-go): a test that delivers to one allows both, as an on-premises deployment would.
  */
 export const LOCAL_RECEIVERS: Record<string, string> = {
   WEBHOOK_ALLOW_HTTP: '1',

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { startHarness } from '../helpers/harness.js';
 import { expectCodedError, NOT_AN_OBJECT } from '../helpers/shapes.js';
 
-// POST /api/v1/auth/get-token, every row of the spec's error table: status, code and the
+// POST /api/v1/auth/get-token, every row of its published error table (docs/api.md#errors): status, code and the
 // body shape {success:false, error:{code, message}}, nothing else; bad input of every kind
 // (bodies that are not a JSON object, wrong types, missing fields) is a 400.
 

@@ -101,7 +101,7 @@ t.test('sign tokens from sign-token redeem through validate, once each', async (
 });
 
 t.test('a renamed organization shows in the next sign token', async (t) => {
-  // CONTRACT: every admin change is in force for the very next public request
+  // docs/api.md#admin-api: every admin change is in force for the very next public request
   const lic = await h.createLicense({ totalQuota: 2 });
   const sdk = sdkOf(h);
   const got = await sdk.getToken({ ...lic, imzaTipi: 0 });

@@ -9,7 +9,7 @@ import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness, testEnv, type Harness, type 
 import { exitOf, SERVER_SCRIPT, spawnLogged } from '../helpers/processes.js';
 import { TEST_SIGNING_KEY } from '../helpers/signingKeys.js';
 
-// Configuration (README, Configuration): the defaults, a misconfigured
+// Configuration (docs/operations.md#configuration): the defaults, a misconfigured
 // deployment refusing to start with one clear line on stderr instead of failing later, and
 // a service without ADMIN_TOKEN serving no admin API.
 

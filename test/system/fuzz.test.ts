@@ -21,7 +21,7 @@ import { waitFor } from '../helpers/wait.js';
 //     (the published shapes; helpers/fuzz.ts shapesFor), JSON, with Retry-After on 429 and Allow on 405;
 //   - free of stack traces and internal paths;
 //   - no success when a field, path segment or query parameter the endpoint reads holds a C0
-//     control character (CONTRACT: 400);
+//     control character (published: 400);
 //   - for HEAD, an answer without a body;
 // and /healthz answers 200 every 10 runs and after each property. The service runs with every
 // rate limit off, then a second one with the default limits fuzzes the 429 answers. A canary

@@ -200,7 +200,7 @@ t.test('413 with an ordinary HTTP client', async (t) => {
 
   // uWebSockets.js's HTTP parser accepts at most 9 digits of Content-Length (999,999,999);
   // a longer one is a parse error on which it closes the connection before any handler
-  // runs (README, Security: the one case without a 413). What holds: the connection is
+  // runs (docs/security.md#limits-and-what-each-bounds: the one case without a 413). What holds: the connection is
   // closed at once, not held, and the server goes on serving.
   t.test('a client declaring 1 GB (1,000,000,000 bytes): closed at once, the server serves on', async (t) => {
     const seen = await trickle(1_000_000_000);

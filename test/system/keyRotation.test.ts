@@ -7,12 +7,12 @@ import { craftAccessToken, craftJwt, decodeJwt, ISSUER, PUBLISHED_HEADER, signat
 import { expectCodedError, expectMessageError, MSG, type Asserts } from '../helpers/shapes.js';
 import { getTokenPair, signOne } from '../helpers/tokens.js';
 
-// Key rotation (README "Key rotation"): JWT_SECRETS lists kid:secret pairs, the first signs,
+// Key rotation (docs/operations.md#key-rotation): JWT_SECRETS lists kid:secret pairs, the first signs,
 // every one verifies, and each token's header names its key. The procedure, one server after
 // the other on the same Redis and Postgres: add the new key second, sign with it (listed
 // first, the old one still verifying), then retire the old one. Every token carries
-// iss = JWT_ISSUER, checked on verify. A kid-less token (the header the specification
-// publishes) is verified with whichever key signs now, at every step.
+// iss = JWT_ISSUER, checked on verify. A kid-less token (the published header,
+// docs/api.md#sign-and-access-tokens) is verified with whichever key signs now, at every step.
 
 const S1 = randomBytes(32).toString('hex');
 const S2 = randomBytes(32).toString('hex');

@@ -8,7 +8,7 @@ import { getTokenPair, signOne } from '../helpers/tokens.js';
 import { pollUntil } from '../helpers/wait.js';
 
 // GET /metrics of the service as `npm start` runs it: WORKERS unset, so one process per core
-// (README "Metrics"). Requests go on connections of their own, and /proc shows which child
+// (docs/operations.md#metrics). Requests go on connections of their own, and /proc shows which child
 // the kernel gave each to: one scrape, through any child, counts every child's answers;
 // counters never go back between scrapes, nor when a child is SIGKILLed and started again
 // (what it reported stays counted, its successor's answers are added); Node's figures come
@@ -17,7 +17,7 @@ import { pollUntil } from '../helpers/wait.js';
 const HEALTHZ = { method: 'GET', route: '/healthz', status: '200' };
 const REQUESTS = 'license_http_requests_total';
 
-/** The warnings promtool gives on prom-client's default metrics, explained in README "Metrics": nothing else may appear. */
+/** The warnings promtool gives on prom-client's default metrics, explained in docs/operations.md#metrics: nothing else may appear. */
 const EXPLAINED = new Set(['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']
   .map((name) => `${name} non-counter metrics should not have "_total" suffix`));
 
@@ -79,7 +79,7 @@ t.test('WORKERS as npm start leaves it: one scrape sums every child, counters ne
     'the worker\'s 5 events (4 issued, 1 redeemed), once');
   await next('after the worker wrote');
 
-  // promtool on a real scrape: nothing but the warnings README "Metrics" explains
+  // promtool on a real scrape: nothing but the warnings docs/operations.md#metrics explains
   const linted = await promtool((scrapes.at(-1) as Scrape).text);
   t.same(linted.problems.filter((p) => !EXPLAINED.has(p)), [], `promtool check metrics: nothing unexplained (exit ${linted.code})`);
   t.ok(linted.code === 0 || linted.code === 3, 'promtool parsed the text (3: lint warnings only)');
@@ -89,7 +89,7 @@ t.test('WORKERS as npm start leaves it: one scrape sums every child, counters ne
   const victim = pids[victimIndex] as number;
   const beforeKill = await next('before the kill');
   process.kill(victim, 'SIGKILL');
-  // once the primary saw it die (a connection handed to it before that is reset: README "Many processes")
+  // once the primary saw it die (a connection handed to it before that is reset: docs/operations.md#processes)
   await server.lineMatching((l) => record(l)?.msg === 'child died: restarting it' && record(l)?.pid === victim, 10_000, 'the death seen');
   await next('right after the death');
   const again = record(await server.lineMatching((l) => {

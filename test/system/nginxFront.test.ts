@@ -62,7 +62,7 @@ t.test('the nginx front of deploy/', async (t) => {
     }
     t.ok(upstream.size >= 1 && upstream.size <= 2, `the front reused its connections to the service (${upstream.size} for 20 clients)`);
 
-    // why the front: the service alone does not speak HTTP/1.0 (see the README)
+    // why the front: the service alone does not speak HTTP/1.0 (docs/deployment.md#without-a-front)
     const direct = await rawExchange(h.service.port, 'GET /healthz HTTP/1.0\r\n\r\n', { timeoutMs: 1500 });
     t.equal(direct.answers.length, 0, 'without the front, an HTTP/1.0 request gets no answer');
   });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 
-// The rate limits as a whole (spec Limits, CONTRACT env): '0' switches a limit off. Each
+// The rate limits as a whole (docs/api.md#limits): '0' switches a limit off. Each
 // route's own limit, its 429 and what a refused request spends: that route's security suite
 // (test/routes/<route>.security.test.ts).
 

@@ -13,7 +13,7 @@ import {
   type LoggedProcess,
 } from '../helpers/processes.js';
 
-// Redis's configuration read at start (README "Redis configuration check"): an evicting
+// Redis's configuration read at start (docs/operations.md#redis-configuration-check): an evicting
 // maxmemory-policy refuses the start with one line, appendonly no in production is a
 // warning, a Redis that will not answer CONFIG is a warning (a refusal when strict), and
 // REDIS_CONFIG_CHECK overrides. The server (as `npm start` runs it: a primary and a server
@@ -30,7 +30,7 @@ const ALLKEYS = 'under memory pressure it may evict any key of the service, a bu
 const VOLATILE = 'under memory pressure it may evict the keys that expire, which are the token markers (unused tokens refused as used), ' +
   'the Idempotency-Key records (a retry refused instead of answered again) and the rate-limit and failed-login counters (limits lifted); ' +
   'set maxmemory-policy noeviction, or REDIS_CONFIG_CHECK=warn to start anyway';
-const NO_AOF = 'appendonly no: a restart loses the usage events not yet in Postgres (the usage worker\'s lag: README "Durability") ' +
+const NO_AOF = 'appendonly no: a restart loses the usage events not yet in Postgres (the usage worker\'s lag: docs/durability.md) ' +
   'with the quota they spent, and every outstanding token is refused; set appendonly yes with appendfsync everysec or always';
 const UNCHECKED = 'not checked; maxmemory-policy must be noeviction on every master, else a token may be redeemed twice';
 const RENAMED = 'ERR unknown command \'config\', with args beginning with: \'GET\' \'maxmemory-policy\'';

@@ -5,7 +5,7 @@ import { decodeJwt } from '../helpers/jwt.js';
 import type { Asserts } from '../helpers/shapes.js';
 import { getTokenPair, signOne } from '../helpers/tokens.js';
 
-// Revocation (README "Revocation"): a license's token generation, raised by a password change
+// Revocation (docs/api.md#revocation): a license's token generation, raised by a password change
 // or a deactivation through the admin API, revokes every access token issued before, on the
 // very next request and on every instance; other changes leave access tokens working, and
 // sign tokens already issued stay redeemable.

@@ -10,7 +10,7 @@ import { ArtefactSigner, thumbprint } from '../../src/tokens/signingKeys.js';
 import { LIVE_COUNTS, startHarness, testEnv } from '../helpers/harness.js';
 import { newSigningKey } from '../helpers/signingKeys.js';
 
-// The Ed25519 keys of license tokens and receipts (README "Signing keys"): SIGNING_KEYS_FILE
+// The Ed25519 keys of license tokens and receipts (docs/operations.md#signing-keys): SIGNING_KEYS_FILE
 // (PEM, as openssl writes it) or SIGNING_KEYS (base64 DER), the first signs, every one is
 // published at /.well-known/jwks.json with its RFC 7638 thumbprint as kid; anything else is
 // refused at start with a message naming the variable.

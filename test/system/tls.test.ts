@@ -11,7 +11,7 @@ import { parseJson } from '../helpers/http.js';
 import { waitFor } from '../helpers/wait.js';
 import { acceptedTls12Suites, handshake, knownTls12Suites, selfSignedCertificate } from '../helpers/tlsSuites.js';
 
-// HTTPS is mandatory (spec): with TLS_CERT_FILE/TLS_KEY_FILE the service serves HTTPS itself,
+// HTTPS is mandatory (docs/deployment.md#tls): with TLS_CERT_FILE/TLS_KEY_FILE the service serves HTTPS itself,
 // with a Strict-Transport-Security header, and no plain HTTP on that port.
 
 interface HttpsAnswer {
@@ -167,7 +167,7 @@ t.test('HTTPS with TLS_CERT_FILE / TLS_KEY_FILE', async (t) => {
     process.kill(h.deployment?.primary as number, 'SIGHUP');
     // each new connection may land on any process: every one of several shows the new certificate.
     // A connect in the instant a process closes its old listener may be reset by the kernel
-    // (docs/deploy.md: net.ipv4.tcp_migrate_req); such a probe counts as not yet renewed
+    // (docs/deployment.md#without-a-front: net.ipv4.tcp_migrate_req); such a probe counts as not yet renewed
     let resetDuringSwap = 0;
     await waitFor('every process serving the renewed certificate', async () => {
       const seen = await Promise.all(Array.from({ length: 8 }, () => certificateOf(port).catch(() => { resetDuringSwap++; return null; })));

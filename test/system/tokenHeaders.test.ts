@@ -9,7 +9,7 @@ import {
 import { expectCodedError, expectMessageError, MSG, type Asserts } from '../helpers/shapes.js';
 import { TokenSource } from '../helpers/tokens.js';
 
-// Tokens as the specification publishes them, through HTTP: a token whose header is
+// Tokens with the published header, through HTTP: a token whose header is
 // {"alg":"HS256","typ":"JWT"} (no kid, as any JWT library writes it) is verified with the
 // signing key, at validate and as the Bearer of sign-token and history; anything else in a
 // kid-less header is refused; a header or payload that repeats a member name, at any depth,

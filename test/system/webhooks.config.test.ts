@@ -4,7 +4,7 @@ import { WORKER_SCRIPT, exitOf, spawnLogged } from '../helpers/processes.js';
 import { testEnv } from '../helpers/harness.js';
 import { backoffMs } from '../../src/webhooks/worker.js';
 
-// The WEBHOOK_* settings (README "Webhooks"): defaults, and a bad value refused at start
+// The WEBHOOK_* settings (docs/operations.md#configuration): defaults, and a bad value refused at start
 // with one line naming the variable, by the server and the standalone worker alike.
 
 t.test('defaults', async (t) => {

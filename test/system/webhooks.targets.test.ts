@@ -10,7 +10,7 @@ import { webhookUrlRefusal, type Resolve, type TargetPolicy } from '../../src/we
 import { sendWebhook } from '../../src/webhooks/send.js';
 import { isInternalAddress } from '../../src/webhooks/targets.js';
 
-// Where webhooks may go (README "Webhooks"): never to this machine, its networks or a cloud
+// Where webhooks may go (docs/api.md#where-a-webhook-may-go): never to this machine, its networks or a cloud
 // metadata service unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1, never over http:// unless
 // WEBHOOK_ALLOW_HTTP=1. The admin API refuses such a URL when it is set
 // (test/routes/admin.webhook.test.ts); here the other half: a delivery checks again where

@@ -7,7 +7,7 @@ import type { Asserts } from '../helpers/shapes.js';
 import { WebhookOutbox } from '../../src/webhooks/outbox.js';
 import { scanExpiring } from '../../src/webhooks/expiring.js';
 
-// Webhooks end to end (README "Webhooks"): quota spent through the public API makes the
+// Webhooks end to end (docs/api.md#webhooks): quota spent through the public API makes the
 // usage worker write quota.low and quota.exhausted once per crossing, license.expiring
 // comes from the worker's scan, and every event reaches a local receiver signed, retried
 // with backoff until it answers 2xx, never twice once delivered.

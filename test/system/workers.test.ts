@@ -8,7 +8,7 @@ import { oneRequestPerConnection, parentOf, type OneShotAnswer } from '../helper
 import { TokenSource } from '../helpers/tokens.js';
 import { pollUntil } from '../helpers/wait.js';
 
-// WORKERS=3 (README "Many processes"): the built server runs three processes on one port.
+// WORKERS=3 (docs/operations.md#processes): the built server runs three processes on one port.
 // Single use, quota and the rate limit live in Redis, so they hold whichever process a
 // request reaches: every request below goes on a connection of its own, and /proc shows
 // which process the kernel gave it to (each burst reaches all three). SIGTERM to the
