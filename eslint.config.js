@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', '.build-*/**', 'node_modules/**', '.run/**', '.tap/**'] },
+  { ignores: ['**/dist/**', '.build-*/**', 'node_modules/**', '.run/**', '.tap/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,5 +1,5 @@
 import { createHmac, createPrivateKey, sign } from 'node:crypto';
-import type { PublicJwk } from 'license-sign-token-service/sdk';
+import type { PublicJwk } from '@license-service/client';
 import { ArtefactSigner, keysFromList } from '../../src/tokens/signingKeys.js';
 import { nowSeconds } from './jwt.js';
 

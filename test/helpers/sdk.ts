@@ -1,7 +1,7 @@
-import { LicenseClient, type LicenseClientOptions } from 'license-sign-token-service/sdk';
+import { LicenseClient, type LicenseClientOptions } from '@license-service/client';
 import { freshFetch, type Client } from './http.js';
 
-// The tests talk to the public API through the client SDK (src/sdk), imported by the
+// The tests talk to the public API through the client SDK (packages/client), imported by the
 // package's name as a user would. sdkOf gives the SDK client of a test's Client: a Harness
 // (it has a URL) directly over freshFetch; any other Client (clientOf with a URL chosen per
 // request, a proxy's) through that Client, so its routing and deadline still apply. Either

@@ -1,4 +1,4 @@
-import type { ImzaTipi } from 'license-sign-token-service/sdk';
+import type { ImzaTipi } from '@license-service/client';
 import type { Client } from './http.js';
 import { claimsOf } from './jwt.js';
 import { sdkOf } from './sdk.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import type { HistoryPage } from 'license-sign-token-service/sdk';
+import type { HistoryPage } from '@license-service/client';
 import { startHarness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
 import { sdkOf } from '../helpers/sdk.js';

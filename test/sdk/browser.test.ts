@@ -10,18 +10,19 @@ import { servePages, type PageServer } from '../helpers/pageServer.js';
 import { licensePayload, receiptPayload, signerOf } from '../helpers/artefacts.js';
 import { TEST_SIGNING_KEY } from '../helpers/signingKeys.js';
 
-// The built SDK (dist/src/sdk, what the package exports as ./sdk) in a browser: headless
-// Chromium loads a page whose module script imports it as it is, and the page calls the
-// service (an origin of CORS_ORIGINS) through it: every method, a typed error, the
-// idempotent replay, history across pages, the hand-off payload and license tokens and
-// receipts verified offline (Ed25519 in the browser's WebCrypto). It runs there because
-// it uses nothing of Node's (tsconfig.sdk.json compiles it without Node's types).
+// The built SDK (the ES modules of @license-service/client, as its package ships them) in a
+// browser: headless Chromium loads a page whose module script imports it as it is, and the
+// page calls the service (an origin of CORS_ORIGINS) through it: every method, a typed
+// error, the idempotent replay, history across pages, the hand-off payload and license
+// tokens and receipts verified offline (Ed25519 in the browser's WebCrypto). It runs there
+// because it uses nothing of Node's (packages/client/tsconfig.json compiles it without
+// Node's types).
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync'];
 
-const SDK_DIR = dirname(fileURLToPath(import.meta.resolve('license-sign-token-service/sdk')));
+const SDK_DIR = dirname(fileURLToPath(import.meta.resolve('@license-service/client')));
 const PAGE = `<!doctype html><html><head><meta charset="utf-8"><title>imza</title>
 <script type="module">import * as sdk from '/sdk/index.js'; window.sdk = sdk; window.sdkReady = true;</script>
 </head><body>imza</body></html>`;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
 import {
   LicenseApiError, LicenseClient, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError, type ImzaTipi, type LicenseErrorCode,
-} from 'license-sign-token-service/sdk';
+} from '@license-service/client';
 import t from 'tap';
 import { adminOk } from '../helpers/admin.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';

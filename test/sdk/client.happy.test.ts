@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { LicenseClient, type HistoryItem } from 'license-sign-token-service/sdk';
+import { LicenseClient, type HistoryItem } from '@license-service/client';
 import t from 'tap';
 import { adminView } from '../helpers/admin.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
@@ -9,20 +10,29 @@ import { countingFetch } from '../helpers/sdk.js';
 import { ISO_UTC } from '../helpers/shapes.js';
 import { redeemMany } from '../helpers/tokens.js';
 
-// The client SDK (src/sdk), imported by the package's name, against a real server: each
+// The client SDK (packages/client), imported by the package's name, against a real server: each
 // method resolves to the answer's body exactly as the service sent it, history walks every
 // page once, and validate with an Idempotency-Key answers a retry with the first redemption.
 
 const h = await startHarness(t, 'sdk-happy', NO_RATE_LIMITS);
 
-t.test('the package exports ./sdk: the built SDK, which imports nothing but its own modules', async (t) => {
-  const entry = fileURLToPath(import.meta.resolve('license-sign-token-service/sdk'));
-  t.match(entry, /\/dist\/src\/sdk\/index\.js$/, 'resolves to the built SDK');
-  for (const file of ['index', 'client', 'errors', 'handoff', 'types', 'verify', 'claims', 'keyset', 'encoding', 'members']) {
+t.test('@license-service/client: the built SDK, ES modules for import and CommonJS for require, each importing only its own modules', async (t) => {
+  const entry = fileURLToPath(import.meta.resolve('@license-service/client'));
+  t.match(entry, /\/packages\/client\/dist\/esm\/index\.js$/, 'import resolves to the ES modules');
+  const required = createRequire(import.meta.url).resolve('@license-service/client');
+  t.match(required, /\/packages\/client\/dist\/cjs\/index\.js$/, 'require resolves to the CommonJS build');
+  const modules = ['index', 'client', 'errors', 'handoff', 'types', 'verify', 'claims', 'keyset', 'encoding', 'members'];
+  for (const file of modules) {
     const text = await readFile(entry.replace(/index\.js$/, `${file}.js`), 'utf8');
     const imports = [...text.matchAll(/^(?:import|export)\b[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1] as string);
-    t.ok(imports.every((spec) => /^\.\/[a-z]+\.js$/.test(spec)), `${file}.js imports only ./*.js (${imports.join(', ') || 'nothing'})`);
+    t.ok(imports.every((spec) => /^\.\/[a-z]+\.js$/.test(spec)), `esm/${file}.js imports only ./*.js (${imports.join(', ') || 'nothing'})`);
+    const cjs = await readFile(required.replace(/index\.js$/, `${file}.js`), 'utf8');
+    const requires = [...cjs.matchAll(/\brequire\("([^"]+)"\)/g)].map((m) => m[1] as string);
+    t.ok(requires.every((spec) => /^\.\/[a-z]+\.js$/.test(spec)), `cjs/${file}.js requires only ./*.js (${requires.join(', ') || 'nothing'})`);
   }
+  const { LicenseClient: Required } = createRequire(import.meta.url)('@license-service/client') as { LicenseClient: unknown };
+  t.equal(typeof Required, 'function', 'require() gives the same API');
+  t.not(Required, LicenseClient, 'a class of its own: the dual-package hazard the README warns of');
 });
 
 t.test('getToken, signToken, validate, checkQuota: the published bodies, running arithmetic', async (t) => {

@@ -1,4 +1,4 @@
-import { LicenseApiError, LicenseClient, LicenseNetworkError, type RetryInfo } from 'license-sign-token-service/sdk';
+import { LicenseApiError, LicenseClient, LicenseNetworkError, type RetryInfo } from '@license-service/client';
 import t from 'tap';
 import { adminView } from '../helpers/admin.js';
 import { startHarness, type TestLicense } from '../helpers/harness.js';

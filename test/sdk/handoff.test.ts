@@ -1,10 +1,10 @@
 import { deepStrictEqual, match } from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeHandoff, encodeHandoff, HandoffError, type Handoff, type HandoffProblem } from 'license-sign-token-service/sdk';
+import { decodeHandoff, encodeHandoff, HandoffError, type Handoff, type HandoffProblem } from '@license-service/client';
 import t from 'tap';
 import { FUZZ_SEED } from '../helpers/fuzz.js';
 
-// The desktop hand-off payload (spec, "What the service does", 6; src/sdk/handoff.ts):
+// The desktop hand-off payload (spec, "What the service does", 6; packages/client/src/handoff.ts):
 // {data: JSON{SignMethod, Data: JSON{Token, PinCode, XmlFile}}}. The encoder writes exactly
 // that shape, the decoder gives back what was encoded whatever the strings hold, and on any
 // other input throws nothing but a HandoffError naming the field and the problem.

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import {
   ArtefactVerificationError, receiptDigest, verifyLicenseToken, verifyReceipt, type VerifyOptions,
-} from 'license-sign-token-service/sdk';
+} from '@license-service/client';
 import t from 'tap';
 import { edHeader, licensePayload, receiptPayload, seg, signEd25519, signerOf } from '../helpers/artefacts.js';
 import { FUZZ_SEED } from '../helpers/fuzz.js';

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import {
   ArtefactVerificationError, KeySet, verifyLicenseToken, verifyReceipt, type ArtefactProblem,
-} from 'license-sign-token-service/sdk';
+} from '@license-service/client';
 import t from 'tap';
 import { licensePayload, receiptPayload, signerOf } from '../helpers/artefacts.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { KeySet, receiptDigest, verifyLicenseToken, verifyReceipt } from 'license-sign-token-service/sdk';
+import { KeySet, receiptDigest, verifyLicenseToken, verifyReceipt } from '@license-service/client';
 import t from 'tap';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 

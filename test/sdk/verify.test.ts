@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
   ArtefactVerificationError, LicenseSdkError, receiptDigest, verifyLicenseToken, verifyReceipt, type ArtefactProblem, type VerifyOptions,
-} from 'license-sign-token-service/sdk';
+} from '@license-service/client';
 import t from 'tap';
 import {
   edHeader, licensePayload, receiptPayload, seg, signEd25519, signerOf, signHs256,
@@ -10,7 +10,7 @@ import { nowSeconds } from '../helpers/jwt.js';
 import { rejection } from '../helpers/sdk.js';
 import { newSigningKey, TEST_SIGNING_KEY } from '../helpers/signingKeys.js';
 
-// Offline verification of license tokens and receipts (src/sdk/verify.ts) against a JWKS
+// Offline verification of license tokens and receipts (packages/client/src/verify.ts) against a JWKS
 // given, with artefacts signed by the service's own signer (src/tokens/signingKeys.ts) and,
 // for what the service never writes, by hand: every refusal is an ArtefactVerificationError
 // with the reason a caller acts on. The JWKS fetched from the service, rotation and the

@@ -1,4 +1,4 @@
-// The client SDK of the license service: `import { LicenseClient } from 'license-sign-token-service/sdk'`.
+// The client SDK of the license service: `import { LicenseClient } from '@license-service/client'`.
 // Runtime-agnostic (global fetch and WebCrypto only): nothing here imports the server's modules or Node's.
 export { LicenseClient, type LicenseClientOptions, type RetryInfo, type RetryOptions } from './client.js';
 export {
