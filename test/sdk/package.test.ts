@@ -39,6 +39,16 @@ async function run(file: string, args: string[], cwd: string, env: NodeJS.Proces
   }
 }
 
+/** The files tsc read to compile a consumer (--listFiles); on a failure, its errors without that list. */
+async function compile(dir: string): Promise<string> {
+  try {
+    return (await exec(process.execPath, [TSC, '-p', dir, '--listFiles'], { cwd: dir, env: cleanEnv(), timeout: 60_000, maxBuffer: 16 << 20 })).stdout;
+  } catch (err) {
+    const errors = ((err as { stdout?: string }).stdout ?? '').split('\n').filter((line) => !line.startsWith('/'));
+    throw new Error(`tsc -p ${dir} failed:\n${errors.join('\n')}`, { cause: err });
+  }
+}
+
 /** The quick start of docs/sdk.md: the ```ts block after the marker that names this test. */
 async function quickStart(): Promise<string> {
   const doc = await readFile(DOC, 'utf8');
@@ -170,7 +180,7 @@ t.test('installed from the tarball, compiled three ways, each program runs again
     await writeFile(join(c.dir, 'package.json'), JSON.stringify({ private: true, type: c.type }));
     await writeFile(join(c.dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: c.compilerOptions, files: ['main.ts'] }));
     await writeFile(join(c.dir, 'main.ts'), c.source);
-    const files = await run(process.execPath, [TSC, '-p', c.dir, '--listFiles'], c.dir);
+    const files = await compile(c.dir);
     const sdkTypes = files.split('\n').filter((f) => f.includes('node_modules/@license-service/client/'));
     const kind = c.type === 'commonjs' ? 'cjs' : 'esm';
     t.ok(sdkTypes.length > 0 && sdkTypes.every((f) => f.includes(`/dist/${kind}/`) && f.endsWith('.d.ts')), `${name}: compiled against dist/${kind}'s .d.ts`);
