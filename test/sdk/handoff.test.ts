@@ -4,7 +4,7 @@ import { decodeHandoff, encodeHandoff, HandoffError, type Handoff, type HandoffP
 import t from 'tap';
 import { FUZZ_SEED } from '../helpers/fuzz.js';
 
-// The desktop hand-off payload (spec, "What the service does", 6; packages/client/src/handoff.ts):
+// The desktop hand-off payload (docs/api.md, Endpoints; packages/client/src/handoff.ts):
 // {data: JSON{SignMethod, Data: JSON{Token, PinCode, XmlFile}}}. The encoder writes exactly
 // that shape, the decoder gives back what was encoded whatever the strings hold, and on any
 // other input throws nothing but a HandoffError naming the field and the problem.
@@ -36,7 +36,7 @@ function problemOf(decode: () => unknown): [HandoffProblem, string] | null {
   }
 }
 
-t.test('the spec\'s shape: data a JSON string of {SignMethod, Data}, Data a JSON string of {Token, PinCode, XmlFile}', async (t) => {
+t.test('the published shape: data a JSON string of {SignMethod, Data}, Data a JSON string of {Token, PinCode, XmlFile}', async (t) => {
   const payload = encodeHandoff({ signMethod: 1, token: 'eyJ.a.b', pinCode: '', xmlFile: ['<e:Reçete/>', '<b/>'] });
   t.same(Object.keys(payload), ['data'], 'one field');
   t.type(payload.data, 'string');
@@ -122,7 +122,7 @@ t.test('each problem is named with its field', async (t) => {
   ];
   for (const [what, payload, problem, path] of cases) t.same(problemOf(() => decodeHandoff(payload)), [problem, path], what);
   t.strictSame(decodeHandoff(doc({ Token: 't', PinCode: '', XmlFile: [], Extra: 1 })), { signMethod: 0, token: 't', pinCode: '', xmlFile: [] },
-    'fields the spec does not name are ignored');
+    'fields the format does not name are ignored');
 });
 
 t.test('size limits: the decoder refuses oversized input before parsing it, the encoder never writes it', async (t) => {

@@ -1,7 +1,7 @@
 import { LicenseSdkError } from './errors.js';
 
-// The payload the web application hands to the desktop signing application (spec, "What the
-// service does", 6): an object with one string field `data`; that string is JSON of
+// The payload the web application hands to the desktop signing application (docs/api.md,
+// Endpoints): an object with one string field `data`; that string is JSON of
 // {SignMethod: integer, Data: string}; Data is JSON again, of {Token: string, PinCode: string
 // (may be empty), XmlFile: string[]}:
 //
@@ -9,11 +9,11 @@ import { LicenseSdkError } from './errors.js';
 //
 // The decoder is for the receiving side, which must treat the payload as hostile input: it
 // never throws anything but a HandoffError naming the field and what is wrong with it, and
-// it refuses oversized input before parsing it. Fields the spec does not name are ignored.
+// it refuses oversized input before parsing it. Fields the format does not name are ignored.
 
 /** The hand-off, as this SDK's callers write it. */
 export interface Handoff {
-  /** SignMethod: an integer (the signature type, 0 Medula, 1 İBYS, in the spec's flow) */
+  /** SignMethod: an integer (the signature type, 0 Medula, 1 İBYS, in the service's flow) */
   signMethod: number;
   /** Token: the sign token */
   token: string;
@@ -23,7 +23,7 @@ export interface Handoff {
   xmlFile: string[];
 }
 
-/** The payload as the spec shapes it. */
+/** The payload as published. */
 export interface HandoffPayload {
   data: string;
 }
@@ -130,7 +130,7 @@ function checked(handoff: Handoff, limits: HandoffLimits): Handoff {
   };
 }
 
-/** The spec's payload of a hand-off; a HandoffError when a field is of the wrong type or over a limit. */
+/** The published payload of a hand-off; a HandoffError when a field is of the wrong type or over a limit. */
 export function encodeHandoff(handoff: Handoff, limits?: Partial<HandoffLimits>): HandoffPayload {
   const max = limitsOf(limits);
   const h = checked(handoff, max);

@@ -1,4 +1,4 @@
-// The requests and answers of the public API (spec, Endpoints; /openapi.json, Public
+// The requests and answers of the public API (docs/api.md, Endpoints; /openapi.json, Public
 // endpoints), declared here rather than derived from the routes' TypeBox schemas: those live
 // beside ajv and the server's modules, which a browser bundle must not pull in, and the
 // answers are built by the routes, not described by schemas. test/sdk/client.happy.test.ts checks
