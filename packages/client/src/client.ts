@@ -1,7 +1,7 @@
 import { apiErrorOf, LicenseApiError, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError } from './errors.js';
 import type {
-  CheckQuotaAnswer, GetTokenRequest, HistoryItem, HistoryOptions, HistoryPage, SignTokenAnswer, SignTokenRequest,
-  TokenPair, ValidateAnswer, ValidateOptions, ValidateRequest,
+  CheckQuotaAnswer, GetTokenRequest, HistoryItem, HistoryOptions, HistoryPage, LicenseTokenAnswer, LicenseValidationRequest,
+  SignAnswer, SignOptions, SignRequest, SignTokenAnswer, SignTokenRequest, TokenPair, ValidateAnswer, ValidateOptions, ValidateRequest,
 } from './types.js';
 
 // The typed client of the public API. Runtime-agnostic on purpose: global fetch, AbortController
@@ -68,16 +68,26 @@ function bearer(accessToken: string): Record<string, string> {
 }
 
 /**
+ * A redemption's (validate, sign) Idempotency-Key header and what may be sent again: without
+ * a key only after a 429, which says nothing was done (after any other failure the token may
+ * have been redeemed), with one anything (the service answers the first redemption again).
+ */
+function idempotencyOf(options: ValidateOptions): Pick<Call, 'headers' | 'replay'> {
+  const key = options.idempotencyKey;
+  return key === undefined ? { headers: undefined, replay: 'refused' } : { headers: { 'idempotency-key': key }, replay: 'any' };
+}
+
+/**
  * The public API of the license service, one method per endpoint. Every method resolves to
  * the answer's body as the service sent it, or throws a LicenseApiError (the service said
  * no), a LicenseNetworkError or a LicenseTimeoutError (no answer).
  *
  * Retries (RetryOptions): a 429 or 503 that carries Retry-After is sent again after that many
  * seconds, unless that is longer than maxDelayMs; no answer or a timeout is sent again after a
- * short backoff; up to maxAttempts in all. validate without an idempotency key is retried only
- * after a 429: any other failure may have come after the token was redeemed, and the same
- * request again would answer "already used" for a redemption that happened. With a key, every
- * retry is safe (the service answers the first redemption again).
+ * short backoff; up to maxAttempts in all. validate and sign without an idempotency key are
+ * retried only after a 429: any other failure may have come after the token was redeemed, and
+ * the same request again would answer "already used" for a redemption that happened. With a
+ * key, every retry is safe (the service answers the first redemption again).
  */
 export class LicenseClient {
   private readonly baseUrl: string;
@@ -102,6 +112,17 @@ export class LicenseClient {
     return this.send({ method: 'POST', path: '/api/v1/auth/get-token', body: { licenseKey, password, imzaTipi }, replay: 'any' });
   }
 
+  /**
+   * POST /api/License/validate with a license key and password: license validation, the login
+   * of get-token answered with a license token (verifyLicenseToken checks it offline). Spends
+   * no quota; sent again as get-token is, since a repeat only issues another token.
+   */
+  validateLicense(request: LicenseValidationRequest): Promise<LicenseTokenAnswer> {
+    // these two members only: at this path a body with a token is a redemption
+    const { licenseKey, password } = request;
+    return this.send({ method: 'POST', path: '/api/License/validate', body: { licenseKey, password }, replay: 'any' });
+  }
+
   /** POST /api/v1/auth/sign-token: one more sign token for the access token's license, no password. */
   signToken(accessToken: string, request: SignTokenRequest): Promise<SignTokenAnswer> {
     return this.send({
@@ -112,12 +133,19 @@ export class LicenseClient {
   /** POST /api/license/validate: redeems the sign token, spending one unit of quota. */
   validate(request: ValidateRequest, options: ValidateOptions = {}): Promise<ValidateAnswer> {
     const body = request.origin === undefined ? { token: request.token } : { token: request.token, origin: request.origin };
-    const key = options.idempotencyKey;
-    return this.send({
-      method: 'POST', path: '/api/license/validate', body,
-      headers: key === undefined ? undefined : { 'idempotency-key': key },
-      replay: key === undefined ? 'refused' : 'any',
-    });
+    return this.send({ method: 'POST', path: '/api/license/validate', body, ...idempotencyOf(options) });
+  }
+
+  /**
+   * POST /api/Signature/sign: redeems the sign token as validate does, spending one unit of
+   * quota, and answers a receipt of the documents (verifyReceipt checks it offline).
+   */
+  sign(request: SignRequest, options: SignOptions = {}): Promise<SignAnswer> {
+    const { token, origin } = request;
+    // name and sha256 only: the service refuses a document with any other member
+    const documents = request.documents.map(({ name, sha256 }) => ({ name, sha256 }));
+    const body = origin === undefined ? { token, documents } : { token, origin, documents };
+    return this.send({ method: 'POST', path: '/api/Signature/sign', body, ...idempotencyOf(options) });
   }
 
   /** GET /api/License/check-quota/{licenseKey}: the license's quota, public. */

@@ -4,29 +4,30 @@
 // a desktop hand-off payload that does not decode (HandoffError, ./handoff.ts), and a license
 // token or receipt that does not verify offline (ArtefactVerificationError, ./verify.ts).
 
-/** The published codes of get-token, sign-token, history and check-quota, as the service sends them. */
+/** The published codes of get-token, license validation, sign-token, history and check-quota, as the service sends them. */
 export type CodedErrorCode =
   | 'INVALID_REQUEST' | 'INVALID_CREDENTIALS' | 'INSUFFICIENT_QUOTA' | 'LICENSE_EXPIRED' | 'LICENSE_INACTIVE'
   | 'INVALID_TOKEN' | 'FORBIDDEN' | 'LICENSE_NOT_FOUND' | 'QUOTA_EXCEEDED' | 'INVALID_LICENSE_KEY'
   | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'SERVICE_UNAVAILABLE' | 'ORIGIN_NOT_ALLOWED';
 
 /**
- * validate publishes no codes, only a Turkish message: the SDK names each message with a
- * stable code (VALIDATE_MESSAGES). Its 400 for a malformed body or Idempotency-Key is
- * INVALID_REQUEST, its transport failures carry the codes of the other endpoints.
+ * validate and sign publish no codes, only a Turkish message: the SDK names each message with
+ * a stable code (VALIDATE_MESSAGES). Their 400 for a malformed body or Idempotency-Key is
+ * INVALID_REQUEST, their transport failures carry the codes of the other endpoints.
  */
 export type ValidateErrorCode =
   | 'TOKEN_EMPTY' | 'TOKEN_EXPIRED' | 'TOKEN_INVALID' | 'TOKEN_ALREADY_USED' | 'ORIGIN_NOT_AUTHORIZED'
   | 'QUOTA_EXHAUSTED' | 'IDEMPOTENCY_KEY_REUSED';
 
 /**
- * RATE_LIMITED: any 429 with Retry-After (get-token, sign-token, validate and history send no
- * code, check-quota sends this one). UNEXPECTED_RESPONSE: an answer in no published shape (a
- * proxy's HTML page, a code this SDK does not know: the body is kept in `body`).
+ * RATE_LIMITED: any 429 with Retry-After (get-token, license validation, sign-token, validate,
+ * sign and history send no code, check-quota sends this one). UNEXPECTED_RESPONSE: an answer
+ * in no published shape (a proxy's HTML page, a code this SDK does not know: the body is kept
+ * in `body`).
  */
 export type LicenseErrorCode = CodedErrorCode | ValidateErrorCode | 'RATE_LIMITED' | 'UNEXPECTED_RESPONSE';
 
-/** validate's published messages and the code the SDK gives each (spec, Errors; /openapi.json). */
+/** validate's published messages, sign's too, and the code the SDK gives each (/openapi.json). */
 export const VALIDATE_MESSAGES: Readonly<Record<string, LicenseErrorCode>> = {
   'Token boş olamaz': 'TOKEN_EMPTY',
   'Token süresi dolmuş': 'TOKEN_EXPIRED',
@@ -44,7 +45,7 @@ export const VALIDATE_MESSAGES: Readonly<Record<string, LicenseErrorCode>> = {
   'Bu kaynağa bu kökenden (Origin) erişim izni yok': 'ORIGIN_NOT_ALLOWED',
 };
 
-/** validate's 400 for a body or header it cannot read: "Geçersiz istek: <what>". */
+/** validate's and sign's 400 for a body or header they cannot read: "Geçersiz istek: <what>". */
 const VALIDATE_BAD_REQUEST = 'Geçersiz istek: ';
 
 const KNOWN_CODES: ReadonlySet<string> = new Set<CodedErrorCode | 'RATE_LIMITED'>([
@@ -65,7 +66,7 @@ export class LicenseApiError extends LicenseSdkError {
   constructor(
     /** the HTTP status */
     readonly status: number,
-    /** the published code, or the SDK's code for validate's message (VALIDATE_MESSAGES) */
+    /** the published code, or the SDK's code for validate's or sign's message (VALIDATE_MESSAGES) */
     readonly code: LicenseErrorCode,
     /** the message exactly as the service sent it */
     message: string,
@@ -125,7 +126,7 @@ export function apiErrorOf(status: number, retryAfterHeader: string | null, text
     return new LicenseApiError(status, code, error.message, retryAfter, body);
   }
   if (body !== null && typeof body.message === 'string') {
-    // {success:false, message}: validate, and the 429 of get-token and sign-token
+    // {success:false, message}: validate and sign, and the 429 of get-token, license validation and sign-token
     return new LicenseApiError(status, codeOfMessage(body.message), body.message, retryAfter, body);
   }
   return new LicenseApiError(status, 'UNEXPECTED_RESPONSE', `HTTP ${status}: an answer in no published shape`, retryAfter, parsed ?? text);

@@ -61,6 +61,45 @@ export interface ValidateAnswer {
   remainingQuota: number;
 }
 
+/** License validation's body: a login as get-token's, answered with a license token. */
+export interface LicenseValidationRequest {
+  licenseKey: string;
+  password: string;
+}
+
+/** License validation's 200: no quota spent. verifyLicenseToken reads the token offline. */
+export interface LicenseTokenAnswer {
+  success: true;
+  /** compact JWS (EdDSA) of the license's state: LicenseTokenClaims */
+  licenseToken: string;
+  /** seconds the token lives: LICENSE_TOKEN_SECONDS, or less when the license expires sooner */
+  expiresIn: number;
+}
+
+export interface SignRequest {
+  /** the sign token */
+  token: string;
+  /** the requester's domain, checked against the license's authorised domains */
+  origin?: string;
+  /**
+   * the documents about to be signed, 1-100, in the order the receipt lists them: a name of
+   * 1-255 characters, a SHA-256 of 64 hex digits (either case; the receipt has lower case)
+   */
+  documents: readonly ReceiptDocument[];
+}
+
+/**
+ * sign's options: the idempotency key as validate's. The same key, token and documents answer
+ * the identical receipt again; the key of a validate, or of a sign with other documents, is 422.
+ */
+export type SignOptions = ValidateOptions;
+
+/** sign's 200: validate's, one unit of quota spent, with the receipt (verifyReceipt reads it offline). */
+export interface SignAnswer extends ValidateAnswer {
+  /** compact JWS (EdDSA) naming the documents and the figures after this redemption: ReceiptClaims */
+  receipt: string;
+}
+
 /** check-quota's `data`. */
 export interface QuotaInfo {
   licenseKey: string;
