@@ -2,16 +2,18 @@ import { LicenseApiError, LicenseClient, LicenseNetworkError, type RetryInfo } f
 import t from 'tap';
 import { adminView } from '../helpers/admin.js';
 import { startHarness, type TestLicense } from '../helpers/harness.js';
+import { claimsOf } from '../helpers/jwt.js';
+import { documentNamed, receiptParts, SIGN } from '../helpers/receipts.js';
 import { rejection } from '../helpers/sdk.js';
 import { RATE_MESSAGE } from '../helpers/shapes.js';
 import { getTokenPair, TokenSource } from '../helpers/tokens.js';
 
 // The SDK's retries against a real server with low rate limits: a 429 is sent again after its
 // Retry-After, only as often as maxAttempts allows and never when Retry-After is longer than
-// maxDelayMs; a lost answer is sent again only when that is safe (validate with an
-// Idempotency-Key, reads). No clock is read: a retry that succeeds where the window had not
-// yet ended shows that the SDK waited for it. A rate-limit window is 60 s; to keep the waits
-// short, a test shortens the window's counter in Redis (PEXPIRE) once it is full.
+// maxDelayMs; a lost answer is sent again only when that is safe (validate and sign with an
+// Idempotency-Key, reads, logins). No clock is read: a retry that succeeds where the window
+// had not yet ended shows that the SDK waited for it. A rate-limit window is 60 s; to keep the
+// waits short, a test shortens the window's counter in Redis (PEXPIRE) once it is full.
 
 const h = await startHarness(t, 'sdk-retry', {
   RATE_GET_TOKEN_PER_MIN: '2',
@@ -159,12 +161,12 @@ t.test('validate without a key: a 429 is retried (a refusal spends nothing), the
   t.equal((await adminView(h, lic.licenseKey)).usedQuota, 3, 'three units spent, not more');
 });
 
-/** A fetch whose first answer to a validate is lost after the server handled the request. */
-function losingFirstValidate(): typeof fetch {
+/** A fetch whose first answer to a POST of `path` is lost after the server handled the request. */
+function losingFirst(path = '/api/license/validate'): typeof fetch {
   let lost = false;
   return async (input, init) => {
     const res = await fetch(input, init);
-    if (!lost && String(input).endsWith('/api/license/validate')) {
+    if (!lost && String(input).endsWith(path)) {
       lost = true;
       await res.text();
       throw new TypeError('fetch failed (the answer was lost)');
@@ -177,19 +179,56 @@ t.test('a lost answer: validate without a key is not sent again; with a key it i
   const lic = await h.createLicense({ totalQuota: 5 });
   const [a, b] = await new TokenSource(h, lic).many(2);
 
-  const bare = retrying(3, 5000, losingFirstValidate());
+  const bare = retrying(3, 5000, losingFirst());
   const lost = await rejection(bare.client.validate({ token: a! }));
   t.ok(lost instanceof LicenseNetworkError, 'no answer: LicenseNetworkError');
   t.equal(bare.sent.length, 1, 'not sent again: it may have been redeemed');
   t.equal((await adminView(h, lic.licenseKey)).usedQuota, 1, 'and it was: a retry would have answered "already used"');
 
   await h.redis.del(rateKeys(lic).validate);
-  const keyed = retrying(3, 5000, losingFirstValidate());
+  const keyed = retrying(3, 5000, losingFirst());
   const answer = await keyed.client.validate({ token: b! }, { idempotencyKey: 'handoff-42' });
   t.equal(keyed.sent.length, 2, 'sent again after the lost answer');
   t.ok(keyed.retries[0]?.error instanceof LicenseNetworkError, 'the retry followed a network error');
   t.strictSame(answer, { success: true, message: 'Token doğrulandı, imza kotası düşüldü', usedQuota: 2, remainingQuota: 3 }, 'the first redemption\'s answer');
   t.equal((await adminView(h, lic.licenseKey)).usedQuota, 2, 'one unit for the token, not two');
+});
+
+t.test('a lost answer: sign without a key is not sent again; with a key it is, and answers the receipt of the first redemption', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 5 });
+  const [a, b] = await new TokenSource(h, lic).many(2);
+  const documents = [documentNamed('recete.xml')];
+
+  const bare = retrying(3, 5000, losingFirst(SIGN));
+  t.ok(await rejection(bare.client.sign({ token: a!, documents })) instanceof LicenseNetworkError, 'no answer: LicenseNetworkError');
+  t.equal(bare.sent.length, 1, 'not sent again: it may have been redeemed');
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 1, 'and it was');
+
+  await h.redis.del(rateKeys(lic).validate); // sign counts toward validate's limit
+  const keyed = retrying(3, 5000, losingFirst(SIGN));
+  const answer = await keyed.client.sign({ token: b!, documents }, { idempotencyKey: 'imza-42' });
+  t.equal(keyed.sent.length, 2, 'sent again after the lost answer');
+  t.ok(keyed.retries[0]?.error instanceof LicenseNetworkError, 'the retry followed a network error');
+  t.match(answer, { usedQuota: 2, remainingQuota: 3 }, 'the first redemption\'s figures');
+  t.match(receiptParts(answer.receipt).payload, { jti: claimsOf(b!).token_id, used_quota: 2 }, 'and its receipt');
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 2, 'one unit for the token, not two');
+});
+
+t.test('validateLicense: a lost answer is sent again (it spends nothing), a 429 after Retry-After', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 5 });
+  const lost = retrying(3, 5000, losingFirst('/api/License/validate'));
+  const answer = await lost.client.validateLicense(lic);
+  t.equal(answer.success, true, 'answered');
+  t.equal(lost.sent.length, 2, 'sent again after the lost answer');
+  t.ok(lost.retries[0]?.error instanceof LicenseNetworkError);
+
+  // both logins counted toward the key's RATE_GET_TOKEN_PER_MIN (2): the next one waits for the window
+  const { client, sent, retries } = retrying(2);
+  await shortenWindow(rateKeys(lic).getToken);
+  t.equal((await client.validateLicense(lic)).success, true, 'answered after the wait');
+  t.equal(sent.length, 2, 'the refused one and its retry');
+  t.same(retries.map((r) => (r.error as LicenseApiError).code), ['RATE_LIMITED']);
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 0, 'no quota spent');
 });
 
 /** A fetch that answers the first request itself with `first` (a proxy's answer), then sends the rest to the server. */

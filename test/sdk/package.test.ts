@@ -74,7 +74,7 @@ const STRICT = { target: 'ES2022', strict: true, noUncheckedIndexedAccess: true,
 const WITH_NODE_TYPES = { lib: ['ES2022'], types: ['node'], typeRoots: [NODE_TYPES], skipLibCheck: true };
 const CHECKING_SDK_TYPES = { skipLibCheck: false, skipDefaultLibCheck: true };
 
-/** The body both generated programs run: quota before, two redemptions, a license token verified, quota after. */
+/** The body both generated programs run: quota before, two redemptions, a license token (validateLicense) verified, quota after. */
 function flow(h: Harness, licenseKey: string, password: string, api: string): string {
   return `
   const base = ${JSON.stringify(h.url)};
@@ -92,10 +92,7 @@ function flow(h: Harness, licenseKey: string, password: string, api: string): st
   }
   const more = await api.signToken(pair.accessToken, { imzaTipi: 1 });
   const second = await api.validate({ token: more.signToken });
-  const answer = await fetch(base + '/api/License/validate', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ licenseKey, password }),
-  });
-  const { licenseToken } = (await answer.json()) as { licenseToken: string };
+  const { licenseToken }: ${api}LicenseTokenAnswer = await api.validateLicense({ licenseKey, password });
   const license: ${api}LicenseTokenClaims = await ${api}verifyLicenseToken(licenseToken, { keySet: new ${api}KeySet({ baseUrl: base }) });
   const after = (await api.checkQuota(licenseKey)).data;
   console.log(JSON.stringify({
@@ -119,7 +116,7 @@ async function consumers(root: string, h: Harness): Promise<Record<'esm-node16' 
       dir: join(root, 'esm-bundler'), type: 'module',
       compilerOptions: { ...STRICT, ...CHECKING_SDK_TYPES, lib: ['ES2022', 'DOM', 'DOM.Iterable'], types: [], module: 'esnext', moduleResolution: 'bundler' },
       source: `import { KeySet, LicenseApiError, LicenseClient, verifyLicenseToken } from '@license-service/client';
-import type { LicenseTokenClaims, QuotaInfo, TokenPair } from '@license-service/client';
+import type { LicenseTokenAnswer, LicenseTokenClaims, QuotaInfo, TokenPair } from '@license-service/client';
 ${flow(h, b.licenseKey, b.password, '')}
 export {};
 `,
