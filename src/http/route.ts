@@ -21,6 +21,8 @@ export interface Request {
   clientAddressNow: (() => string) | undefined;
   /** the Idempotency-Key header, for routes that ask for it; "" when absent */
   idempotencyKey: string;
+  /** the Accept header, for routes that answer in more than one media type (needsAccept); else "" */
+  accept: string;
   /** the raw body, for routes that take one */
   body: Buffer | null;
   /** set when the client has gone: queued work for it can be dropped */
@@ -43,6 +45,7 @@ export interface Route {
   /** 'onDemand': only some of its requests need it (Request.clientAddressNow), and the others do not pay for it */
   needsClientAddress?: boolean | 'onDemand';
   needsIdempotencyKey?: boolean;
+  needsAccept?: boolean;
   /** a public endpoint: browsers of the CORS_ORIGINS origins may call it */
   cors?: boolean;
   /** its answers carry tokens or private data: Cache-Control: no-store on every one */

@@ -278,6 +278,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       clientAddress: route.needsClientAddress === true ? addressOf(res, uReq) : '',
       clientAddressNow: route.needsClientAddress === 'onDemand' ? addressOfRunning : undefined,
       idempotencyKey: route.needsIdempotencyKey ? uReq.getHeader('idempotency-key') : '',
+      accept: route.needsAccept ? uReq.getHeader('accept') : '',
       body: null,
       aborted: false,
     };

@@ -41,7 +41,7 @@ export function offlineDocument(config: Config): string {
   const route = serviceRoutes(ctx).find((r) => r.path === '/openapi.json');
   if (!route) throw new Error('no /openapi.json route');
   const reply = route.handler({
-    method: 'get', path: route.path, params: [], query: '', authorization: '', clientAddress: '', clientAddressNow: undefined, idempotencyKey: '', body: null, aborted: false,
+    method: 'get', path: route.path, params: [], query: '', authorization: '', clientAddress: '', clientAddressNow: undefined, idempotencyKey: '', accept: '', body: null, aborted: false,
   });
   if (reply instanceof Promise) throw new Error('/openapi.json answers from memory');
   return typeof reply.body === 'string' ? reply.body : Buffer.from(reply.body).toString('utf8');

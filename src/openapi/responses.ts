@@ -35,7 +35,10 @@ export function responseObject(r: ResponseDoc, limits: RateLimitDoc[], name: str
   return {
     description: r.description,
     ...(Object.keys(headers).length > 0 ? { headers } : {}),
-    content: { [r.contentType ?? 'application/json']: media(r.schema, r.examples) },
+    content: {
+      [r.contentType ?? 'application/json']: media(r.schema, r.examples),
+      ...Object.fromEntries((r.otherMedia ?? []).map((m) => [m.contentType, media(m.schema, m.examples)])),
+    },
   };
 }
 

@@ -25,6 +25,8 @@ export interface ResponseDoc {
   examples: Example[];
   /** the body's media type when it is not JSON (a page, a script) */
   contentType?: string;
+  /** the same answer in other media types, which the request's Accept chooses (GET /: a page for browsers) */
+  otherMedia?: { contentType: string; schema: TSchema; examples: Example[] }[];
   /** headers this answer carries (their descriptions: src/openapi/schemas.ts responseHeaders) */
   headers?: HeaderUse[];
   /** how errorResponses made the schema, so two answers of one status merge into one family schema */

@@ -128,5 +128,5 @@ export const responseHeaders: Record<string, { description: string; schema: TSch
   'Access-Control-Allow-Methods': { description: 'the methods this path serves', schema: Type.String() },
   'Access-Control-Allow-Headers': { description: 'the request headers a page may send', schema: Type.String() },
   'Access-Control-Max-Age': { description: 'seconds a browser may keep this preflight\'s answer', schema: Type.String() },
-  Vary: { description: 'the answer depends on Origin (CORS_ORIGINS is set)', schema: Type.String() },
+  Vary: { description: 'the request headers the answer depends on: Origin (CORS_ORIGINS is set), Accept (a page or JSON)', schema: Type.String() },
 };

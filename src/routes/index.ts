@@ -9,6 +9,7 @@ import { historyRoute } from './license_history.js';
 import { validateRoute } from './license_validate.js';
 import { metricsRoute, type MetricsSource } from './metrics.js';
 import { readyRoute } from './readyz.js';
+import { rootRoute } from './root.js';
 import { signRoute } from './signature_sign.js';
 import { getTokenRoute } from './v1_auth_getToken.js';
 import { signTokenRoute } from './v1_auth_signToken.js';
@@ -24,7 +25,7 @@ export function serviceRoutes(ctx: RouteContext, metrics: MetricsSource = ctx.me
   const { config } = ctx;
   const routes: Route[] = [
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), signRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
-    jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx),
+    jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx), rootRoute(),
   ];
   if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));
   const admin = adminRoutes(ctx, config.adminToken ?? ''); // documented even when not served

@@ -69,9 +69,10 @@ t.test('the lists', async (t) => {
 });
 
 t.test('operations, documentation, dashboard', async (t) => {
-  for (const path of ['/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/docs', '/docs/init.js', '/dashboard', '/dashboard/dashboard.css']) {
+  for (const path of ['/', '/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/docs', '/docs/init.js', '/dashboard', '/dashboard/dashboard.css']) {
     await k.expect(t, 200, path, (c) => c.request('GET', path), NO_RATE_LIMIT);
   }
+  await k.expect(t, 200, '/ as a page, for a browser', (c) => c.request('GET', '/', undefined, { accept: 'text/html' }), NO_RATE_LIMIT);
   await k.expect(t, 404, 'no such file under /docs', k.c.request('GET', '/docs/nothing.js'));
   await k.expect(t, 404, 'a file name in another case', k.c.request('GET', '/docs/INIT.JS'));
   await k.expect(t, 404, 'no such dashboard file', k.c.request('GET', '/dashboard/nothing.js'));

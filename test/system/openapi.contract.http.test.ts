@@ -48,7 +48,7 @@ t.test('404 for paths no route serves', async (t) => {
 });
 
 t.test('HEAD of the pages: the GET\'s status and headers, no body', async (t) => {
-  for (const [path, status] of [['/dashboard', 200], ['/dashboard/dashboard.css', 200], ['/dashboard/nothing.js', 404]] as const) {
+  for (const [path, status] of [['/', 200], ['/dashboard', 200], ['/dashboard/dashboard.css', 200], ['/dashboard/nothing.js', 404]] as const) {
     const res = await k.expect(t, status, `HEAD ${path}`, k.c.request('HEAD', path));
     t.equal(res.text, '', 'no body');
   }
