@@ -1,7 +1,7 @@
 # The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
+.PHONY: run test test-faults build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
 
 # tap's plugins are compiled into node_modules: built here, before the first run, so that
 # not even the first run loads the TypeScript plugin the config turns off (a loader in every
@@ -13,11 +13,21 @@ node_modules/.installed: package.json package-lock.json
 
 deps: node_modules/.installed
 
-# The tests are found by glob (dist/test/**/*.test.js): the compiled tests are built anew, so a
-# test file renamed or deleted in test/ does not run on from an old build.
-build: deps
-	rm -rf dist/test
-	npm run build
+# The build (`npm run build`, everything) runs only when a source, a tsconfig or the installed
+# dependencies changed since the last one: a second `make run` starts at once. It never
+# deletes what it does not rebuild, and holds dist/.build.lock while it writes: two builds
+# never interleave, and one waits for a test run reading dist/ (scripts/build.sh).
+BUILT := dist/.built
+$(BUILT): node_modules/.installed $(shell scripts/build.sh --inputs)
+	@scripts/build.sh $@
+
+build: $(BUILT)
+
+# The tests are found by glob (dist/test/**/*.test.js): before a test run, the compiled tests
+# whose source is gone from test/ (deleted or renamed) are removed, so none runs on from an
+# old build. Only `make test`'s path prunes: a build for run or bench deletes nothing.
+prune-tests:
+	@scripts/build.sh --prune
 
 services:
 	@scripts/services.sh
@@ -36,21 +46,22 @@ run: build
 	  echo ""; \
 	  exec node dist/src/cli/server.js
 
-test: browser-tools metrics-tools front-tools build
+# tap runs holding dist/.build.lock shared: a build started meanwhile waits for it to end.
+test: browser-tools metrics-tools front-tools build prune-tests
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
-	npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
+	scripts/build.sh --reading npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
 # Only the fault scenarios (test/faults: worker, server and Postgres failures; each test
 # starts and breaks its own private Redis, server processes and Postgres proxy).
-test-faults: build
+test-faults: build prune-tests
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
-	npx tap run $(TAP_FLAGS) 'dist/test/faults/*.test.js'
+	scripts/build.sh --reading npx tap run $(TAP_FLAGS) 'dist/test/faults/*.test.js'
 
 # Longer property-based fuzzing of every endpoint (make test runs the same file briefly with
 # a fixed seed): FUZZ_RUNS per property, FUZZ_SEED to replay a failure (printed on failure).
 fuzz: build
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
-	FUZZ_RUNS=$${FUZZ_RUNS:-2000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx tap run --timeout=3600 dist/test/system/fuzz.test.js
+	FUZZ_RUNS=$${FUZZ_RUNS:-2000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} scripts/build.sh --reading npx tap run --timeout=3600 dist/test/system/fuzz.test.js
 
 # The browser test (test/system/cors.browser.test.ts) drives Debian's chromium through
 # playwright-core, which never downloads a browser: installed when missing, as root or
