@@ -39,10 +39,13 @@ run: build
 	@scripts/dev-env.sh
 	@given=$$(export -p); set -a; source .env.dev; set +a; eval "$$given"; scripts/services.sh
 	@given=$$(export -p); set -a; source .env.dev; set +a; eval "$$given"; \
+	  base="http://$$HOST:$$PORT"; \
 	  echo ""; \
-	  echo "  License service (development): http://$$HOST:$$PORT  (plain HTTP on localhost: ALLOW_HTTP=1)"; \
+	  echo "  License service (development): $$base/  (plain HTTP on localhost: ALLOW_HTTP=1)"; \
+	  echo "  API documentation:             $$base/docs"; \
+	  echo "  Quota dashboard:               $$base/dashboard"; \
 	  echo "  Admin token: $$ADMIN_TOKEN"; \
-	  echo "  export ADMIN_TOKEN=$$ADMIN_TOKEN BASE=http://$$HOST:$$PORT   # for the README walk-through"; \
+	  echo "  export ADMIN_TOKEN=$$ADMIN_TOKEN BASE=$$base   # for the README walk-through"; \
 	  echo ""; \
 	  exec node dist/src/cli/server.js
 
