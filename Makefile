@@ -18,7 +18,10 @@ deps: node_modules/.installed
 # deletes what it does not rebuild, and holds dist/.build.lock while it writes: two builds
 # never interleave, and one waits for a test run reading dist/ (scripts/build.sh).
 BUILT := dist/.built
-$(BUILT): node_modules/.installed $(shell scripts/build.sh --inputs)
+BUILD_INPUTS := $(shell scripts/build.sh --inputs)
+# an empty list would leave the stamp fresh for ever: say so instead
+$(if $(BUILD_INPUTS),,$(error scripts/build.sh --inputs listed no sources))
+$(BUILT): node_modules/.installed $(BUILD_INPUTS)
 	@scripts/build.sh $@
 
 build: $(BUILT)
