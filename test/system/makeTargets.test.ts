@@ -86,7 +86,10 @@ t.test('a build waits while a test run reads dist/, and writes nothing meanwhile
   utimesSync(path.join(co, 'src', 'paths.ts'), now, now);
   t.equal(await makeStatus('-q', 'dist/.built'), 1, 'a source newer than the stamp: something to rebuild');
   const reader = spawn('scripts/build.sh', ['--reading', 'sleep', '60'], { cwd: co, env, detached: true, stdio: 'ignore' });
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  const lockFile = path.join(co, 'dist', '.build.lock');
+  const readerHolds = () => run('flock', ['-n', '-x', lockFile, 'true']).then(() => false, () => true);
+  for (let i = 0; i < 100 && !(await readerHolds()); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  t.ok(await readerHolds(), 'the test run holds the lock');
   const builder = spawn('make', ['--no-print-directory', '-o', 'node_modules/.installed', 'build'], { cwd: co, env, detached: true });
   let said = '';
   builder.stdout.on('data', (c: Buffer) => { said += c.toString(); });
@@ -98,8 +101,13 @@ t.test('a build waits while a test run reads dist/, and writes nothing meanwhile
     t.match(said, /waiting for dist\//, `and says why (${said.trim()})`);
     t.same(snapshot(), before, 'dist/test untouched');
   } finally {
-    process.kill(-(builder.pid as number), 'SIGTERM');
-    process.kill(-(reader.pid as number), 'SIGTERM');
+    for (const child of [builder, reader]) {
+      try {
+        process.kill(-(child.pid as number), 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
     await ended;
   }
 });
