@@ -55,13 +55,13 @@ t.test('hostile Accept headers get an ordinary answer, never a 5xx', async (t) =
     const ms = performance.now() - started;
     t.equal(res.status, 200, `Accept ${JSON.stringify(accept.slice(0, 40))} (${accept.length} characters): 200`);
     t.match(res.headers.get('content-type'), /^(application\/json|text\/html); charset=utf-8$/, 'JSON or the page');
-    t.ok(ms < 2000, `answered in ${Math.round(ms)} ms`);
+    t.ok(ms < 10_000, `answered in ${Math.round(ms)} ms`); // one pass over the header: milliseconds, on a busy machine too
   }
 });
 
-t.test('an Accept past what the server reads in headers: refused whole by the HTTP layer, not a 5xx', async (t) => {
-  // uWS reads at most a few KiB of headers; past that the request is not the route's to answer
-  const ex = await rawExchange(h.service.port, `GET / HTTP/1.1\r\nHost: x\r\nAccept: ${'text/html,'.repeat(10_000)}\r\nConnection: close\r\n\r\n`);
+t.test('an Accept of 100 KB: answered, or refused by the HTTP layer, never a 5xx', async (t) => {
+  const ex = await rawExchange(h.service.port, `GET / HTTP/1.1\r\nHost: x\r\nAccept: ${'text/html,'.repeat(10_000)}\r\nConnection: close\r\n\r\n`, { timeoutMs: 20_000 });
+  t.ok(ex.answers.length <= 1, 'one answer at most');
   for (const a of ex.answers) t.ok(a.status < 500, `answered ${a.status}`);
   t.ok(ex.closed, 'the connection is closed');
   t.equal((await h.request('GET', '/')).status, 200, 'and the service goes on answering');
