@@ -3,7 +3,7 @@ import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { HotLicenses } from './hot.js';
 import type { Passwords, Requester } from './passwords.js';
-import { onlyWebhook, type LicenseChange, type LicenseRow, type LicenseStore, type NewLicense } from './store.js';
+import { onlyWebhook, type LicenseChange, type LicenseRow, type LicenseStore, type NewLicense, type Purchase } from './store.js';
 
 /**
  * How long an admin change may take from fencing the Redis copies to committing in
@@ -23,12 +23,12 @@ export const CHANGE_DEADLINE_MS = 2000;
  * the deadline lifts the fence. `apply` answers the new row, null for "no such license",
  * or another outcome that changed nothing (which lifts the fence at once).
  */
-async function changeLicense<T extends string>(
+async function changeLicense<T extends string, R extends LicenseRow = LicenseRow>(
   store: LicenseStore,
   hot: HotLicenses,
   licenseKey: string,
-  apply: (deadlineMs: number) => Promise<LicenseRow | T | null>,
-): Promise<LicenseRow | T | null> {
+  apply: (deadlineMs: number) => Promise<R | T | null>,
+): Promise<R | T | null> {
   const target = await store.locate(licenseKey);
   if (target === null) return null;
   const deadline = target.nowMs + CHANGE_DEADLINE_MS;
@@ -91,14 +91,17 @@ export class LicenseAdmin {
     // the webhook settings are the worker's, read from Postgres at each delivery: no Redis copy to fence or write
     const row = onlyWebhook(change)
       ? await this.store.update(licenseKey, change, null)
-      : await changeLicense(this.store, this.hot, licenseKey, (deadline) => this.store.update(licenseKey, change, deadline));
+      : await changeLicense<'unsigned'>(this.store, this.hot, licenseKey, (deadline) => this.store.update(licenseKey, change, deadline));
     return row === null || row === 'unsigned' ? row : this.view(row);
   }
 
-  /** A purchase; with an idempotency key, a retry credits once. 'reused': the key belongs to another purchase. */
-  async addQuota(licenseKey: string, add: number, idempotencyKey: string | null): Promise<LicenseView | 'reused' | null> {
-    const row = await changeLicense(this.store, this.hot, licenseKey, (deadline) => this.store.addQuota(licenseKey, add, deadline, idempotencyKey));
-    return row === null || row === 'reused' ? row : this.view(row);
+  /**
+   * A purchase; with an idempotency key, a retry credits once (and says it is a replay).
+   * 'reused': the key belongs to another purchase.
+   */
+  async addQuota(licenseKey: string, add: number, idempotencyKey: string | null): Promise<(LicenseView & { replayed: boolean }) | 'reused' | null> {
+    const row = await changeLicense<'reused', Purchase>(this.store, this.hot, licenseKey, (deadline) => this.store.addQuota(licenseKey, add, deadline, idempotencyKey));
+    return row === null || row === 'reused' ? row : { ...(await this.view(row)), replayed: row.replayed };
   }
 
   /** Rows as the admin API shows them (a page of the license list). */

@@ -22,6 +22,9 @@ export interface LicenseRow {
   webhookSecretSet: boolean;
 }
 
+/** A credited purchase: the license after it; replayed when its idempotency key had credited it before (nothing credited now). */
+export type Purchase = LicenseRow & { replayed: boolean };
+
 /** A UUID as Postgres reads one (token ids are UUIDs: src/tokens/tokenId.ts). */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -175,17 +178,17 @@ export class LicenseStore {
 
   /**
    * Credits a purchase, once per idempotency key: a retry with the key credits nothing and
-   * returns the license as it is. 'reused': the key was used for another purchase.
+   * returns the license as it is, marked replayed. 'reused': the key was used for another purchase.
    * null: no such license, or past the deadline (see update).
    */
-  async addQuota(licenseKey: string, add: number, deadlineMs: number, idempotencyKey: string | null): Promise<LicenseRow | 'reused' | null> {
+  async addQuota(licenseKey: string, add: number, deadlineMs: number, idempotencyKey: string | null): Promise<Purchase | 'reused' | null> {
     if (idempotencyKey === null) {
       const rows = await this.sql.unsafe(
         `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
          where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning ${LICENSE_COLUMNS}`,
         [licenseKey, add, deadlineMs],
       );
-      return rows[0] ? licenseRowOf(rows[0]) : null;
+      return rows[0] ? { ...licenseRowOf(rows[0]), replayed: false } : null;
     }
     // one statement: the purchase is recorded if and only if the quota is credited
     const rows = await this.sql.unsafe(
@@ -210,7 +213,7 @@ export class LicenseStore {
     const first = rows[0];
     if (!first) return null;
     if (first.outcome === 'reused') return 'reused';
-    return licenseRowOf(first);
+    return { ...licenseRowOf(first), replayed: first.outcome === 'replayed' };
   }
 
   /**

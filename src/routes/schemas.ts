@@ -102,7 +102,8 @@ function fieldOf(error: ErrorObject | undefined): string {
   return 'body';
 }
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; field: string };
+/** A value of the schema, or what is wrong: the top-level field's name and ajv's first error (none: not a JSON object). */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; field: string; error?: ErrorObject };
 
 /** A body as a JSON object, or null when it is not one (not JSON, or an array, a string...). */
 export function jsonObject(body: Buffer | null): Record<string, unknown> | null {
@@ -120,7 +121,7 @@ export function valueParser<S extends TSchema>(schema: S): (value: Record<string
   const validate = ajv.compile(schema);
   return (value) => {
     if (value === null) return { ok: false, field: 'body' };
-    if (!validate(value)) return { ok: false, field: fieldOf(validate.errors?.[0]) };
+    if (!validate(value)) return { ok: false, field: fieldOf(validate.errors?.[0]), error: validate.errors?.[0] };
     return { ok: true, value: value as Static<S> };
   };
 }
@@ -137,7 +138,7 @@ export function queryParser<S extends TSchema>(schema: S): (query: string) => Pa
   return (query) => {
     const value: Record<string, string> = {};
     for (const [name, text] of new URLSearchParams(query)) if (!(name in value)) value[name] = text;
-    if (!validate(value)) return { ok: false, field: fieldOf(validate.errors?.[0]) };
+    if (!validate(value)) return { ok: false, field: fieldOf(validate.errors?.[0]), error: validate.errors?.[0] };
     return { ok: true, value: value as Static<S> };
   };
 }

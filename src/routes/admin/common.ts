@@ -6,6 +6,7 @@ import { normaliseDomain } from '../../licenses/origin.js';
 import { webhookUrlRefusal, type Refusal, type TargetPolicy } from '../../webhooks/guard.js';
 import { coded, quotaPercentage } from '../replies.js';
 import { bearer } from '../schemas.js';
+import { refusal, shown } from './refusals.js';
 
 // What the admin routes (in /openapi.json) share: the token check, the answers, the view of a license.
 
@@ -15,16 +16,17 @@ export const adminReplies = {
   LICENSE_NOT_FOUND: coded(404, 'LICENSE_NOT_FOUND', 'Lisans bulunamadı'),
   LICENSE_EXISTS: coded(409, 'LICENSE_EXISTS', 'Bu lisans anahtarı zaten kayıtlı'),
   IDEMPOTENCY_KEY_REUSED: coded(422, 'IDEMPOTENCY_KEY_REUSED', 'Bu işlem anahtarı başka bir satın alma için kullanıldı'),
-  // 400 INVALID_REQUEST: invalid(field, why)
+  // 400 INVALID_REQUEST: ./refusals.ts (the path, what is wrong, what is expected)
 } as const;
 
 /** A webhook URL is never without a secret to sign its requests (README "Webhooks"). */
-export const secretRequired = (): Reply => invalid('webhookSecret', 'webhookUrl için gerekli (en az 16 karakter)');
+export const secretRequired = (): Reply =>
+  refusal('webhookSecret', 'eksik', 'webhookUrl ile birlikte (ya da önceden) verilen 16-256 karakterlik bir metin');
 
 /** Why a webhook URL's target is refused (src/webhooks/guard.ts), in words that say nothing of what is there. */
 export const webhookTargetReplies: Record<Refusal, Reply> = {
-  insecure: invalid('webhookUrl', 'yalnızca https:// adresleri kabul edilir'),
-  internal: invalid('webhookUrl', 'iç ağ adreslerine izin verilmez'),
+  insecure: refusal('webhookUrl', 'yalnızca https:// adresleri kabul edilir', 'bir https:// adresi'),
+  internal: refusal('webhookUrl', 'iç ağ adreslerine izin verilmez', 'internetteki bir sunucunun adresi'),
 };
 
 /**
@@ -35,10 +37,6 @@ export async function webhookTargetRefused(url: string | null | undefined, polic
   if (typeof url !== 'string') return null;
   const refusal = await webhookUrlRefusal(url, policy);
   return refusal === null ? null : webhookTargetReplies[refusal];
-}
-
-export function invalid(field: string, why = 'geçersiz'): Reply {
-  return coded(400, 'INVALID_REQUEST', `${field}: ${why}`);
 }
 
 function digest(text: string): Buffer {
@@ -54,21 +52,46 @@ export function adminGuard(adminToken: string): (handler: Handler) => Handler {
   };
 }
 
+/** What a domain entry must be (src/licenses/origin.ts normaliseDomain). */
+export const DOMAIN_EXPECTED = 'bir alan adı (ör. ornek.com.tr ya da alt alan adları için *.ornek.com.tr)';
+
 /** Domains normalised, or the answer naming the first bad entry. */
 export function domainsOf(entries: string[] | undefined): string[] | Reply | undefined {
   if (entries === undefined) return undefined;
   const out = new Set<string>();
-  for (const entry of entries) {
+  for (const [i, entry] of entries.entries()) {
     const domain = normaliseDomain(entry);
-    if (domain === null) return invalid('domains', `"${entry}" bir alan adı değil`);
+    if (domain === null) return refusal(`domains[${i}]`, `${shown(entry)} bir alan adı değil`, DOMAIN_EXPECTED);
     out.add(domain);
   }
   return [...out];
 }
 
-/** A license as the admin API shows it. */
-export function licenseReply(license: LicenseView, status = 200): Reply {
-  return reply(status, { success: true, data: licenseData(license) });
+/**
+ * Something accepted that the caller may not have meant, beside the answer's data (the
+ * answer's `warnings`): the field, a code for programs, a sentence for people.
+ */
+export interface Warning {
+  code: 'EXPIRY_IN_PAST';
+  field: string;
+  message: string;
+}
+
+/** The warning of an expiry date already past: such a license is stored (an import of old licenses) but serves nothing. */
+export function expiryWarnings(expiryDate: Date | undefined, now = Date.now()): Warning[] {
+  if (expiryDate === undefined || expiryDate.getTime() > now) return [];
+  return [{
+    code: 'EXPIRY_IN_PAST',
+    field: 'expiryDate',
+    message: `expiryDate: ${expiryDate.toISOString()} geçmişte; lisans kaydedildi ancak süresi dolmuş: get-token ve validate reddeder`,
+  }];
+}
+
+/** A license as the admin API shows it; `extra` (warnings, replayed) beside its data. */
+export function licenseReply(license: LicenseView, status = 200, extra: { warnings?: Warning[]; replayed?: boolean } = {}): Reply {
+  const warnings = extra.warnings !== undefined && extra.warnings.length > 0 ? { warnings: extra.warnings } : {};
+  const replayed = extra.replayed === undefined ? {} : { replayed: extra.replayed };
+  return reply(status, { success: true, data: licenseData(license), ...replayed, ...warnings });
 }
 
 /** The License object of /openapi.json (never the password or its hash). */

@@ -1,16 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import type { Handler, Route } from '../../http/route.js';
+import type { Reply } from '../../http/reply.js';
 import { EXAMPLE } from '../../openapi/examples.js';
-import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
+import { bodyOf, errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import {
-  bodyParser, canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, WebhookSecret, WebhookUrl,
+  canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, WebhookSecret, WebhookUrl,
 } from '../schemas.js';
-import { adminReplies, domainsOf, invalid, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies } from './common.js';
-import { exampleLicense, licenseAnswer, unauthorized } from './docs.js';
+import {
+  adminReplies, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
+} from './common.js';
+import { exampleLicense, LicenseWithWarnings, unauthorized } from './docs.js';
+import { adminBodyParser, refusalOf } from './parsers.js';
 
 const CreateLicenseBody = Type.Object(
   {
@@ -27,9 +31,18 @@ const CreateLicenseBody = Type.Object(
   { additionalProperties: false },
 );
 
+const parse = adminBodyParser(CreateLicenseBody);
+/** An expiry date of the examples already past. */
+const PAST = '2024-12-31T23:59:59.000Z';
+const valid = {
+  organizationName: EXAMPLE.organizationName, password: EXAMPLE.password, totalQuota: EXAMPLE.totalQuota, expiryDate: EXAMPLE.expiryDate,
+};
+
 const doc: RouteDoc = {
   summary: 'Create a license',
-  description: 'The key is the caller\'s (a UUID) or generated. The password is stored hashed and never shown again.',
+  description: 'The key is the caller\'s (a UUID) or generated. The password is stored hashed and never shown again. An '
+    + 'expiryDate already past is accepted (an import of old licenses) with a warning: such a license serves nothing until '
+    + 'a PATCH extends it. A refused field is named with what was wrong and what is expected.',
   tags: ['admin'],
   auth: 'admin',
   body: {
@@ -43,10 +56,23 @@ const doc: RouteDoc = {
     }],
   },
   responses: {
-    201: licenseAnswer('created', 'a new license', exampleLicense({ usedQuota: 0 }, 201)),
+    201: {
+      description: 'created; `warnings` when something was accepted that may not be meant (an expiryDate already past)',
+      schema: LicenseWithWarnings,
+      examples: [
+        { summary: 'a new license', value: bodyOf(exampleLicense({ usedQuota: 0 }, 201)) },
+        {
+          summary: 'an imported license whose expiry has passed',
+          value: bodyOf(exampleLicense({ usedQuota: 0, expiryDate: new Date(PAST) }, 201, { warnings: expiryWarnings(new Date(PAST)) })),
+        },
+      ],
+    },
     ...errorResponses(codedErrorOf, [
-      ['a field missing, unknown or invalid: the message names it', invalid('totalQuota')],
-      ['a domain that is no host name', invalid('domains', '"https://" bir alan adı değil')],
+      ['a field of the wrong type or out of range: the message names its path, what was wrong and what is expected',
+        refusalOf(parse, { ...valid, totalQuota: 'abc' })],
+      ['a field missing', refusalOf(parse, { ...valid, password: undefined })],
+      ['a field unknown', refusalOf(parse, { ...valid, quota: 10 })],
+      ['a domain that is no host name', domainsOf(['https://']) as Reply],
       ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
       ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
       unauthorized,
@@ -57,12 +83,11 @@ const doc: RouteDoc = {
 
 /** POST /admin/v1/licenses: a new license; the key is the caller's or generated. */
 export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
-  const parse = bodyParser(CreateLicenseBody);
   return {
     method: 'post', path: '/admin/v1/licenses', errors: codedErrors, needsAuthorization: true, bodyLimit: ctx.config.adminBodyLimitBytes, doc,
     handler: guard(async (req) => {
       const parsed = parse(req.body);
-      if (!parsed.ok) return invalid(parsed.field);
+      if (!parsed.ok) return parsed.reply;
       const body = parsed.value;
       const domains = domainsOf(body.domains);
       if (domains && !Array.isArray(domains)) return domains;
@@ -81,7 +106,7 @@ export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Han
         webhookUrl,
         webhookSecret: body.webhookSecret ?? null,
       }, req);
-      return license === null ? adminReplies.LICENSE_EXISTS : licenseReply(license, 201);
+      return license === null ? adminReplies.LICENSE_EXISTS : licenseReply(license, 201, { warnings: expiryWarnings(license.expiryDate) });
     }),
   };
 }

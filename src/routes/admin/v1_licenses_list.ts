@@ -7,14 +7,15 @@ import { codedErrorOf, License, PageAnswer } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { decodeCursor, encodeCursor, MICROS_AND_ID, pageLimit, pageOf, pageQueryFields } from '../paging.js';
 import { codedErrors } from '../replies.js';
-import { queryParser } from '../schemas.js';
-import { invalid, licenseData } from './common.js';
+import { licenseData } from './common.js';
 import { exampleLicense, unauthorized } from './docs.js';
+import { adminQueryParser } from './parsers.js';
+import { notValid, refusal } from './refusals.js';
 
 const ListQuery = Type.Object(pageQueryFields);
 
-export const LIMIT_WHY = 'en az 1, en çok 500 olan bir tam sayı olmalı';
-export const CURSOR_WHY = 'önceki sayfanın nextCursor değeri olmalı';
+/** What the paging parameters must be, beside their schemas' patterns (./refusals.ts). */
+export const PAGING_EXPECTED = { limit: '1 ile 500 arasında bir tam sayı', cursor: 'önceki sayfanın nextCursor değeri' };
 
 /**
  * The page an admin list was asked for: its size and the parts of its cursor (the time in
@@ -25,13 +26,17 @@ export function adminPage(query: { limit?: string; cursor?: string }): { limit: 
   const limit = pageLimit(query.limit);
   if (query.cursor === undefined) return { limit, after: null };
   const parts = decodeCursor(query.cursor, MICROS_AND_ID);
-  return parts === null ? invalid('cursor', CURSOR_WHY) : { limit, after: [parts[0] as string, parts[1] as string] };
+  return parts === null ? badCursor(query.cursor) : { limit, after: [parts[0] as string, parts[1] as string] };
 }
 
-/** The paging refusals both admin lists answer. */
+const badCursor = (cursor: string): Reply => refusal('cursor', notValid(cursor), PAGING_EXPECTED.cursor);
+
+const parseQuery = adminQueryParser(ListQuery, PAGING_EXPECTED);
+
+/** The paging refusals both admin lists answer (their 400 on a query: the first one this list's parser gives). */
 export const pagingCases = [
-  ['limit not an integer from 1 to 500', invalid('limit', LIMIT_WHY)],
-  ['a cursor this list did not hand out', invalid('cursor', CURSOR_WHY)],
+  ['limit not an integer from 1 to 500', (parseQuery('limit=501') as { reply: Reply }).reply],
+  ['a cursor this list did not hand out', badCursor('zzz')],
 ] as const;
 
 const doc: RouteDoc = {
@@ -55,13 +60,12 @@ const doc: RouteDoc = {
 
 /** GET /admin/v1/licenses?limit=&cursor=: every license, oldest first, a page at a time. */
 export function listLicensesRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
-  const parseQuery = queryParser(ListQuery);
   const listing = new AdminListing(ctx.sql);
   return {
     method: 'get', path: '/admin/v1/licenses', errors: codedErrors, needsAuthorization: true, needsQuery: true, noStore: true, doc,
     handler: guard(async (req) => {
       const query = parseQuery(req.query);
-      if (!query.ok) return invalid(query.field, query.field === 'limit' ? LIMIT_WHY : CURSOR_WHY);
+      if (!query.ok) return query.reply;
       const asked = adminPage(query.value);
       if ('status' in asked) return asked;
       const { limit } = asked;

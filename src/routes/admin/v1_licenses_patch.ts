@@ -4,9 +4,12 @@ import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
-import { bodyParser, Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, WebhookSecret, WebhookUrl } from '../schemas.js';
-import { adminReplies, domainsOf, invalid, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies } from './common.js';
-import { exampleLicense, licenseAnswer, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
+import { Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, WebhookSecret, WebhookUrl } from '../schemas.js';
+import {
+  adminReplies, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
+} from './common.js';
+import { exampleLicense, licenseAnswer, LicenseWithWarnings, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
+import { adminBodyParser, refusalOf } from './parsers.js';
 
 const PatchLicenseBody = Type.Object(
   {
@@ -21,10 +24,12 @@ const PatchLicenseBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 
+const parse = adminBodyParser(PatchLicenseBody);
+
 const doc: RouteDoc = {
   summary: 'Change a license (anything but its quota)',
   description: 'A password change or a deactivation revokes the license\'s access tokens. In force for the very next public ' +
-    'request, on every instance.',
+    'request, on every instance. An expiryDate already past is accepted with a warning (the license then serves nothing).',
   tags: ['admin'],
   auth: 'admin',
   params: keyParam,
@@ -36,9 +41,13 @@ const doc: RouteDoc = {
     ],
   },
   responses: {
-    200: licenseAnswer('the license as changed', 'deactivated', exampleLicense({ isActive: false })),
+    200: licenseAnswer('the license as changed; `warnings` when the expiryDate given has passed', 'deactivated',
+      exampleLicense({ isActive: false }), LicenseWithWarnings),
     ...errorResponses(codedErrorOf, [
-      ['an empty body, or a field unknown or invalid: the message names it', invalid('expiryDate')],
+      ['a field of the wrong type or out of range: the message names its path, what was wrong and what is expected',
+        refusalOf(parse, { expiryDate: 'tomorrow' })],
+      ['an empty body', refusalOf(parse, {})],
+      ['a field unknown (the quota changes through POST .../quota)', refusalOf(parse, { totalQuota: 100 })],
       ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
       ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
       unauthorized,
@@ -49,7 +58,6 @@ const doc: RouteDoc = {
 
 /** PATCH /admin/v1/licenses/{licenseKey}: change anything but the quota; every instance sees it on its next request. */
 export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
-  const parse = bodyParser(PatchLicenseBody);
   return {
     method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codedErrors, needsAuthorization: true,
     bodyLimit: ctx.config.adminBodyLimitBytes, doc,
@@ -57,7 +65,7 @@ export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Hand
       const key = licenseKeyParam(req.params[0]);
       if (key === null) return adminReplies.LICENSE_NOT_FOUND;
       const parsed = parse(req.body);
-      if (!parsed.ok) return invalid(parsed.field);
+      if (!parsed.ok) return parsed.reply;
       const body = parsed.value;
       const domains = domainsOf(body.domains);
       if (domains && !Array.isArray(domains)) return domains;
@@ -73,7 +81,8 @@ export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Hand
         webhookSecret: body.webhookSecret,
       }, req);
       if (license === 'unsigned') return secretRequired();
-      return license === null ? adminReplies.LICENSE_NOT_FOUND : licenseReply(license);
+      if (license === null) return adminReplies.LICENSE_NOT_FOUND;
+      return licenseReply(license, 200, { warnings: body.expiryDate === undefined ? [] : expiryWarnings(license.expiryDate) });
     }),
   };
 }

@@ -8,18 +8,19 @@ import { codedErrorOf, IssuedToken as IssuedTokenSchema, PageAnswer } from '../.
 import type { RouteContext } from '../context.js';
 import { encodeCursor, pageOf, pageQueryFields } from '../paging.js';
 import { codedErrors } from '../replies.js';
-import { licenseKeyParam, queryParser } from '../schemas.js';
-import { adminReplies, invalid } from './common.js';
+import { licenseKeyParam } from '../schemas.js';
+import { adminReplies } from './common.js';
 import { licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
-import { adminPage, CURSOR_WHY, LIMIT_WHY, pagingCases } from './v1_licenses_list.js';
+import { adminQueryParser, type Checked } from './parsers.js';
+import { adminPage, PAGING_EXPECTED, pagingCases } from './v1_licenses_list.js';
 
 const TokensQuery = Type.Object({
   ...pageQueryFields,
   status: Type.Optional(Type.Union([Type.Literal('issued'), Type.Literal('used'), Type.Literal('expired')])),
 });
 
-/** Why each query parameter was refused. */
-const WHY: Record<string, string> = { limit: LIMIT_WHY, cursor: CURSOR_WHY, status: 'issued, used veya expired olmalı' };
+const parseQuery = adminQueryParser(TokensQuery, PAGING_EXPECTED);
+const badStatus = (parseQuery('status=unused') as Extract<Checked<unknown>, { ok: false }>).reply;
 
 const doc: RouteDoc = {
   summary: 'A license\'s issued sign tokens with their status, newest first',
@@ -47,7 +48,7 @@ const doc: RouteDoc = {
         },
       }],
     },
-    ...errorResponses(codedErrorOf, [unauthorized, notFound, ...pagingCases, ['status not issued, used or expired', invalid('status', WHY.status)]]),
+    ...errorResponses(codedErrorOf, [unauthorized, notFound, ...pagingCases, ['status not issued, used or expired', badStatus]]),
   },
 };
 
@@ -71,7 +72,6 @@ function tokenData(t: IssuedToken): Record<string, unknown> {
  * token shows here, and shows as used, once the worker has written it (its lag, /healthz).
  */
 export function licenseTokensRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
-  const parseQuery = queryParser(TokensQuery);
   const listing = new AdminListing(ctx.sql);
   return {
     method: 'get', path: '/admin/v1/licenses/:licenseKey/tokens', errors: codedErrors, needsAuthorization: true, needsQuery: true,
@@ -80,7 +80,7 @@ export function licenseTokensRoute(ctx: RouteContext, guard: (h: Handler) => Han
       const key = licenseKeyParam(req.params[0]);
       if (key === null) return adminReplies.LICENSE_NOT_FOUND;
       const query = parseQuery(req.query);
-      if (!query.ok) return invalid(query.field, WHY[query.field]);
+      if (!query.ok) return query.reply;
       const asked = adminPage(query.value);
       if ('status' in asked) return asked;
       const { limit } = asked;
