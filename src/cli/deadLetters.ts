@@ -3,6 +3,14 @@ import { createRedis } from '../redis/client.js';
 import { KeySpace } from '../redis/keys.js';
 import { DeadLetters } from '../usage/deadLetters.js';
 import { runOperatorCommand } from './operatorCommand.js';
+import { shownUrl } from '../db/existing.js';
+
+/** Where the command reads: the cluster's nodes, or REDIS_URL without its password. */
+function redisShown(config: Config): string {
+  return config.redisClusterNodes.length > 0
+    ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}`
+    : shownUrl(config.redisUrl);
+}
 
 // npm run dead-letters -- list | count | replay [id ...]
 // Usage events Postgres refused for good wait in the dead-letter stream. `list` prints
@@ -10,6 +18,9 @@ import { runOperatorCommand } from './operatorCommand.js';
 // `replay` puts them back on their usage streams once the cause is fixed (all, or the
 // dead-letter or original ids given); the running workers then write them.
 async function main(config: Config, command: string, ids: string[]): Promise<number> {
+  // an unused prefix reads as no dead letters, which is right but easy to take for the real
+  // answer: say which prefix (and Redis) was read, beside the answer
+  process.stderr.write(`dead-letters: Redis prefix "${config.redisPrefix}" at ${redisShown(config)}\n`);
   const redis = createRedis(config, 'license-dead-letters');
   const letters = new DeadLetters(redis, new KeySpace(config.redisPrefix).deadLetters);
   try {

@@ -1,9 +1,11 @@
 import { ConfigError, loadConfig, type Config } from '../config.js';
+import { DevEnvError, loadDevEnv } from './devEnv.js';
 
 /**
  * Runs an operator command (npm run dead-letters, npm run webhook-events): `<command> [id ...]`
- * from the arguments, the worker's configuration from the environment, and every failure as
- * one line "<name>: <message>" with exit code 1. `run` returns the exit code.
+ * from the arguments, the worker's configuration from the environment and, in a development
+ * checkout, its .env.dev beneath it (./devEnv.ts), and every failure as one line
+ * "<name>: <message>" with exit code 1. `run` returns the exit code.
  */
 export function runOperatorCommand(
   name: string, defaultCommand: string, run: (config: Config, command: string, ids: string[]) => Promise<number>,
@@ -15,9 +17,9 @@ export function runOperatorCommand(
   };
   let config: Config;
   try {
-    config = loadConfig(process.env, 'worker');
+    config = loadConfig(loadDevEnv(process.env), 'worker');
   } catch (err) {
-    if (err instanceof ConfigError) fail(err);
+    if (err instanceof ConfigError || err instanceof DevEnvError) fail(err);
     throw err;
   }
   run(config, command, ids).then((code) => process.exit(code), fail);

@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { connectPostgres } from '../db/pg.js';
+import { connectExisting } from '../db/existing.js';
 import { WebhookOutbox } from '../webhooks/outbox.js';
 import { runOperatorCommand } from './operatorCommand.js';
 
@@ -8,9 +8,10 @@ import { runOperatorCommand } from './operatorCommand.js';
 // many events wait, were delivered and failed; `list` prints the failed ones (one JSON
 // line each: id, type, attempts, the last status and error); `replay` puts them back in
 // line (all, or the ids or event keys given) with a fresh count of attempts, and the
-// running workers send them again.
+// running workers send them again. It reads the database and schema the service made and
+// never creates or migrates them (src/db/existing.ts).
 async function main(config: Config, command: string, ids: string[]): Promise<number> {
-  const sql = await connectPostgres(config.databaseUrl, config.pgSchema, 1);
+  const sql = await connectExisting(config.databaseUrl, config.pgSchema, 1, 'license-webhook-events');
   const outbox = new WebhookOutbox(sql);
   try {
     if (command === 'count') {

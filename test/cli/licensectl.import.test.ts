@@ -48,7 +48,7 @@ t.test('licensectl import', async (t) => {
     t.equal(r.stderr, '', 'no progress lines for a short import off a terminal');
     const summary = jsonOf(r);
     t.match(summary, { created: 3, rejected: 7, total: 10, rejectsFile: `${file}.rejected.csv` });
-    t.same(Object.keys(summary).sort(), ['created', 'rejected', 'rejectsFile', 'seconds', 'total']);
+    t.same(Object.keys(summary).sort(), ['created', 'rejected', 'rejectsFile', 'seconds', 'total', 'warned']);
     t.type(summary.seconds, 'number');
 
     const rows = await h.sql`select license_key, organization_name, total_quota::int as q, expiry_date, is_active, domains

@@ -4,7 +4,8 @@ import { ADMIN_TOKEN, type Harness } from './harness.js';
 
 // licensectl as a user runs it: the built script as a child process, against a test's
 // service (--url, --token given unless the test says otherwise), nothing of the test's
-// environment but PATH.
+// environment but PATH, and no .env.dev (DEV_ENV_FILE empty) unless the test names one: a
+// checkout where `make run` wrote one must not change what the tests see.
 
 export const LICENSECTL = fileURLToPath(new URL('../../src/cli/licensectl.js', import.meta.url));
 
@@ -24,9 +25,18 @@ export interface CliOptions {
 
 export function runCli(h: Harness | null, args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
   const connection = options.bare || h === null ? [] : ['--url', h.url, '--token', ADMIN_TOKEN];
+  return runScript(LICENSECTL, [...args, ...connection], options);
+}
+
+/** The other operator commands: `npm run dead-letters` and `npm run webhook-events`, as the built scripts. */
+export const DEAD_LETTERS = fileURLToPath(new URL('../../src/cli/deadLetters.js', import.meta.url));
+export const WEBHOOK_EVENTS = fileURLToPath(new URL('../../src/cli/webhookEvents.js', import.meta.url));
+
+/** Runs a built operator script with PATH, no .env.dev (unless options.env names one) and options.env. */
+export function runScript(script: string, args: readonly string[], options: CliOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [LICENSECTL, ...args, ...connection], {
-      env: { PATH: process.env.PATH ?? '', ...options.env },
+    const child = spawn(process.execPath, [script, ...args], {
+      env: { PATH: process.env.PATH ?? '', DEV_ENV_FILE: '', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -15,7 +15,29 @@ const REQUEST_TIMEOUT_MS = 30_000;
 interface Answer {
   success?: unknown;
   data?: unknown;
+  replayed?: unknown;
+  warnings?: unknown;
   error?: { code?: unknown; message?: unknown };
+}
+
+/** Something the API accepted but warns about (an expiry already past): the answer's `warnings`. */
+export interface Warning {
+  code: string;
+  field: string;
+  message: string;
+}
+
+/** A success: its data, and what the API says beside it. */
+export interface Success<T> {
+  data: T;
+  /** add-quota: the Idempotency-Key's purchase was credited before; nothing was credited now */
+  replayed: boolean;
+  warnings: Warning[];
+}
+
+function warningsOf(value: unknown): Warning[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter((w): w is Warning => typeof w === 'object' && w !== null && typeof (w as Warning).message === 'string');
 }
 
 export class AdminApi {
@@ -27,6 +49,11 @@ export class AdminApi {
 
   /** The `data` of a successful answer. */
   async call<T = unknown>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+    return (await this.answer<T>(method, path, body, headers)).data;
+  }
+
+  /** A successful answer: its data, whether it is a replay, its warnings. */
+  async answer<T = unknown>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Success<T>> {
     let res: Response;
     try {
       res = await fetch(`${this.base}${path}`, {
@@ -51,7 +78,9 @@ export class AdminApi {
     } catch {
       // not the admin API's JSON: reported below
     }
-    if (res.ok && parsed?.success === true) return parsed.data as T;
+    if (res.ok && parsed?.success === true) {
+      return { data: parsed.data as T, replayed: parsed.replayed === true, warnings: warningsOf(parsed.warnings) };
+    }
     const code = typeof parsed?.error?.code === 'string' ? parsed.error.code : `HTTP_${res.status}`;
     const message = typeof parsed?.error?.message === 'string' ? parsed.error.message : `unexpected answer: ${text.slice(0, 200)}`;
     throw new ApiError(res.status, code, message);

@@ -124,10 +124,13 @@ ${PAGE_HELP}
 };
 
 const GLOBAL_HELP = `Global options:
-  --url <url>          the service (default $LICENSE_URL, else http://127.0.0.1:8080)
+  --url <url>          the service (default $LICENSE_URL, else the server's own
+                       http://$HOST:$PORT, else http://127.0.0.1:8080)
   --token <t>          the admin token (default $ADMIN_TOKEN)
   --json               print the API's data as one JSON document
   -h, --help           this help, or a command's: licensectl <command> --help
+Settings come from the environment and, in a checkout where \`make run\` wrote
+.env.dev, from that file for what the environment does not set.
 Exit codes: 0 ok, 1 the API refused (its code and message on stderr), 2 usage error.`;
 
 export function commandHelp(name: string): string {

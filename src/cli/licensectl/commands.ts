@@ -16,6 +16,10 @@ export interface Run {
 export interface Printed {
   data: unknown;
   human: string;
+  /** lines for stderr, with --json too: what the API warned about */
+  warnings?: string[];
+  /** with --json, a line for stderr of what `human` says beyond the data (the data printed is exactly the API's) */
+  jsonNote?: string;
 }
 
 type Command = (run: Run) => Promise<Printed>;
@@ -82,7 +86,8 @@ export const commands: Record<string, Command> = {
     };
     if (str(run, 'key') !== undefined) body.licenseKey = str(run, 'key');
     body.password = await passwordFrom(run.options);
-    return license(await run.api.call('POST', '/admin/v1/licenses', body), 'Created:');
+    const created = await run.api.answer('POST', '/admin/v1/licenses', body);
+    return { ...license(created.data, 'Created:'), warnings: created.warnings.map((w) => w.message) };
   },
 
   async show(run) {
@@ -99,8 +104,11 @@ export const commands: Record<string, Command> = {
     const add = wholeNumberOf(run.args.n as string, 1);
     if (add === null) throw new UsageError('<n> must be a whole number from 1 to 10^12');
     const key = str(run, 'idempotency-key');
-    const data = await run.api.call('POST', licensePath(run.args.key as string, '/quota'), { add }, key === undefined ? {} : { 'idempotency-key': key });
-    return license(data, `Added ${add}:`);
+    const purchase = await run.api.answer('POST', licensePath(run.args.key as string, '/quota'), { add }, key === undefined ? {} : { 'idempotency-key': key });
+    if (!purchase.replayed) return license(purchase.data, `Added ${add}:`);
+    // a retry of a purchase credited before credits nothing: say so, not "Added"
+    const already = `already credited: the purchase with idempotency key "${key ?? ''}" was credited before; nothing added now`;
+    return { ...license(purchase.data, `Already credited (idempotency key "${key ?? ''}"): nothing added now. The license:`), jsonNote: already };
   },
 
   async activate(run) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
-import { ApiError, type AdminApi } from './api.js';
+import { ApiError, type AdminApi, type Warning } from './api.js';
 import { UsageError } from './args.js';
 import { csvLine, CsvParser, type CsvRecord } from './csv.js';
 import { Progress, type Counts } from './progress.js';
@@ -17,11 +17,15 @@ const REQUIRED = ['organizationName', 'password', 'totalQuota', 'expiryDate'];
 const OPTIONAL = ['isActive', 'domains', 'licenseKey'];
 /** attempts per row when no answer came or the service was unavailable (503) */
 const ATTEMPTS = 3;
+/** rows whose warnings are printed one by one; the others are counted */
+const WARNINGS_SHOWN = 10;
 
 export interface ImportSummary {
   created: number;
   rejected: number;
   total: number;
+  /** rows created with a warning of the API (an expiry already past) */
+  warned: number;
   seconds: number;
   /** null when no row was rejected */
   rejectsFile: string | null;
@@ -48,17 +52,19 @@ function bodyOf(row: Row): Record<string, unknown> | string {
   };
 }
 
-/** Creates one license; null when created, else the reason it was not. An ApiError of 401 goes up (every row would fail). */
-async function createOne(api: AdminApi, body: Record<string, unknown>, keyIsOurs: boolean): Promise<string | null> {
+/**
+ * Creates one license: the API's warnings when created, else the reason it was not. An
+ * ApiError of 401 goes up (every row would fail).
+ */
+async function createOne(api: AdminApi, body: Record<string, unknown>, keyIsOurs: boolean): Promise<string | Warning[]> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await api.call('POST', '/admin/v1/licenses', body);
-      return null;
+      return (await api.answer('POST', '/admin/v1/licenses', body)).warnings;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       if (err.status === 401) throw err;
       // our own key taken after a lost answer: that was our create
-      if (err.code === 'LICENSE_EXISTS' && keyIsOurs && attempt > 1) return null;
+      if (err.code === 'LICENSE_EXISTS' && keyIsOurs && attempt > 1) return [];
       const transient = err.status === 0 || err.status === 503;
       if (!transient || attempt >= ATTEMPTS) return `${err.code}: ${err.message}`;
       await new Promise((resolve) => setTimeout(resolve, 200 * 2 ** attempt));
@@ -66,7 +72,13 @@ async function createOne(api: AdminApi, body: Record<string, unknown>, keyIsOurs
   }
 }
 
-export async function importFile(api: AdminApi, file: string, rejectsPath: string, concurrency: number): Promise<ImportSummary> {
+/**
+ * Creates the licenses of the file. `warn` gets each of the first rows created with a
+ * warning (after the progress bar has gone), and how many more there were.
+ */
+export async function importFile(
+  api: AdminApi, file: string, rejectsPath: string, concurrency: number, warn: (line: string) => void = () => {},
+): Promise<ImportSummary> {
   let size: number;
   try {
     size = (await stat(file)).size;
@@ -81,6 +93,8 @@ export async function importFile(api: AdminApi, file: string, rejectsPath: strin
   let header: string[] | null = null;
   let rejects: WriteStream | null = null;
   let fatal: unknown = null;
+  const warned: string[] = [];
+  let warnedRows = 0;
 
   const reject = (fields: string[], line: number, reason: string): void => {
     counts.rejected++;
@@ -114,8 +128,13 @@ export async function importFile(api: AdminApi, file: string, rejectsPath: strin
     header.forEach((c, i) => (row[c] = record.fields[i] as string));
     const body = bodyOf(row);
     if (typeof body === 'string') return reject(record.fields, record.line, body);
+    const created = (warnings: Warning[]): void => {
+      counts.created++;
+      if (warnings.length === 0) return;
+      if (++warnedRows <= WARNINGS_SHOWN) warned.push(`line ${record.line}: ${warnings.map((w) => w.message).join('; ')}`);
+    };
     const job = createOne(api, body, (row.licenseKey ?? '').trim() === '').then(
-      (reason) => (reason === null ? void counts.created++ : reject(record.fields, record.line, reason)),
+      (outcome) => (typeof outcome === 'string' ? reject(record.fields, record.line, outcome) : created(outcome)),
       (err: unknown) => void (fatal ??= err),
     ).finally(() => inFlight.delete(job));
     inFlight.add(job);
@@ -145,12 +164,15 @@ export async function importFile(api: AdminApi, file: string, rejectsPath: strin
     progress.stop();
     await new Promise<void>((resolve) => (rejects === null ? resolve() : (rejects as WriteStream).end(resolve)));
   }
+  for (const line of warned) warn(line);
+  if (warnedRows > warned.length) warn(`${warnedRows - warned.length} more rows created with a warning`);
   if (fatal !== null) throw fatal;
   if (header === null) throw new UsageError(`${file}: empty (no header row)`, 'import');
   return {
     created: counts.created,
     rejected: counts.rejected,
     total: counts.created + counts.rejected,
+    warned: warnedRows,
     seconds: Math.round((Date.now() - started) / 10) / 100,
     rejectsFile: counts.rejected > 0 ? rejectsPath : null,
   };
