@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../config.js';
 import { offlineDocument } from '../openapi/offline.js';
 import { PLACEHOLDER_SIGNING_KEY } from '../tokens/signingKeys.js';
+import { DevEnvError, loadDevEnv } from './devEnv.js';
 
 // npm run openapi -- [file]: writes the OpenAPI document this environment's configuration
 // would serve at GET /openapi.json (to stdout without a file), without starting the service
@@ -9,9 +10,10 @@ import { PLACEHOLDER_SIGNING_KEY } from '../tokens/signingKeys.js';
 //
 // The document does not depend on secrets, so JWT_SECRET, a signing key and ALLOW_HTTP
 // (refused starts for a server) are filled in when the environment has none; every other variable
-// (ADMIN_TOKEN, the RATE_* limits, CORS_ORIGINS, METRICS...) is read as the server reads it.
+// (ADMIN_TOKEN, the RATE_* limits, CORS_ORIGINS, METRICS...) is read as the server reads it:
+// from the environment and, in a `make run` checkout, its .env.dev beneath it (./devEnv.ts).
 function environment(): Record<string, string | undefined> {
-  const env = { ...process.env };
+  const env = loadDevEnv({ ...process.env });
   if (!env.JWT_SECRET && !env.JWT_SECRETS) env.JWT_SECRET = 'document-only-placeholder-secret-0123456789';
   if (!env.SIGNING_KEYS && !env.SIGNING_KEYS_FILE) env.SIGNING_KEYS = PLACEHOLDER_SIGNING_KEY;
   if (!env.TLS_CERT_FILE) env.ALLOW_HTTP = '1';
@@ -24,6 +26,6 @@ try {
   if (file) writeFileSync(file, `${json}\n`);
   else process.stdout.write(`${json}\n`);
 } catch (err) {
-  process.stderr.write(`openapi: ${err instanceof ConfigError ? err.message : (err as Error).stack ?? String(err)}\n`);
+  process.stderr.write(`openapi: ${err instanceof ConfigError || err instanceof DevEnvError ? err.message : (err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 }
