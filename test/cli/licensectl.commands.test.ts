@@ -49,6 +49,18 @@ t.test('licensectl commands', async (t) => {
     t.match(human.stdout, /Domains\s+\(any origin\)\n/);
   });
 
+  t.test('create with an expiry already past: created, the API\'s warning on stderr', async (t) => {
+    const r = await runCli(h, ['create', '--organization', 'Eski Lisans', '--quota', '1', '--expiry', '2020-01-31', '--password', 'p', '--json']);
+    t.equal(r.code, 0);
+    t.equal(jsonOf(r).expiryDate, '2020-01-31T23:59:59.999Z', 'created as given');
+    t.equal(r.stderr, 'licensectl: warning: expiryDate: 2020-01-31T23:59:59.999Z geçmişte; lisans kaydedildi ancak süresi dolmuş: '
+      + 'get-token ve validate reddeder\n');
+    const human = await runCli(h, ['create', '--organization', 'Eski Lisans', '--quota', '1', '--expiry', '2020-01-31', '--password', 'p']);
+    t.equal(human.code, 0);
+    t.match(human.stdout, /^Created:\n/);
+    t.match(human.stderr, /^licensectl: warning: expiryDate: .* geçmişte/);
+  });
+
   t.test('show: key-value block or the API data', async (t) => {
     const human = await runCli(h, ['show', key]);
     expectOk(t, human);
@@ -64,14 +76,24 @@ t.test('licensectl commands', async (t) => {
     t.same(jsonOf(json), await read());
   });
 
-  t.test('add-quota: credited once per idempotency key', async (t) => {
+  t.test('add-quota: credited once per idempotency key, and a retry says it was credited before', async (t) => {
     const first = await runCli(h, ['add-quota', key, '10', '--idempotency-key', 'order-42', '--json']);
     expectOk(t, first);
     t.equal(jsonOf(first).totalQuota, 35);
     const again = await runCli(h, ['add-quota', key, '10', '--idempotency-key', 'order-42']);
     expectOk(t, again);
-    t.match(again.stdout, /^Added 10:\n[\s\S]*Total quota\s+35\n/);
+    t.match(again.stdout, /^Already credited \(idempotency key "order-42"\): nothing added now\. The license:\n[\s\S]*Total quota\s+35\n/);
+    t.notMatch(again.stdout, /Added/, 'never claims to have added it again');
     t.equal((await read()).totalQuota, 35, 'a retried purchase credits once');
+    const againJson = await runCli(h, ['add-quota', key, '10', '--idempotency-key', 'order-42', '--json']);
+    t.equal(againJson.code, 0);
+    t.equal(jsonOf(againJson).totalQuota, 35, '--json: exactly the API\'s data');
+    t.equal(againJson.stderr, 'licensectl: already credited: the purchase with idempotency key "order-42" was credited before; nothing added now\n');
+    const fresh = await runCli(h, ['add-quota', key, '1', '--idempotency-key', 'order-43']);
+    expectOk(t, fresh);
+    t.match(fresh.stdout, /^Added 1:\n[\s\S]*Total quota\s+36\n/);
+    await runCli(h, ['add-quota', key, '-1']).then((r) => t.equal(r.code, 2));
+    t.equal((await read()).totalQuota, 36);
     const other = await runCli(h, ['add-quota', key, '5', '--idempotency-key', 'order-42']);
     expectFailure(t, other, 1, /^licensectl: IDEMPOTENCY_KEY_REUSED: .+\n$/);
   });
@@ -91,7 +113,7 @@ t.test('licensectl commands', async (t) => {
     t.same(jsonOf(domains).domains, ['a.example.com', 'b.example.org']);
     expectOk(t, await runCli(h, ['set-domains', key, '']));
     t.same((await read()).domains, [], 'an empty list: any origin');
-    expectFailure(t, await runCli(h, ['set-domains', key, 'not a domain!']), 1, /^licensectl: INVALID_REQUEST: domains: .+\n$/);
+    expectFailure(t, await runCli(h, ['set-domains', key, 'not a domain!']), 1, /^licensectl: INVALID_REQUEST: domains\[0\]: "not a domain!" bir alan adı değil; beklenen: .+\n$/);
   });
 
   t.test('set-password: from stdin or --password; the old one stops working', async (t) => {
@@ -125,9 +147,9 @@ t.test('licensectl commands', async (t) => {
     expectFailure(t, await runCli(h, ['set-webhook', key, 'ftp://hooks.example.com', '--secret', secret]), 1, /^licensectl: INVALID_REQUEST: webhookUrl: .+\n$/);
     // http:// and internal targets, refused by the service's defaults (README "Webhooks"): the API's words, nothing changed
     expectFailure(t, await runCli(h, ['set-webhook', key, 'http://hooks.example.com/imza', '--secret', secret]), 1,
-      /^licensectl: INVALID_REQUEST: webhookUrl: yalnızca https:\/\/ adresleri kabul edilir\n$/);
+      /^licensectl: INVALID_REQUEST: webhookUrl: yalnızca https:\/\/ adresleri kabul edilir; beklenen: bir https:\/\/ adresi\n$/);
     for (const internal of ['https://127.0.0.1:6379/', 'https://169.254.169.254/latest/meta-data/', 'https://[::ffff:127.0.0.1]/', 'https://metadata.google.internal/']) {
-      expectFailure(t, await runCli(h, ['set-webhook', key, internal, '--secret', secret]), 1, /^licensectl: INVALID_REQUEST: webhookUrl: iç ağ adreslerine izin verilmez\n$/);
+      expectFailure(t, await runCli(h, ['set-webhook', key, internal, '--secret', secret]), 1, /^licensectl: INVALID_REQUEST: webhookUrl: iç ağ adreslerine izin verilmez; beklenen: internetteki bir sunucunun adresi\n$/);
     }
     t.equal((await read()).webhookUrl, 'https://hooks.example.com/v2', 'the refused URLs changed nothing');
     expectFailure(t, await runCli(h, ['set-webhook', key, '', '--secret', secret]), 2, /"" removes the webhook: give no secret with it/);

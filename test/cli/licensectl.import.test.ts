@@ -47,7 +47,7 @@ t.test('licensectl import', async (t) => {
     t.equal(r.code, 1, `exit 1 when a row was rejected: ${r.stderr}`);
     t.equal(r.stderr, '', 'no progress lines for a short import off a terminal');
     const summary = jsonOf(r);
-    t.match(summary, { created: 3, rejected: 7, total: 10, rejectsFile: `${file}.rejected.csv` });
+    t.match(summary, { created: 3, rejected: 7, total: 10, warned: 0, rejectsFile: `${file}.rejected.csv` });
     t.same(Object.keys(summary).sort(), ['created', 'rejected', 'rejectsFile', 'seconds', 'total', 'warned']);
     t.type(summary.seconds, 'number');
 
@@ -74,7 +74,7 @@ t.test('licensectl import', async (t) => {
       [k[6] as string, 8, /^line 8: expiryDate: not YYYY-MM-DD/],
       [k[7] as string, 9, /^line 9: isActive: not true or false: "maybe"$/],
       [k[8] as string, 10, /^line 10: INVALID_REQUEST: organizationName: /],
-      [k[9] as string, 11, /^line 11: INVALID_REQUEST: domains: /],
+      [k[9] as string, 11, /^line 11: INVALID_REQUEST: domains\[0\]: "not a domain!" bir alan adı değil; beklenen: bir alan adı/],
       [existing.licenseKey, 12, /^line 12: LICENSE_EXISTS: Bu lisans anahtarı zaten kayıtlı$/],
     ];
     for (const [key, line, reason] of expect) {
@@ -104,6 +104,21 @@ t.test('licensectl import', async (t) => {
     t.equal(r.code, 0, r.stderr);
     t.match(r.stdout, /^Created\s+2\nRejected\s+0\nTotal\s+2\nTime\s+[\d.]+ s\n$/);
     t.notOk(existsSync(`${clean}.rejected.csv`), 'no rejects file');
+  });
+
+  t.test('rows whose expiry has passed: created, counted and named on stderr with the API\'s warning', async (t) => {
+    const old = join(dir, 'old.csv');
+    await writeFile(old, 'organizationName,password,totalQuota,expiryDate\nOld One,p,1,2020-01-01\nNew,p,1,2030-01-01\nOld Two,p,1,2021-05-05T00:00:00Z\n');
+    const r = await runCli(h, ['import', old]);
+    t.equal(r.code, 0, 'created: not a rejection');
+    t.match(r.stdout, /^Created\s+3\nRejected\s+0\nTotal\s+3\nCreated with a warning\s+2\nTime\s+[\d.]+ s\n$/);
+    const warnings = r.stderr.split('\n').filter(Boolean).sort();
+    t.same(warnings, [
+      'licensectl: warning: line 2: expiryDate: 2020-01-01T23:59:59.999Z geçmişte; lisans kaydedildi ancak süresi dolmuş: get-token ve validate reddeder',
+      'licensectl: warning: line 4: expiryDate: 2021-05-05T00:00:00.000Z geçmişte; lisans kaydedildi ancak süresi dolmuş: get-token ve validate reddeder',
+    ]);
+    const json = await runCli(h, ['import', old, '--json']);
+    t.match(jsonOf(json), { created: 3, warned: 2 });
   });
 
   t.test('a big file streams through: 3,000 rows in many chunks', async (t) => {

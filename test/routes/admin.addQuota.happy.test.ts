@@ -1,10 +1,11 @@
 import t from 'tap';
 import { expectLicenseView } from '../helpers/admin.js';
-import { startHarness } from '../helpers/harness.js';
+import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
 import { MSG } from '../helpers/shapes.js';
 
 // POST /admin/v1/licenses/{licenseKey}/quota: a package of quota is added,
-// in force for the next get-token, check-quota and validate.
+// in force for the next get-token, check-quota and validate; a retry with the same
+// Idempotency-Key credits nothing and says so (replayed: true).
 
 t.test('admin add quota', async (t) => {
   const h = await startHarness(t, 'adminquota', { RATE_GET_TOKEN_PER_MIN: '0', RATE_CHECK_QUOTA_PER_MIN: '0' });
@@ -24,6 +25,7 @@ t.test('admin add quota', async (t) => {
     t.equal(added.body.data.usedQuota, 1);
     t.equal(added.body.data.remainingQuota, 4);
     t.equal(added.body.data.quotaPercentage, 80);
+    t.equal(added.body.replayed, false, 'credited by this request');
     const again = await h.admin('POST', path, { add: 10 });
     t.equal(again.body.data.totalQuota, 15, 'packages add up');
     t.equal(again.body.data.remainingQuota, 14);
@@ -50,5 +52,22 @@ t.test('admin add quota', async (t) => {
     t.equal(ok.status, 200);
     t.equal(ok.body?.usedQuota, 2);
     t.equal(ok.body?.remainingQuota, 0);
+  });
+
+  t.test('a retried Idempotency-Key answers replayed: true and credits nothing', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 10 });
+    const path = `/admin/v1/licenses/${lic.licenseKey}/quota`;
+    const purchase = (add: number) => h.request('POST', path, { add }, { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': 'order-2026-0042' });
+    const first = await purchase(5);
+    expectLicenseView(t, first, 200, lic.password);
+    t.equal(first.body.replayed, false, 'the first request credits');
+    t.equal(first.body.data.totalQuota, 15);
+    const retry = await purchase(5);
+    expectLicenseView(t, retry, 200, lic.password);
+    t.equal(retry.body.replayed, true, 'the retry is a replay');
+    t.equal(retry.body.data.totalQuota, 15, 'nothing credited again');
+    t.same(Object.keys(retry.body).sort(), ['data', 'replayed', 'success']);
+    const [row] = await h.sql`select total_quota::int as q from licenses where license_key = ${lic.licenseKey}`;
+    t.equal(row?.q, 15, 'Postgres credited once');
   });
 });

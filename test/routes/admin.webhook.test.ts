@@ -15,8 +15,8 @@ const SECRET = 'a-webhook-secret-of-32-characters';
 const BAD = 'Kötü Webhook A.Ş.';
 const URL = 'https://hooks.example.com/license-events?source=license-service';
 
-const INSECURE = 'webhookUrl: yalnızca https:// adresleri kabul edilir';
-const INTERNAL = 'webhookUrl: iç ağ adreslerine izin verilmez';
+const INSECURE = 'webhookUrl: yalnızca https:// adresleri kabul edilir; beklenen: bir https:// adresi';
+const INTERNAL = 'webhookUrl: iç ağ adreslerine izin verilmez; beklenen: internetteki bir sunucunun adresi';
 /** http:// URLs: the request would carry the license key unencrypted. */
 const HTTP_URLS = ['http://hooks.example.com/license', 'HTTP://hooks.example.com/', 'http://93.184.216.34/hook'];
 /**

@@ -48,7 +48,7 @@ const doc: RouteDoc = {
     ...errorResponses(codedErrorOf, [
       ['add missing or not a whole number from 1 to 10^12: the message says what was wrong and what is expected',
         refusalOf(parse, { add: 0 })],
-      ['a malformed Idempotency-Key header', badIdempotencyKey(' order 1')],
+      ['a malformed Idempotency-Key header', badIdempotencyKey('k'.repeat(256))],
       unauthorized,
       notFound,
       ['the Idempotency-Key was used for another purchase', adminReplies.IDEMPOTENCY_KEY_REUSED],
