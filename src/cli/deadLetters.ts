@@ -18,6 +18,10 @@ function redisShown(config: Config): string {
 // `replay` puts them back on their usage streams once the cause is fixed (all, or the
 // dead-letter or original ids given); the running workers then write them.
 async function main(config: Config, command: string, ids: string[]): Promise<number> {
+  if (!['count', 'list', 'replay'].includes(command)) {
+    process.stderr.write('usage: npm run dead-letters -- list | count | replay [id ...]\n');
+    return 2;
+  }
   // an unused prefix reads as no dead letters, which is right but easy to take for the real
   // answer: say which prefix (and Redis) was read, beside the answer
   process.stderr.write(`dead-letters: Redis prefix "${config.redisPrefix}" at ${redisShown(config)}\n`);
@@ -28,12 +32,9 @@ async function main(config: Config, command: string, ids: string[]): Promise<num
       process.stdout.write(`${await letters.count()}\n`);
     } else if (command === 'list') {
       for (const letter of await letters.list()) process.stdout.write(`${JSON.stringify(letter)}\n`);
-    } else if (command === 'replay') {
+    } else {
       const replayed = await letters.replay(ids);
       process.stdout.write(`replayed ${replayed} dead letter(s) onto their usage streams\n`);
-    } else {
-      process.stderr.write('usage: npm run dead-letters -- list | count | replay [id ...]\n');
-      return 2;
     }
     return 0;
   } finally {
