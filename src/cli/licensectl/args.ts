@@ -90,7 +90,7 @@ ${PASSWORD_HELP}`,
     summary: 'set the webhook URL and its signing secret ("" removes both)',
     help: `<licenseKey> <https://...> [--secret-stdin | --ask-secret]
   <url>                where the worker POSTs quota.low, quota.exhausted and
-                       license.expiring (README "Webhooks"); "" removes the URL and secret
+                       license.expiring (docs/api.md "Webhooks"); "" removes both
   --secret-stdin       read the signing secret (16-256 characters) from standard input
   --ask-secret         ask for it on the terminal, not echoed, twice
   --secret <s>         the secret on the command line: visible to other users

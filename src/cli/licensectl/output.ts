@@ -35,7 +35,7 @@ export interface License {
   expiryDate: string;
   isActive: boolean;
   domains: string[];
-  /** where the worker POSTs this license's events; null: none (README "Webhooks") */
+  /** where the worker POSTs this license's events; null: none (docs/api.md "Webhooks") */
   webhookUrl: string | null;
   webhookSecretSet: boolean;
 }

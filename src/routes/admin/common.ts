@@ -19,7 +19,7 @@ export const adminReplies = {
   // 400 INVALID_REQUEST: ./refusals.ts (the path, what is wrong, what is expected)
 } as const;
 
-/** A webhook URL is never without a secret to sign its requests (README "Webhooks"). */
+/** A webhook URL is never without a secret to sign its requests (docs/api.md "Webhooks"). */
 export const secretRequired = (): Reply =>
   refusal('webhookSecret', 'eksik', 'webhookUrl ile birlikte (ya da önceden) verilen 16-256 karakterlik bir metin');
 
