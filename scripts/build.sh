@@ -17,9 +17,11 @@ LOCK=dist/.build.lock
 # (mv keeps its old mtime) changes its directory's mtime, so the stamp goes stale.
 inputs() {
   # the top folders as "src/": a bare "test" would be the phony target of the same name
-  find src/ test/ bench/ packages/ \( -name node_modules -o -name dist -o -path bench/profiles \) -prune \
+  # A package's own folder is not listed, only its sources and settings: its build writes
+  # dist/ there, which would leave the stamp older than the folder after every build.
+  find src/ test/ bench/ packages/*/src/ \( -name node_modules -o -name dist -o -path bench/profiles \) -prune \
     -o -type d -print -o -type f \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.json' \) -print 2>/dev/null || true
-  ls tsconfig*.json package.json package-lock.json 2>/dev/null || true
+  ls tsconfig*.json package.json package-lock.json packages/*/package.json packages/*/tsconfig*.json 2>/dev/null || true
 }
 
 # Takes the lock (-x exclusive, -s shared) on fd 9, saying why when it has to wait. The
