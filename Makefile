@@ -1,4 +1,4 @@
-# The two commands of the README: `make run` serves, `make test` tests. Each installs what it needs.
+# The two commands: `make run` serves, `make test` tests (README.md). Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
 .PHONY: run test test-faults build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz

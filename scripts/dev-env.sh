@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes .env.dev (git-ignored) once: a development JWT secret, admin token and Ed25519
 # signing key, plain HTTP on localhost (a signing key is added to an older .env.dev).
-# Production settings are never guessed: set them explicitly (README).
+# Production settings are never guessed: set them explicitly (docs/operations.md#configuration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 signing_key() {

@@ -50,7 +50,7 @@ interface Slot {
  * Runs N children and supervises them until a signal stops them all. The usage worker
  * (and the webhook sender beside it) runs in child 0 only, when RUN_WORKER allows it:
  * one consumer of the usage group per host keeps the batches as large as one process
- * gathers them (README "Many processes").
+ * gathers them (docs/operations.md#processes).
  */
 export async function runPrimary(config: Config, log: Logger, script: string): Promise<void> {
   // PORT=0: uWS binds a kernel-picked port without SO_REUSEPORT (tried: a second bind to it

@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const log = createLogger(config.logLevel);
   guardProcess(log);
   const redis = createRedis(config, 'license-worker');
-  // before the first key is written (README "Redis configuration check")
+  // before the first key is written (docs/operations.md#redis-configuration-check)
   await checkRedisConfig(redis, config.redisConfigCheck, config.production, log).catch((err: Error) => {
     process.stderr.write(`license-worker: cannot start: ${scrub(err.message)}\n`);
     process.exit(1);

@@ -145,7 +145,7 @@ t.test('licensectl commands', async (t) => {
     t.equal(jsonOf(moved).webhookUrl, 'https://hooks.example.com/v2', 'the URL alone changes; the secret stays');
     t.equal(jsonOf(moved).webhookSecretSet, true);
     expectFailure(t, await runCli(h, ['set-webhook', key, 'ftp://hooks.example.com', '--secret', secret]), 1, /^licensectl: INVALID_REQUEST: webhookUrl: .+\n$/);
-    // http:// and internal targets, refused by the service's defaults (README "Webhooks"): the API's words, nothing changed
+    // http:// and internal targets, refused by the service's defaults (docs/api.md#webhooks): the API's words, nothing changed
     expectFailure(t, await runCli(h, ['set-webhook', key, 'http://hooks.example.com/imza', '--secret', secret]), 1,
       /^licensectl: INVALID_REQUEST: webhookUrl: yalnızca https:\/\/ adresleri kabul edilir; beklenen: bir https:\/\/ adresi\n$/);
     for (const internal of ['https://127.0.0.1:6379/', 'https://169.254.169.254/latest/meta-data/', 'https://[::ffff:127.0.0.1]/', 'https://metadata.google.internal/']) {

@@ -5,7 +5,7 @@ import { FUZZ_SEED, fuzzValue, nastyString, runsFor } from '../helpers/fuzz.js';
 import { startHarness } from '../helpers/harness.js';
 import { LOCAL_RECEIVERS } from '../helpers/webhooks.js';
 
-// The webhook fields of the admin API (README "Webhooks"): webhookUrl and webhookSecret on
+// The webhook fields of the admin API (docs/api.md#webhooks): webhookUrl and webhookSecret on
 // create and PATCH, the License view showing the URL and whether a secret is set, never
 // the secret; bad values are 400 INVALID_REQUEST naming the field, and change nothing.
 // By default a webhook goes only to https:// on a public address: http:// and internal

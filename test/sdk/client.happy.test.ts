@@ -32,7 +32,7 @@ t.test('@license-service/client: the built SDK, ES modules for import and Common
   }
   const { LicenseClient: Required } = createRequire(import.meta.url)('@license-service/client') as { LicenseClient: unknown };
   t.equal(typeof Required, 'function', 'require() gives the same API');
-  t.not(Required, LicenseClient, 'a class of its own: the dual-package hazard the README warns of');
+  t.not(Required, LicenseClient, 'a class of its own: the dual-package hazard docs/sdk.md warns of');
 });
 
 t.test('getToken, signToken, validate, checkQuota: the published bodies, running arithmetic', async (t) => {

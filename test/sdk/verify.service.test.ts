@@ -3,7 +3,7 @@ import { KeySet, receiptDigest, verifyLicenseToken, verifyReceipt } from '@licen
 import t from 'tap';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 
-// The desktop side against the service itself, as the README shows it: a license token from
+// The desktop side against the service itself, as docs/sdk.md shows it: a license token from
 // license validation and a receipt from sign, verified offline by the SDK with the keys the
 // service publishes; the receipt's digest is the one Postgres keeps.
 
