@@ -13,12 +13,13 @@ import { projectRoot } from '../paths.js';
 import { codedErrors } from './replies.js';
 
 // GET /openapi.json, GET /docs and GET /docs/{asset}: the document of every route the server
-// registers (and of itself), built once at start, and Swagger UI rendering it, from memory.
+// registers (and of itself), built once at start, and Swagger UI rendering it, from memory
+// (src/openapi/viewer.ts says why Swagger UI and what its Content-Security-Policy allows).
 
 const PAGE_TYPE = 'text/html; charset=utf-8';
 /** the page and the document: revalidated each time (they change with a deployment) */
 const NO_CACHE: readonly [string, string] = ['Cache-Control', 'no-cache'];
-/** Swagger UI's files: a day (they change only with the swagger-ui-dist version) */
+/** the page's files (Swagger UI's and ours, src/openapi/swagger-ui/): a day (they change with a swagger-ui-dist version or a deployment) */
 const ASSET_CACHE: readonly [string, string] = ['Cache-Control', 'public, max-age=86400'];
 
 const assetNotFound = codedErrors('NOT_FOUND');

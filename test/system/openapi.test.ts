@@ -121,6 +121,7 @@ t.test('(e) /docs serves its page and every file the page links, from this servi
   t.notMatch(page.text, /<script>|<style>|\sstyle=|\son[a-z]+=/i, 'no inline script or style the policy would block');
   const links = [...page.text.matchAll(/(?:href|src)="([^"]+)"/g)].map((m) => m[1] as string);
   t.ok(links.length >= 4, `the page links its files (${links.join(', ')})`);
+  t.ok(links.includes('docs/a11y.css'), 'among them the style sheet over Swagger UI\'s colours (docs.a11y.browser.test.ts)');
   const types: Record<string, RegExp> = { css: /^text\/css/, js: /^text\/javascript/, png: /^image\/png$/ };
   for (const link of links) {
     t.notMatch(link, /^(https?:)?\/\//, `${link}: on this service, no CDN`);
