@@ -154,8 +154,8 @@ t.test('bad input', async (t) => {
 
   t.test('unknown path: 404 JSON', async (t) => {
     for (const [method, path] of [
-      ['GET', '/'],
       ['GET', '/nope'],
+      ['GET', '/index.html'],
       ['POST', '/api/v1/auth/get-tokens'],
       ['POST', '/api/v2/auth/get-token'],
       ['GET', '/api/License/check-quota'],

@@ -97,7 +97,7 @@ interface Probe {
 }
 
 const naming = (field: string) => (res: Answer) => res.status === 400 && typeof res.body?.error?.message === 'string'
-  && res.body.error.code === 'INVALID_REQUEST' && new RegExp(`(: |^)${field}(:|$)`).test(res.body.error.message);
+  && res.body.error.code === 'INVALID_REQUEST' && new RegExp(`(: |^)${field}(\\[\\d+\\])?(:|$)`).test(res.body.error.message);
 const validateNaming = (field: string) => (res: Answer) => res.status === 400 && (res.body?.message === `Geçersiz istek: ${field}` || (field === 'token' && res.body?.message === 'Token boş olamaz'));
 const invalidKey = (res: Answer) => res.status === 400 && res.body?.error?.code === 'INVALID_LICENSE_KEY';
 const notFound = (res: Answer) => res.status === 404;
