@@ -1,4 +1,5 @@
-import { LicenseClient, type LicenseClientOptions } from '@license-service/client';
+import { LicenseApiError, LicenseClient, type LicenseClientOptions, type LicenseErrorCode } from '@license-service/client';
+import type { Asserts } from './shapes.js';
 import { freshFetch, type Client } from './http.js';
 
 // The tests talk to the public API through the client SDK (packages/client), imported by the
@@ -58,4 +59,16 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
   } catch (err) {
     return err;
   }
+}
+
+/** The error a promise rejected with: a LicenseApiError of this status, code and message, without retryAfter. */
+export async function apiError(t: Asserts, promise: Promise<unknown>, status: number, code: LicenseErrorCode, message: string): Promise<LicenseApiError> {
+  const err = await rejection(promise);
+  t.ok(err instanceof LicenseApiError, `${code}: a LicenseApiError (${String(err)})`);
+  const e = err as LicenseApiError;
+  t.equal(e.status, status, `${code}: status ${status}`);
+  t.equal(e.code, code, `${code}: code`);
+  t.equal(e.message, message, `${code}: message as published`);
+  t.equal(e.retryAfter, undefined, `${code}: no retryAfter`);
+  return e;
 }

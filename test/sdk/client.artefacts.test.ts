@@ -1,14 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import {
-  KeySet, LicenseApiError, LicenseClient, verifyLicenseToken, verifyReceipt, type JsonWebKeySet, type LicenseErrorCode,
+  KeySet, LicenseClient, verifyLicenseToken, verifyReceipt, type JsonWebKeySet,
 } from '@license-service/client';
 import t from 'tap';
 import { adminView } from '../helpers/admin.js';
 import { LIVE_COUNTS, startHarness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
 import { documentNamed } from '../helpers/receipts.js';
-import { rejection, sdkOf } from '../helpers/sdk.js';
-import type { Asserts } from '../helpers/shapes.js';
+import { apiError, sdkOf } from '../helpers/sdk.js';
 import { TokenSource } from '../helpers/tokens.js';
 
 // The two methods that answer a signed artefact, against a real server: validateLicense (a
@@ -29,18 +28,6 @@ async function jwks(): Promise<JsonWebKeySet> {
 }
 
 const sha256Of = (text: string): string => createHash('sha256').update(text).digest('hex');
-
-/** The error a promise rejected with: a LicenseApiError of this status, code and message, without retryAfter. */
-async function apiError(t: Asserts, promise: Promise<unknown>, status: number, code: LicenseErrorCode, message: string): Promise<LicenseApiError> {
-  const err = await rejection(promise);
-  t.ok(err instanceof LicenseApiError, `${code}: a LicenseApiError (${String(err)})`);
-  const e = err as LicenseApiError;
-  t.equal(e.status, status, `${code}: status ${status}`);
-  t.equal(e.code, code, `${code}: code`);
-  t.equal(e.message, message, `${code}: message as published`);
-  t.equal(e.retryAfter, undefined, `${code}: no retryAfter`);
-  return e;
-}
 
 t.test('validateLicense: the license token as sent, verified offline with the JWKS; no quota spent', async (t) => {
   const expiry = new Date(Date.now() + 30 * 86_400_000);

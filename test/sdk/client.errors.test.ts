@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
 import {
-  LicenseApiError, LicenseClient, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError, type ImzaTipi, type LicenseErrorCode,
+  LicenseApiError, LicenseClient, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError, type ImzaTipi,
 } from '@license-service/client';
 import t from 'tap';
 import { adminOk } from '../helpers/admin.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { craftJwt, decodeJwt, HS256_HEADER } from '../helpers/jwt.js';
-import { countingFetch, rejection, sdkOf } from '../helpers/sdk.js';
-import type { Asserts } from '../helpers/shapes.js';
+import { apiError, countingFetch, rejection, sdkOf } from '../helpers/sdk.js';
 import { getTokenPair, TokenSource } from '../helpers/tokens.js';
 
 // Every published error of the public API, through the client SDK: the right error class,
@@ -21,17 +20,6 @@ const h = await startHarness(t, 'sdk-errors', NO_RATE_LIMITS);
 const sdk = sdkOf(h);
 const secret = Buffer.from(h.config.jwtKeys[0]!.secret);
 const past = (): string => new Date(Date.now() - 3 * 86400_000 - 3600_000).toISOString();
-
-async function apiError(t: Asserts, promise: Promise<unknown>, status: number, code: LicenseErrorCode, message: string): Promise<LicenseApiError> {
-  const err = await rejection(promise);
-  t.ok(err instanceof LicenseApiError, `${code}: a LicenseApiError (${String(err)})`);
-  const e = err as LicenseApiError;
-  t.equal(e.status, status, `${code}: status ${status}`);
-  t.equal(e.code, code, `${code}: code`);
-  t.equal(e.message, message, `${code}: message as published`);
-  t.equal(e.retryAfter, undefined, `${code}: no retryAfter`);
-  return e;
-}
 
 t.test('get-token: INVALID_CREDENTIALS, INVALID_REQUEST, INSUFFICIENT_QUOTA, LICENSE_EXPIRED, LICENSE_INACTIVE', async (t) => {
   const lic = await h.createLicense();
