@@ -32,7 +32,8 @@ export interface Config {
   licenseTokenSeconds: number;
   /** CORS_ORIGINS; null: no CORS */
   corsOrigins: Exclude<ReturnType<typeof parseCorsOrigins>, string> | null;
-  adminToken: string | null;
+  /** ADMIN_TOKENS (name:token,...) or ADMIN_TOKEN alone (named "admin"); none: the admin API is not served */
+  adminTokens: AdminToken[];
   tls: { certFile: string; keyFile: string } | null;
   /**
    * per minute, 0 = off. getToken: tokens get-token issues per license key (correct credentials only);
@@ -161,6 +162,49 @@ function jwtKeys(env: Env): JwtKey[] {
   return keys;
 }
 
+/** An admin of the admin API: the name its changes are recorded under (src/licenses/audit.ts), and its bearer token. */
+export interface AdminToken {
+  name: string;
+  token: string;
+}
+
+/** The name of ADMIN_TOKEN when it is the only admin token (ADMIN_TOKENS=admin:t is the same). */
+export const DEFAULT_ADMIN = 'admin';
+const ADMIN_NAME = /^[a-z0-9._-]{1,32}$/;
+/** Visible ASCII (a bearer token has no spaces, src/routes/schemas.ts bearer), no comma (the list's separator). */
+const ADMIN_TOKEN_TEXT = /^[\x21-\x2b\x2d-\x7e]{16,4096}$/;
+
+/** ADMIN_TOKENS (name:token,...) or ADMIN_TOKEN, validated; none set: []. */
+function adminTokens(env: Env): AdminToken[] {
+  const single = env.ADMIN_TOKEN ?? '';
+  const list = env.ADMIN_TOKENS ?? '';
+  if (single !== '' && list !== '') {
+    throw new ConfigError('set ADMIN_TOKENS or ADMIN_TOKEN, not both (ADMIN_TOKEN=t is ADMIN_TOKENS=admin:t)');
+  }
+  if (list === '') {
+    if (single === '') return [];
+    if (single.length < 16) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
+    return [{ name: DEFAULT_ADMIN, token: single }];
+  }
+  const admins: AdminToken[] = [];
+  for (const entry of list.split(',')) {
+    const colon = entry.indexOf(':');
+    const name = colon < 0 ? '' : entry.slice(0, colon).trim();
+    const token = colon < 0 ? '' : entry.slice(colon + 1).trim();
+    if (!ADMIN_NAME.test(name)) {
+      throw new ConfigError('ADMIN_TOKENS must be name:token,... with names of 1-32 lower-case letters, digits, ".", "_" and "-"');
+    }
+    if (!ADMIN_TOKEN_TEXT.test(token)) {
+      throw new ConfigError(`ADMIN_TOKENS: the token of "${name}" must be 16 to 4096 printable ASCII characters without spaces or commas`);
+    }
+    if (admins.some((a) => a.name === name)) throw new ConfigError(`ADMIN_TOKENS names the admin "${name}" twice`);
+    const twin = admins.find((a) => a.token === token);
+    if (twin) throw new ConfigError(`ADMIN_TOKENS: "${name}" and "${twin.name}" have the same token (each admin needs its own)`);
+    admins.push({ name, token });
+  }
+  return admins;
+}
+
 /** The RATE_*_PER_MIN limits count requests per fixed window of this length. */
 export const RATE_WINDOW_MS = 60_000;
 
@@ -243,10 +287,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
   if (metricsToken !== null && !/^[\x21-\x7e]{16,4096}$/.test(metricsToken)) {
     throw new ConfigError('METRICS_TOKEN must be 16 to 4096 printable ASCII characters without spaces');
   }
-  const adminToken = env.ADMIN_TOKEN ? env.ADMIN_TOKEN : null;
-  if (adminToken !== null && adminToken.length < 16) {
-    throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
-  }
+  const admins = adminTokens(env);
   return {
     port: intVar(env, 'PORT', 8080, 0, 65535),
     workers: intVar(env, 'WORKERS', availableParallelism(), 1, 1024),
@@ -264,7 +305,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     signingKeys,
     licenseTokenSeconds: intVar(env, 'LICENSE_TOKEN_SECONDS', 86_400, 60, 366 * 86_400),
     corsOrigins: cors.any || cors.rules.length > 0 ? cors : null,
-    adminToken,
+    adminTokens: admins,
     tls,
     rate: {
       getToken: intVar(env, 'RATE_GET_TOKEN_PER_MIN', 10, 0, 1e9),

@@ -43,7 +43,7 @@ export function createLogger(level: string): Logger {
     serializers: { err: safeError, error: safeError },
     redact: {
       paths: ['password', 'passwordHash', 'hash', 'token', 'accessToken', 'signToken', 'authorization', '*.authorization',
-        'adminToken', 'jwtSecret', 'jwtKeys', 'secret'],
+        'adminToken', 'adminTokens', 'jwtSecret', 'jwtKeys', 'secret'],
       remove: true,
     },
   });

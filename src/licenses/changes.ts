@@ -1,6 +1,7 @@
 import { ServiceUnavailable } from '../errors.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
+import type { AuditActor } from './audit.js';
 import type { HotLicenses } from './hot.js';
 import type { Passwords, Requester } from './passwords.js';
 import { onlyWebhook, type LicenseChange, type LicenseRow, type LicenseStore, type NewLicense, type Purchase } from './store.js';
@@ -65,12 +66,12 @@ export class LicenseAdmin {
     private readonly passwords: Passwords,
   ) {}
 
-  /** null: the license key is taken. */
-  async create(input: LicenseInput, requester: Requester): Promise<LicenseView | null> {
+  /** null: the license key is taken. Every change is recorded with its actor in the audit log (./audit.ts). */
+  async create(input: LicenseInput, requester: Requester, actor: AuditActor): Promise<LicenseView | null> {
     const { password, ...rest } = input;
     // before Postgres: an "unknown key" remembered in Redis must not outlive the create
     await this.redis.del(this.keys.unknownKey(input.licenseKey));
-    const row = await this.store.create({ ...rest, passwordHash: await this.passwords.hash(password, requester) });
+    const row = await this.store.create({ ...rest, passwordHash: await this.passwords.hash(password, requester) }, actor);
     if (row === null) return null;
     await this.hot.write(row); // no copy existed, so none can be stale if this fails
     // every instance learns of the key (src/licenses/knownKeys.ts)
@@ -84,14 +85,14 @@ export class LicenseAdmin {
   }
 
   /** null: no such license; 'unsigned': a webhook URL would be left without a secret (nothing changed). */
-  async update(licenseKey: string, edit: LicenseEdit, requester: Requester): Promise<LicenseView | 'unsigned' | null> {
+  async update(licenseKey: string, edit: LicenseEdit, requester: Requester, actor: AuditActor): Promise<LicenseView | 'unsigned' | null> {
     const { password, ...rest } = edit;
     const passwordHash = password === undefined ? undefined : await this.passwords.hash(password, requester);
     const change = { ...rest, passwordHash };
     // the webhook settings are the worker's, read from Postgres at each delivery: no Redis copy to fence or write
     const row = onlyWebhook(change)
-      ? await this.store.update(licenseKey, change, null)
-      : await changeLicense<'unsigned'>(this.store, this.hot, licenseKey, (deadline) => this.store.update(licenseKey, change, deadline));
+      ? await this.store.update(licenseKey, change, null, actor)
+      : await changeLicense<'unsigned'>(this.store, this.hot, licenseKey, (deadline) => this.store.update(licenseKey, change, deadline, actor));
     return row === null || row === 'unsigned' ? row : this.view(row);
   }
 
@@ -99,8 +100,11 @@ export class LicenseAdmin {
    * A purchase; with an idempotency key, a retry credits once (and says it is a replay).
    * 'reused': the key belongs to another purchase.
    */
-  async addQuota(licenseKey: string, add: number, idempotencyKey: string | null): Promise<(LicenseView & { replayed: boolean }) | 'reused' | null> {
-    const row = await changeLicense<'reused', Purchase>(this.store, this.hot, licenseKey, (deadline) => this.store.addQuota(licenseKey, add, deadline, idempotencyKey));
+  async addQuota(
+    licenseKey: string, add: number, actor: AuditActor,
+  ): Promise<(LicenseView & { replayed: boolean }) | 'reused' | null> {
+    const { idempotencyKey } = actor;
+    const row = await changeLicense<'reused', Purchase>(this.store, this.hot, licenseKey, (deadline) => this.store.addQuota(licenseKey, add, deadline, idempotencyKey, actor));
     return row === null || row === 'reused' ? row : { ...(await this.view(row)), replayed: row.replayed };
   }
 

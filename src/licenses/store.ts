@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import type { Sql } from '../db/pg.js';
+import * as audit from './audit.js';
+import type { AuditActor } from './audit.js';
 
 /** A license row as Postgres holds it (the source of truth). */
 export interface LicenseRow {
@@ -100,6 +102,55 @@ export interface RedemptionCursor {
   tokenId: string;
 }
 
+/** The license as ./audit.ts snapshots it, after a change made in this transaction. */
+async function audited(tx: postgres.TransactionSql, licenseKey: string): Promise<audit.Snapshot> {
+  const after = await audit.snapshot(tx, licenseKey);
+  if (after === null) throw new Error(`the license ${licenseKey} changed in this transaction is gone`);
+  return after;
+}
+
+/**
+ * Credits a purchase, once per idempotency key: a retry with the key credits nothing and
+ * returns the license as it is, marked replayed. 'reused': the key was used for another purchase.
+ * null: no such license, or past the deadline.
+ */
+async function credit(
+  tx: postgres.TransactionSql, licenseKey: string, add: number, deadlineMs: number, idempotencyKey: string | null,
+): Promise<Purchase | 'reused' | null> {
+  if (idempotencyKey === null) {
+    const rows = await tx.unsafe(
+      `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
+       where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning ${LICENSE_COLUMNS}`,
+      [licenseKey, add, deadlineMs],
+    );
+    return rows[0] ? { ...licenseRowOf(rows[0]), replayed: false } : null;
+  }
+  // one statement: the purchase is recorded if and only if the quota is credited
+  const rows = await tx.unsafe(
+    `with target as (
+       select license_key from licenses where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000)
+     ), purchase as (
+       insert into quota_purchases (idempotency_key, license_key, add)
+       select $4, license_key, $2 from target
+       on conflict (idempotency_key) do nothing
+       returning license_key
+     ), credited as (
+       update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
+       where license_key in (select license_key from purchase) returning ${LICENSE_COLUMNS}
+     )
+     select 'credited' as outcome, c.* from credited c
+     union all
+     select case when p.license_key = $1 and p.add = $2 then 'replayed' else 'reused' end, l.*
+     from quota_purchases p, lateral (select ${LICENSE_COLUMNS} from licenses where license_key = $1) l
+     where p.idempotency_key = $4 and not exists (select 1 from purchase)`,
+    [licenseKey, add, deadlineMs, idempotencyKey],
+  );
+  const first = rows[0];
+  if (!first) return null;
+  if (first.outcome === 'reused') return 'reused';
+  return { ...licenseRowOf(first), replayed: first.outcome === 'replayed' };
+}
+
 export class LicenseStore {
   constructor(private readonly sql: Sql) {}
 
@@ -107,18 +158,22 @@ export class LicenseStore {
     return randomBytes(9).toString('base64url');
   }
 
-  /** null when the license key is taken. */
-  async create(input: NewLicense): Promise<LicenseRow | null> {
-    const rows = await this.sql.unsafe(
-      `insert into licenses (firma_id, license_key, organization_name, password_hash, total_quota, expiry_date, is_active, domains,
-                             webhook_url, webhook_secret)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-       on conflict (license_key) do nothing
-       returning ${LICENSE_COLUMNS}`,
-      [LicenseStore.newFirmaId(), input.licenseKey, input.organizationName, input.passwordHash,
-        input.totalQuota, input.expiryDate, input.isActive, input.domains as never, input.webhookUrl ?? null, input.webhookSecret ?? null],
-    );
-    return rows[0] ? licenseRowOf(rows[0]) : null;
+  /** null when the license key is taken. The creation and its audit record (./audit.ts) are one transaction. */
+  async create(input: NewLicense, actor: AuditActor): Promise<LicenseRow | null> {
+    return this.sql.begin(async (tx) => {
+      const rows = await tx.unsafe(
+        `insert into licenses (firma_id, license_key, organization_name, password_hash, total_quota, expiry_date, is_active, domains,
+                               webhook_url, webhook_secret)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         on conflict (license_key) do nothing
+         returning ${LICENSE_COLUMNS}`,
+        [LicenseStore.newFirmaId(), input.licenseKey, input.organizationName, input.passwordHash,
+          input.totalQuota, input.expiryDate, input.isActive, input.domains as never, input.webhookUrl ?? null, input.webhookSecret ?? null],
+      );
+      if (!rows[0]) return null;
+      await audit.record(tx, input.licenseKey, 'create', null, await audited(tx, input.licenseKey), actor);
+      return licenseRowOf(rows[0]);
+    });
   }
 
   async byKey(licenseKey: string): Promise<LicenseRow | null> {
@@ -151,29 +206,37 @@ export class LicenseStore {
    * none (a change the Redis copy does not hold). 'unsigned': a webhook URL would be left
    * without a secret, nothing changed.
    */
-  async update(licenseKey: string, change: LicenseChange, deadlineMs: number | null): Promise<LicenseRow | 'unsigned' | null> {
-    const rows = await this.sql.unsafe(
-      `update licenses set
-         organization_name = coalesce($2, organization_name),
-         password_hash = coalesce($3, password_hash),
-         expiry_date = coalesce($4, expiry_date),
-         is_active = coalesce($5, is_active),
-         domains = coalesce($6::text[], domains),
-         token_generation = token_generation + case when $3::text is not null or $5::boolean = false then 1 else 0 end,
-         webhook_url = case when $8::boolean then null else coalesce($9, webhook_url) end,
-         webhook_secret = case when $8::boolean then null else coalesce($10, webhook_secret) end,
-         version = version + 1, updated_at = now()
-       where license_key = $1 and ($7::float8 is null or clock_timestamp() < to_timestamp($7::float8 / 1000))
-       returning ${LICENSE_COLUMNS}`,
-      [licenseKey, change.organizationName ?? null, change.passwordHash ?? null, change.expiryDate ?? null,
-        change.isActive ?? null, (change.domains ?? null) as never, deadlineMs, change.webhookUrl === null,
-        change.webhookUrl ?? null, change.webhookSecret ?? null],
-    ).catch((err: unknown) => {
+  async update(licenseKey: string, change: LicenseChange, deadlineMs: number | null, actor: AuditActor): Promise<LicenseRow | 'unsigned' | null> {
+    // the change and its audit record are one transaction; the row is locked from the first read
+    const outcome = this.sql.begin(async (tx) => {
+      const before = await audit.snapshot(tx, licenseKey);
+      if (before === null) return null;
+      const rows = await tx.unsafe(
+        `update licenses set
+           organization_name = coalesce($2, organization_name),
+           password_hash = coalesce($3, password_hash),
+           expiry_date = coalesce($4, expiry_date),
+           is_active = coalesce($5, is_active),
+           domains = coalesce($6::text[], domains),
+           token_generation = token_generation + case when $3::text is not null or $5::boolean = false then 1 else 0 end,
+           webhook_url = case when $8::boolean then null else coalesce($9, webhook_url) end,
+           webhook_secret = case when $8::boolean then null else coalesce($10, webhook_secret) end,
+           version = version + 1, updated_at = now()
+         where license_key = $1 and ($7::float8 is null or clock_timestamp() < to_timestamp($7::float8 / 1000))
+         returning ${LICENSE_COLUMNS}`,
+        [licenseKey, change.organizationName ?? null, change.passwordHash ?? null, change.expiryDate ?? null,
+          change.isActive ?? null, (change.domains ?? null) as never, deadlineMs, change.webhookUrl === null,
+          change.webhookUrl ?? null, change.webhookSecret ?? null],
+      );
+      if (!rows[0]) return null;
+      await audit.record(tx, licenseKey, 'update', before, await audited(tx, licenseKey), actor);
+      return licenseRowOf(rows[0]);
+    });
+    // a refused statement aborts the transaction: the refusal is read once it has rolled back
+    return outcome.catch((err: unknown) => {
       if (isUnsigned(err)) return 'unsigned' as const;
       throw err;
     });
-    if (rows === 'unsigned') return rows;
-    return rows[0] ? licenseRowOf(rows[0]) : null;
   }
 
   /**
@@ -181,39 +244,19 @@ export class LicenseStore {
    * returns the license as it is, marked replayed. 'reused': the key was used for another purchase.
    * null: no such license, or past the deadline (see update).
    */
-  async addQuota(licenseKey: string, add: number, deadlineMs: number, idempotencyKey: string | null): Promise<Purchase | 'reused' | null> {
-    if (idempotencyKey === null) {
-      const rows = await this.sql.unsafe(
-        `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
-         where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning ${LICENSE_COLUMNS}`,
-        [licenseKey, add, deadlineMs],
-      );
-      return rows[0] ? { ...licenseRowOf(rows[0]), replayed: false } : null;
-    }
-    // one statement: the purchase is recorded if and only if the quota is credited
-    const rows = await this.sql.unsafe(
-      `with target as (
-         select license_key from licenses where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000)
-       ), purchase as (
-         insert into quota_purchases (idempotency_key, license_key, add)
-         select $4, license_key, $2 from target
-         on conflict (idempotency_key) do nothing
-         returning license_key
-       ), credited as (
-         update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
-         where license_key in (select license_key from purchase) returning ${LICENSE_COLUMNS}
-       )
-       select 'credited' as outcome, c.* from credited c
-       union all
-       select case when p.license_key = $1 and p.add = $2 then 'replayed' else 'reused' end, l.*
-       from quota_purchases p, lateral (select ${LICENSE_COLUMNS} from licenses where license_key = $1) l
-       where p.idempotency_key = $4 and not exists (select 1 from purchase)`,
-      [licenseKey, add, deadlineMs, idempotencyKey],
-    );
-    const first = rows[0];
-    if (!first) return null;
-    if (first.outcome === 'reused') return 'reused';
-    return { ...licenseRowOf(first), replayed: first.outcome === 'replayed' };
+  async addQuota(
+    licenseKey: string, add: number, deadlineMs: number, idempotencyKey: string | null, actor: AuditActor,
+  ): Promise<Purchase | 'reused' | null> {
+    // the purchase and its audit record are one transaction; a replay or a refused key changes nothing and records nothing
+    return this.sql.begin(async (tx) => {
+      const before = await audit.snapshot(tx, licenseKey);
+      if (before === null) return null;
+      const purchase = await credit(tx, licenseKey, add, deadlineMs, idempotencyKey);
+      if (purchase !== null && purchase !== 'reused' && !purchase.replayed) {
+        await audit.record(tx, licenseKey, 'add-quota', before, await audited(tx, licenseKey), actor);
+      }
+      return purchase;
+    });
   }
 
   /**

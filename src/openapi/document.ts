@@ -97,14 +97,14 @@ export function buildDocument(routes: Route[], options: DocumentOptions): BuiltD
 
 const TAGS = [
   { name: 'public', description: 'The published API, and what the service adds to it (sign-token, history, Idempotency-Key)' },
-  { name: 'admin', description: 'License administration; served only when ADMIN_TOKEN is set, 404 otherwise' },
+  { name: 'admin', description: 'License administration; served only when ADMIN_TOKENS or ADMIN_TOKEN is set, 404 otherwise' },
   { name: 'operations', description: 'Liveness and readiness probes, metrics' },
   { name: 'documentation', description: 'This document and its viewer' },
   { name: 'dashboard', description: 'The quota dashboard, a page for license holders' },
 ];
 
 const SECURITY_SCHEMES = {
-  adminToken: { type: 'http', scheme: 'bearer', description: 'the ADMIN_TOKEN of the service' },
+  adminToken: { type: 'http', scheme: 'bearer', description: 'an admin token of the service: one of ADMIN_TOKENS, or ADMIN_TOKEN' },
   accessToken: {
     type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: `the accessToken get-token handed out (15 minutes). ${PRESENTED_TOKEN}`,
   },
@@ -114,7 +114,7 @@ const SECURITY_SCHEMES = {
 const SECURITY = { admin: [{ adminToken: [] }], accessToken: [{ accessToken: [] }], metricsToken: [{ metricsToken: [] }], none: [] };
 
 function operation(route: Route, doc: RouteDoc, entry: PathEntry | null, options: DocumentOptions, name: string, notFound: ResponseDoc): Record<string, unknown> {
-  const notServed = entry ? '' : 'Not served by this instance: ADMIN_TOKEN is not set, so every request to this path is 404 `NOT_FOUND` (the other answers listed are those of an instance that serves it).';
+  const notServed = entry ? '' : 'Not served by this instance: ADMIN_TOKEN is not set (nor ADMIN_TOKENS), so every request to this path is 404 `NOT_FOUND` (the other answers listed are those of an instance that serves it).';
   const text = [doc.description, ...(doc.rateLimits ?? []).map(limitText), notServed].filter((t) => t).join('\n\n');
   return {
     operationId: operationId(route.method, route.path),

@@ -17,7 +17,7 @@ import { jwksRoute } from './wellKnown_jwks.js';
 
 /**
  * Every route this configuration serves, the documentation last (it documents every route
- * before it, and the admin API even when ADMIN_TOKEN is unset). The service registers
+ * before it, and the admin API even when no admin token is set). The service registers
  * these; `npm run openapi` builds the same list only to read its document. `metrics`: what
  * GET /metrics answers with (in a child of WORKERS, the whole instance: src/metrics/childScrape.ts).
  */
@@ -28,8 +28,9 @@ export function serviceRoutes(ctx: RouteContext, metrics: MetricsSource = ctx.me
     jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx), rootRoute(),
   ];
   if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));
-  const admin = adminRoutes(ctx, config.adminToken ?? ''); // documented even when not served
-  if (config.adminToken) routes.push(...admin);
-  routes.push(...documentationRoutes(routes, config.adminToken ? [] : admin, config, ctx.log));
+  const admin = adminRoutes(ctx, config.adminTokens); // documented even when not served
+  const served = config.adminTokens.length > 0;
+  if (served) routes.push(...admin);
+  routes.push(...documentationRoutes(routes, served ? [] : admin, config, ctx.log));
   return routes;
 }

@@ -115,7 +115,7 @@ t.test('loadConfig: defaults', async (t) => {
   t.equal(config.databaseUrl, 'postgres://127.0.0.1:5432/licensing');
   t.equal(config.pgSchema, 'public');
   t.equal(config.jwtKeys[0]!.secret, SECRET);
-  t.equal(config.adminToken, null, 'no admin API without ADMIN_TOKEN');
+  t.same(config.adminTokens, [], 'no admin API without ADMIN_TOKEN or ADMIN_TOKENS');
   t.equal(config.tls, null);
   t.equal(config.rate.getToken, 10);
   t.equal(config.rate.validate, 100);
@@ -138,14 +138,14 @@ t.test('loadConfig: overrides', async (t) => {
   t.equal(config.host, '0.0.0.0');
   t.equal(config.redisPrefix, 'other');
   t.equal(config.pgSchema, 'tenant_a');
-  t.equal(config.adminToken, 'a-long-enough-admin-token');
+  t.same(config.adminTokens, [{ name: 'admin', token: 'a-long-enough-admin-token' }], 'ADMIN_TOKEN alone: the admin named "admin"');
   t.equal(config.rate.getToken, 0, '0 disables');
   t.equal(config.rate.validate, 500);
   t.equal(config.rate.checkQuota, 0);
   t.equal(config.rate.history, 0);
   t.equal(config.quotaCacheSeconds, 0);
   t.same(config.redisClusterNodes, [{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }]);
-  t.equal(loadConfig({ JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1', ADMIN_TOKEN: '' }).adminToken, null, 'empty ADMIN_TOKEN: no admin API');
+  t.equal(loadConfig({ JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1', ADMIN_TOKEN: '' }).adminTokens.length, 0, 'empty ADMIN_TOKEN: no admin API');
 });
 
 t.test('every RATE_* at 0 (the tests\' NO_RATE_LIMITS) turns every limit off', async (t) => {
@@ -188,10 +188,49 @@ t.test('loadConfig: refusals name the variable', async (t) => {
 
 t.test('loadConfig accepts an empty ADMIN_TOKEN as "no admin API"', async (t) => {
   const config = loadConfig(testEnv('noadmincfg', { ADMIN_TOKEN: '' }));
-  t.equal(config.adminToken, null);
+  t.same(config.adminTokens, []);
   const unset = testEnv('noadmincfg2');
   delete unset.ADMIN_TOKEN;
-  t.equal(loadConfig(unset).adminToken, null);
+  t.same(loadConfig(unset).adminTokens, []);
+  t.same(loadConfig(testEnv('noadmincfg3', { ADMIN_TOKEN: '', ADMIN_TOKENS: '' })).adminTokens, [], 'both empty: none');
+});
+
+t.test('ADMIN_TOKENS: named admins, each with its own token', async (t) => {
+  const env = (tokens: string) => testEnv('admintokens', { ADMIN_TOKEN: '', ADMIN_TOKENS: tokens });
+  t.same(loadConfig(env('alice:alice-token-0123456789, ops.bot_2-x:ops-token-0123456789/+=')).adminTokens, [
+    { name: 'alice', token: 'alice-token-0123456789' }, { name: 'ops.bot_2-x', token: 'ops-token-0123456789/+=' },
+  ], 'in order, spaces around an entry ignored');
+  const refused: [string, RegExp, string][] = [
+    ['alice-token-0123456789', /^ADMIN_TOKENS must be name:token,\.\.\. with names of 1-32 lower-case/, 'no name'],
+    [':alice-token-0123456789', /^ADMIN_TOKENS must be name:token/, 'an empty name'],
+    ['Alice:alice-token-0123456789', /^ADMIN_TOKENS must be name:token/, 'an upper-case name'],
+    [`${'a'.repeat(33)}:alice-token-0123456789`, /^ADMIN_TOKENS must be name:token/, 'a name of 33 characters'],
+    ['al ice:alice-token-0123456789', /^ADMIN_TOKENS must be name:token/, 'a space in a name'],
+    ['alice:short', /^ADMIN_TOKENS: the token of "alice" must be 16 to 4096 printable ASCII/, 'a token of 5 characters'],
+    ['alice:', /^ADMIN_TOKENS: the token of "alice" must be/, 'no token'],
+    ['alice:has a space in it 0123', /^ADMIN_TOKENS: the token of "alice" must be/, 'a space in a token'],
+    ['alice:tökenwithnonascii0123', /^ADMIN_TOKENS: the token of "alice" must be/, 'a token not ASCII'],
+    ['alice:alice-token-0123456789,', /^ADMIN_TOKENS must be name:token/, 'a trailing comma'],
+    ['alice:alice-token-0123456789,alice:other-token-0123456789', /^ADMIN_TOKENS names the admin "alice" twice$/, 'a name twice'],
+    ['alice:same-token-0123456789,bob:same-token-0123456789', /^ADMIN_TOKENS: "bob" and "alice" have the same token/, 'a token twice'],
+  ];
+  for (const [tokens, message, what] of refused) {
+    t.throws(() => loadConfig(env(tokens)), { name: 'Error', message }, what);
+    try {
+      loadConfig(env(tokens));
+    } catch (err) {
+      t.notOk((err as Error).message.includes('0123456789'), `${what}: the refusal never shows a token`);
+      t.notOk((err as Error).message.includes('\n'), `${what}: one line`);
+    }
+  }
+  t.throws(() => loadConfig(testEnv('admintokens2', { ADMIN_TOKEN: 'a-long-enough-admin-token', ADMIN_TOKENS: 'alice:alice-token-0123456789' })),
+    /^set ADMIN_TOKENS or ADMIN_TOKEN, not both/, 'both set: refused, as JWT_SECRETS and JWT_SECRET');
+  t.throws(() => loadConfig(testEnv('admintokens3', { ADMIN_TOKEN: 'short' })), /^ADMIN_TOKEN must be at least 16 characters$/);
+});
+
+t.test('the server process refuses bad ADMIN_TOKENS with one line', async (t) => {
+  const exit = await runServer(t, { ...BASE_ENV, JWT_SECRET: SECRET, ALLOW_HTTP: '1', ADMIN_TOKENS: 'alice:short' });
+  assertRefused(t, exit, /ADMIN_TOKENS: the token of "alice"/);
 });
 
 t.test('without ADMIN_TOKEN the admin routes answer 404', async (t) => {

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { reply, type Reply } from '../../http/reply.js';
-import type { Handler } from '../../http/route.js';
+import type { Handler, Request } from '../../http/route.js';
+import type { AdminToken } from '../../config.js';
 import type { LicenseView } from '../../licenses/changes.js';
 import { normaliseDomain } from '../../licenses/origin.js';
 import { webhookUrlRefusal, type Refusal, type TargetPolicy } from '../../webhooks/guard.js';
@@ -43,12 +44,34 @@ function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
 
-/** Wraps a handler so that it runs only for "Authorization: Bearer <ADMIN_TOKEN>" (compared in constant time). */
-export function adminGuard(adminToken: string): (handler: Handler) => Handler {
-  const expected = digest(adminToken);
+/** Who calls an admin route: the admin's name (ADMIN_TOKENS) and the client's address (for routes that ask for it, else ""). */
+export interface AdminCaller {
+  name: string;
+  address: string;
+}
+
+/** A handler of an admin route, told which admin called. */
+export type AdminHandler = (req: Request, caller: AdminCaller) => Reply | Promise<Reply>;
+export type AdminGuard = (handler: AdminHandler) => Handler;
+
+/**
+ * Wraps a handler so that it runs only for "Authorization: Bearer <one of the admin
+ * tokens>", and tells it which admin that is. The token sent is compared, in constant time,
+ * with every admin's token, whichever matched, so the time taken says nothing of which one
+ * did (or of how many there are before it).
+ */
+export function adminGuard(admins: readonly AdminToken[]): AdminGuard {
+  const expected = admins.map((a) => ({ name: a.name, digest: digest(a.token) }));
   return (handler) => (req) => {
     const token = bearer(req.authorization);
-    return token !== null && timingSafeEqual(digest(token), expected) ? handler(req) : adminReplies.UNAUTHORIZED;
+    if (token === null) return adminReplies.UNAUTHORIZED;
+    const sent = digest(token);
+    let name: string | null = null;
+    for (const admin of expected) {
+      // no early exit: every token is compared
+      if (timingSafeEqual(sent, admin.digest) && name === null) name = admin.name;
+    }
+    return name === null ? adminReplies.UNAUTHORIZED : handler(req, { name, address: req.clientAddress });
   };
 }
 

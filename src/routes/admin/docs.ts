@@ -57,5 +57,5 @@ export const licenseKeyParam: Record<string, ParamDoc> = {
   licenseKey: { description: 'the license key, a UUID (any case); any other value is 404', schema: LicenseKey },
 };
 
-export const unauthorized: Case = ['no Authorization: Bearer <ADMIN_TOKEN>, or another token', adminReplies.UNAUTHORIZED];
+export const unauthorized: Case = ['no Authorization: Bearer <an admin token>, or another token', adminReplies.UNAUTHORIZED];
 export const notFound: Case = ['no license has this key', adminReplies.LICENSE_NOT_FOUND];

@@ -1,6 +1,8 @@
+import type { AdminToken } from '../../config.js';
 import type { Route } from '../../http/route.js';
 import type { RouteContext } from '../context.js';
 import { adminGuard } from './common.js';
+import { auditRoute } from './v1_audit.js';
 import { addQuotaRoute } from './v1_licenses_addQuota.js';
 import { createLicenseRoute } from './v1_licenses_create.js';
 import { listLicensesRoute } from './v1_licenses_list.js';
@@ -8,10 +10,10 @@ import { readLicenseRoute } from './v1_licenses_read.js';
 import { licenseTokensRoute } from './v1_licenses_tokens.js';
 import { patchLicenseRoute } from './v1_licenses_patch.js';
 
-/** The admin API (in /openapi.json), every route behind ADMIN_TOKEN. */
-export function adminRoutes(ctx: RouteContext, adminToken: string): Route[] {
-  const guard = adminGuard(adminToken);
+/** The admin API (in /openapi.json), every route behind the admin tokens (ADMIN_TOKENS or ADMIN_TOKEN). */
+export function adminRoutes(ctx: RouteContext, admins: readonly AdminToken[]): Route[] {
+  const guard = adminGuard(admins);
   return [
     createLicenseRoute(ctx, guard), readLicenseRoute(ctx, guard), patchLicenseRoute(ctx, guard), addQuotaRoute(ctx, guard),
-    listLicensesRoute(ctx, guard), licenseTokensRoute(ctx, guard)];
+    listLicensesRoute(ctx, guard), licenseTokensRoute(ctx, guard), auditRoute(ctx, guard)];
 }

@@ -1,11 +1,11 @@
 import { Type } from '@sinclair/typebox';
-import type { Handler, Route } from '../../http/route.js';
+import type { Route } from '../../http/route.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { IdempotencyKey, idempotencyKeyHeader, licenseKeyParam } from '../schemas.js';
-import { adminReplies, licenseReply } from './common.js';
+import { adminReplies, type AdminGuard, licenseReply } from './common.js';
 import { exampleLicense, licenseKeyParam as keyParam, notFound, PurchaseAnswer, unauthorized } from './docs.js';
 import { adminBodyParser, refusalOf } from './parsers.js';
 import { notValid, refusal } from './refusals.js';
@@ -57,18 +57,18 @@ const doc: RouteDoc = {
 };
 
 /** POST /admin/v1/licenses/{licenseKey}/quota: credit a purchased package; with an Idempotency-Key, a retry credits once. */
-export function addQuotaRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
+export function addQuotaRoute(ctx: RouteContext, guard: AdminGuard): Route {
   return {
     method: 'post', path: '/admin/v1/licenses/:licenseKey/quota', errors: codedErrors, needsAuthorization: true,
-    bodyLimit: ctx.config.adminBodyLimitBytes, needsIdempotencyKey: true, doc,
-    handler: guard(async (req) => {
+    bodyLimit: ctx.config.adminBodyLimitBytes, needsIdempotencyKey: true, doc, needsClientAddress: true, // the audit log's address
+    handler: guard(async (req, caller) => {
       const key = licenseKeyParam(req.params[0]);
       if (key === null) return adminReplies.LICENSE_NOT_FOUND;
       const parsed = parse(req.body);
       if (!parsed.ok) return parsed.reply;
       const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
       if (idempotencyKey === false) return badIdempotencyKey(req.idempotencyKey);
-      const license = await ctx.admin.addQuota(key, parsed.value.add, idempotencyKey);
+      const license = await ctx.admin.addQuota(key, parsed.value.add, { admin: caller.name, address: caller.address, idempotencyKey });
       if (license === null) return adminReplies.LICENSE_NOT_FOUND;
       if (license === 'reused') return adminReplies.IDEMPOTENCY_KEY_REUSED;
       return licenseReply(license, 200, { replayed: license.replayed });

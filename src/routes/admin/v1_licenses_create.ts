@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import type { Handler, Route } from '../../http/route.js';
+import type { Route } from '../../http/route.js';
 import type { Reply } from '../../http/reply.js';
 import { EXAMPLE } from '../../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
@@ -11,7 +11,7 @@ import {
   canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, WebhookSecret, WebhookUrl,
 } from '../schemas.js';
 import {
-  adminReplies, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
+  adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
 } from './common.js';
 import { exampleLicense, LicenseWithWarnings, unauthorized } from './docs.js';
 import { adminBodyParser, refusalOf } from './parsers.js';
@@ -82,10 +82,11 @@ const doc: RouteDoc = {
 };
 
 /** POST /admin/v1/licenses: a new license; the key is the caller's or generated. */
-export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
+export function createLicenseRoute(ctx: RouteContext, guard: AdminGuard): Route {
   return {
     method: 'post', path: '/admin/v1/licenses', errors: codedErrors, needsAuthorization: true, bodyLimit: ctx.config.adminBodyLimitBytes, doc,
-    handler: guard(async (req) => {
+    needsClientAddress: true, // the audit log's address
+    handler: guard(async (req, caller) => {
       const parsed = parse(req.body);
       if (!parsed.ok) return parsed.reply;
       const body = parsed.value;
@@ -105,7 +106,7 @@ export function createLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Han
         domains: domains ?? [],
         webhookUrl,
         webhookSecret: body.webhookSecret ?? null,
-      }, req);
+      }, req, { admin: caller.name, address: caller.address, idempotencyKey: null });
       return license === null ? adminReplies.LICENSE_EXISTS : licenseReply(license, 201, { warnings: expiryWarnings(license.expiryDate) });
     }),
   };

@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
-import type { Handler, Route } from '../../http/route.js';
+import type { Route } from '../../http/route.js';
 import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, WebhookSecret, WebhookUrl } from '../schemas.js';
 import {
-  adminReplies, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
+  adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
 } from './common.js';
 import { exampleLicense, licenseAnswer, LicenseWithWarnings, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 import { adminBodyParser, refusalOf } from './parsers.js';
@@ -57,11 +57,11 @@ const doc: RouteDoc = {
 };
 
 /** PATCH /admin/v1/licenses/{licenseKey}: change anything but the quota; every instance sees it on its next request. */
-export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Handler): Route {
+export function patchLicenseRoute(ctx: RouteContext, guard: AdminGuard): Route {
   return {
     method: 'patch', path: '/admin/v1/licenses/:licenseKey', errors: codedErrors, needsAuthorization: true,
-    bodyLimit: ctx.config.adminBodyLimitBytes, doc,
-    handler: guard(async (req) => {
+    bodyLimit: ctx.config.adminBodyLimitBytes, doc, needsClientAddress: true, // the audit log's address
+    handler: guard(async (req, caller) => {
       const key = licenseKeyParam(req.params[0]);
       if (key === null) return adminReplies.LICENSE_NOT_FOUND;
       const parsed = parse(req.body);
@@ -79,7 +79,7 @@ export function patchLicenseRoute(ctx: RouteContext, guard: (h: Handler) => Hand
         domains,
         webhookUrl: body.webhookUrl,
         webhookSecret: body.webhookSecret,
-      }, req);
+      }, req, { admin: caller.name, address: caller.address, idempotencyKey: null });
       if (license === 'unsigned') return secretRequired();
       if (license === null) return adminReplies.LICENSE_NOT_FOUND;
       return licenseReply(license, 200, { warnings: body.expiryDate === undefined ? [] : expiryWarnings(license.expiryDate) });
