@@ -205,7 +205,7 @@ t.test('licensectl commands', async (t) => {
   t.test('--help: the main help and each command\'s, exit 0', async (t) => {
     const main = await runCli(null, ['--help']);
     expectOk(t, main);
-    const commands = ['create', 'show', 'list', 'add-quota', 'activate', 'deactivate', 'set-domains', 'set-password', 'set-webhook', 'tokens', 'import'];
+    const commands = ['create', 'show', 'list', 'add-quota', 'activate', 'deactivate', 'set-domains', 'set-password', 'set-webhook', 'tokens', 'audit', 'import'];
     for (const c of commands) t.match(main.stdout, new RegExp(`\\n  ${c} +\\S`), `lists ${c}`);
     t.match(main.stdout, /Exit codes: 0 ok, 1 .*, 2 usage error/);
     expectOk(t, await runCli(null, []));

@@ -107,6 +107,21 @@ ${PAGE_HELP}
   The usage worker writes tokens to Postgres after the fact: a token shows (and shows
   as used) once the worker has written it, normally within a second.`,
   },
+  audit: {
+    args: [],
+    options: {
+      license: { type: 'string' }, since: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' },
+    },
+    summary: 'the admin audit log: who changed which license, newest first',
+    help: `[--license <key>] [--since <date>] [--limit <n>] [--cursor <c> | --all]
+  --license <key>      only the changes of this license
+  --since <date>       only the changes since then: YYYY-MM-DD (from that day's
+                       start, UTC) or an RFC 3339 date-time
+${PAGE_HELP}
+  Each change: when, by which admin (ADMIN_TOKENS names them), from which address,
+  what (create, update, add-quota) and its fields before -> after. Secrets are never
+  recorded: a password or webhook secret that changed reads "changed".`,
+  },
   import: {
     args: ['file'],
     options: { rejects: { type: 'string' }, concurrency: { type: 'string' } },

@@ -1,8 +1,8 @@
 import { AdminApi, licensePath } from './api.js';
 import { UsageError } from './args.js';
-import { licenseBlock, licenseTable, tokenTable, type IssuedToken, type License, type Page } from './output.js';
+import { auditTable, licenseBlock, licenseTable, tokenTable, type AuditRecord, type IssuedToken, type License, type Page } from './output.js';
 import { hiddenValueFrom, passwordFrom } from './password.js';
-import { domainsOf, expiryOf, wholeNumberOf } from './values.js';
+import { domainsOf, expiryOf, sinceOf, wholeNumberOf } from './values.js';
 
 // Every command but import (import.ts): one call or a few to the admin API, and what to
 // print: `data` for --json (exactly the API's data), `human` otherwise.
@@ -146,5 +146,21 @@ export const commands: Record<string, Command> = {
     const key = run.args.key as string;
     const page = await pages<IssuedToken>(run, licensePath(key, '/tokens'), status === undefined ? {} : { status });
     return { data: page, human: tokenTable(page.items) + pageFooter(page, 'token', `licensectl tokens ${key}`) };
+  },
+
+  async audit(run) {
+    const filter: Record<string, string> = {};
+    const license = str(run, 'license');
+    if (license !== undefined) filter.licenseKey = license;
+    const since = str(run, 'since');
+    if (since !== undefined) {
+      const instant = sinceOf(since);
+      if (instant === null) throw new UsageError('--since must be YYYY-MM-DD or an RFC 3339 date-time');
+      filter.since = instant;
+    }
+    const page = await pages<AuditRecord>(run, '/admin/v1/audit', filter);
+    // the next page's command repeats the filters
+    const again = ['licensectl audit', ...(license === undefined ? [] : [`--license ${license}`]), ...(since === undefined ? [] : [`--since ${since}`])];
+    return { data: page, human: auditTable(page.items) + pageFooter(page, 'change', again.join(' ')) };
   },
 };

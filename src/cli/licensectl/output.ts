@@ -86,3 +86,39 @@ export function tokenTable(items: readonly IssuedToken[]): string {
     items.map((t) => [t.tokenId, t.imzaTipi, t.status, t.issuedAt, t.expiresAt, t.usedAt, t.origin]),
   );
 }
+
+/** A record of the admin audit log (GET /admin/v1/audit). */
+export interface AuditRecord {
+  id: number;
+  at: string;
+  licenseKey: string;
+  action: string;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown>;
+  admin: string;
+  address: string;
+  idempotencyKey: string | null;
+}
+
+/** A field's value in a summary: text as it is, anything else as JSON. */
+function shortValue(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value) ?? 'null';
+}
+
+/** What a record changed, on one line: "field: before -> after; ..." (a create: "field=value, ..."). */
+export function changeSummary(r: AuditRecord): string {
+  // in name order: Postgres keeps a record's fields in an order of its own (jsonb)
+  const fields = Object.keys(r.after).sort();
+  const parts = r.before === null
+    ? fields.map((f) => `${f}=${shortValue(r.after[f])}`)
+    : fields.map((f) => `${f}: ${shortValue(r.before?.[f])} -> ${shortValue(r.after[f])}`);
+  const text = parts.length === 0 ? '(no field changed)' : parts.join(r.before === null ? ', ' : '; ');
+  return r.idempotencyKey === null ? text : `${text} (idempotency key ${r.idempotencyKey})`;
+}
+
+export function auditTable(items: readonly AuditRecord[]): string {
+  return table(
+    ['WHEN', 'ADMIN', 'ADDRESS', 'ACTION', 'LICENSE KEY', 'CHANGES'],
+    items.map((r) => [r.at, r.admin, r.address === '' ? '-' : r.address, r.action, r.licenseKey, changeSummary(r)]),
+  );
+}

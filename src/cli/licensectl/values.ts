@@ -33,3 +33,13 @@ export function flagOf(text: string, fallback: boolean): boolean | null {
 export function domainsOf(text: string, separator: string): string[] {
   return text.split(separator).map((d) => d.trim()).filter((d) => d !== '');
 }
+
+/** YYYY-MM-DD (from that day's start, UTC) or a date-time, as an ISO date-time: where a list starts (--since). */
+export function sinceOf(text: string): string | null {
+  const t = text.trim();
+  if (DAY.test(t)) {
+    const start = new Date(`${t}T00:00:00.000Z`);
+    return Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== t ? null : start.toISOString();
+  }
+  return /^\d{4}-\d{2}-\d{2}T/.test(t) && !Number.isNaN(Date.parse(t)) ? t : null;
+}
