@@ -37,18 +37,24 @@ services:
 
 # Development server: generated secrets in .env.dev, plain HTTP on localhost, private
 # Redis/Postgres started when none answer.
-# Settings given on the command line (PORT=8091 REDIS_URL=... make run) win over .env.dev's.
+# Settings given on the command line (PORT=8091 REDIS_URL=... make run) win over .env.dev's;
+# ADMIN_TOKENS given there replaces .env.dev's ADMIN_TOKEN (the server takes one or the other).
 run: build
 	@scripts/dev-env.sh
 	@given=$$(export -p); set -a; source .env.dev; set +a; eval "$$given"; scripts/services.sh
-	@given=$$(export -p); set -a; source .env.dev; set +a; eval "$$given"; \
+	@given=$$(export -p); own_token=$${ADMIN_TOKEN+given}; set -a; source .env.dev; set +a; eval "$$given"; \
+	  if [ -n "$$ADMIN_TOKENS" ] && [ -z "$$own_token" ]; then unset ADMIN_TOKEN; fi; \
 	  base="http://$$HOST:$$PORT"; \
 	  echo ""; \
 	  echo "  License service (development): $$base/  (plain HTTP on localhost: ALLOW_HTTP=1)"; \
 	  echo "  API documentation:             $$base/docs"; \
 	  echo "  Quota dashboard:               $$base/dashboard"; \
-	  echo "  Admin token: $$ADMIN_TOKEN"; \
-	  echo "  export ADMIN_TOKEN=$$ADMIN_TOKEN BASE=$$base   # for the README walk-through"; \
+	  if [ -n "$$ADMIN_TOKENS" ]; then \
+	    echo "  Admin tokens: the ADMIN_TOKENS given (export ADMIN_TOKEN=<your token> for licensectl)"; \
+	  else \
+	    echo "  Admin token: $$ADMIN_TOKEN"; \
+	    echo "  export ADMIN_TOKEN=$$ADMIN_TOKEN BASE=$$base   # for the README walk-through"; \
+	  fi; \
 	  echo ""; \
 	  exec node dist/src/cli/server.js
 

@@ -154,11 +154,12 @@ export function controlCharacterIn(sent: Sent): string | null {
   const [rawPath = '', query = ''] = sent.path.split('?', 2) as [string?, string?];
   const path = rawPath.toLowerCase();
   for (const segment of rawPath.split('/')) if (C0.test(decoded(segment))) return `path segment ${JSON.stringify(segment)}`;
-  // the paged lists: history, and the admin lists of licenses and of a license's tokens
-  if (/^\/api\/license\/history\/|^\/admin\/v1\/licenses(\/[^/]+\/tokens)?\/?$/.test(path)) {
+  // the paged lists: history, the admin lists of licenses and of a license's tokens, the audit log
+  if (/^\/api\/license\/history\/|^\/admin\/v1\/licenses(\/[^/]+\/tokens)?\/?$|^\/admin\/v1\/audit\/?$/.test(path)) {
     for (const pair of query.split('&')) {
       const [name = '', value = ''] = pair.split('=', 2) as [string?, string?];
-      if (['limit', 'cursor', 'status'].includes(decoded(name)) && C0.test(decoded(value))) return `query parameter ${JSON.stringify(pair)}`;
+      const read = ['limit', 'cursor', 'status', 'licenseKey', 'since'];
+      if (read.includes(decoded(name)) && C0.test(decoded(value))) return `query parameter ${JSON.stringify(pair)}`;
     }
   }
   const rule = READ_FIELDS.find(([pattern, method]) => pattern.test(path) && method === sent.method);

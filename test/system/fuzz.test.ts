@@ -304,6 +304,29 @@ const adminTokens = request('GET',
     .map((p) => new Cat(p)),
   fc.constant({ kind: 'none' as const }), { authorization: adminAuth });
 
+/** The audit log: ?licenseKey=&since= beside the paging, plausible or not. */
+const sinceText: Arbitrary<string> = fc.oneof(
+  { weight: 2, arbitrary: anyInstant.map((d) => encodeURIComponent(String(d))) },
+  { weight: 1, arbitrary: fc.constantFrom(...DATE_STRINGS).map(encodeURIComponent) },
+  { weight: 1, arbitrary: fc.constantFrom('', '%00', '2030-01-01T00:00:00Z%00', 'null', '[]', '1e308', '2030-01-01T00:00:00Z'.repeat(500)) },
+  { weight: 1, arbitrary: nastyString.map(percentEncode) },
+);
+const auditKeyText: Arbitrary<Tpl> = fc.oneof(
+  { weight: 3, arbitrary: anyKey },
+  { weight: 1, arbitrary: fc.constantFrom('', '%00', 'null', 'abc', `${'0'.repeat(8)}-0000-0000-0000-${'0'.repeat(12)}%00`, 'x'.repeat(100_000)) },
+  { weight: 1, arbitrary: nastyString.map(percentEncode) },
+);
+const adminAudit = request('GET',
+  fc.tuple(route('/admin/v1/audit'), adminListQuery(false), fc.option(auditKeyText, { nil: undefined }), fc.option(sinceText, { nil: undefined }))
+    .map(([path, query, key, since]) => {
+      const sep = () => (query === '' ? '?' : '&');
+      const parts: Tpl[] = [path, query];
+      if (key !== undefined) parts.push(`${sep()}licenseKey=`, key);
+      if (since !== undefined) parts.push(`${query === '' && key === undefined ? '?' : '&'}since=${since}`);
+      return new Cat(parts);
+    }),
+  fc.constant({ kind: 'none' as const }), { authorization: adminAuth });
+
 const validLicense: Record<string, Arbitrary<FV>> = {
   organizationName: fc.oneof(fc.constantFrom('Fuzz A.Ş.', 'Örnek Sağlık', 'x'), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 })),
   password: fc.oneof(fc.constantFrom('fuzz-password-1', 'p'), fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 64 })),
@@ -364,7 +387,7 @@ const adminQuota = request('POST',
 const KNOWN_PATHS = [
   '/api/v1/auth/get-token', '/api/v1/auth/sign-token', '/api/license/validate', '/api/License/check-quota/{k}',
   '/api/License/history/{k}', '/admin/v1/licenses', '/admin/v1/licenses/{k}', '/admin/v1/licenses/{k}/quota', '/healthz',
-  '/admin/v1/licenses/{k}/tokens',
+  '/admin/v1/licenses/{k}/tokens', '/admin/v1/audit',
 ];
 const routingPath: Arbitrary<Tpl> = fc.oneof(
   {
@@ -588,6 +611,7 @@ t.test('fuzz every endpoint', async (t) => {
   await property(t, ctx, 'admin quota', runsFor(0.5), adminQuota);
   await property(t, ctx, 'admin list', runsFor(0.5), adminList);
   await property(t, ctx, 'admin tokens', runsFor(0.5), adminTokens);
+  await property(t, ctx, 'admin audit', runsFor(0.5), adminAudit);
   await property(t, ctx, 'validate', runsFor(1.5), validate, KNOWN.validate);
   await property(t, ctx, 'sign', runsFor(1), sign);
   await property(t, ctx, 'unknown paths and wrong methods', runsFor(1), routing);

@@ -68,6 +68,16 @@ t.test('the lists', async (t) => {
   await k.expect(t, 401, 'tokens: no token', k.c.request('GET', tokens));
 });
 
+t.test('the audit log', async (t) => {
+  await k.expect(t, 200, 'audit', k.admin('GET', '/admin/v1/audit?limit=2'));
+  await k.expect(t, 200, 'audit of a license since a date', k.admin('GET', `/admin/v1/audit?licenseKey=${randomUUID()}&since=2020-01-01T00:00:00Z`));
+  await k.expect(t, 400, 'audit: licenseKey not a UUID', k.admin('GET', '/admin/v1/audit?licenseKey=abc'));
+  await k.expect(t, 400, 'audit: since not a date-time', k.admin('GET', '/admin/v1/audit?since=yesterday'));
+  await k.expect(t, 400, 'audit: limit 501', k.admin('GET', '/admin/v1/audit?limit=501'));
+  await k.expect(t, 400, 'audit: a cursor not handed out', k.admin('GET', '/admin/v1/audit?cursor=zzz'));
+  await k.expect(t, 401, 'audit: no token', k.c.request('GET', '/admin/v1/audit'));
+});
+
 t.test('operations, documentation, dashboard', async (t) => {
   for (const path of ['/', '/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/docs', '/docs/init.js', '/dashboard', '/dashboard/dashboard.css']) {
     await k.expect(t, 200, path, (c) => c.request('GET', path), NO_RATE_LIMIT);

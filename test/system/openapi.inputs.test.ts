@@ -138,6 +138,8 @@ const secret = 'w'.repeat(16);
 const cursorOf = (...parts: string[]) => Buffer.from(parts.join('|'), 'utf8').toString('base64url');
 const historyCursors = fc.tuple(fc.date({ min: new Date(0), max: new Date('9999-12-31'), noInvalidDate: true }), fc.uuid()).map(([d, id]) => cursorOf(d.toISOString(), id));
 const adminCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.string({ unit: fc.constantFrom(...'aZ09-_é😀| '), minLength: 1, maxLength: 40 })).map(([m, id]) => cursorOf(String(m), id));
+/** The audit log's cursors: a time and a record id (a positive integer). */
+const auditCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.bigInt({ min: 1n, max: 10n ** 18n - 1n })).map(([m, id]) => cursorOf(String(m), String(id)));
 const handedOut = new Set<string>();
 const cursors = (good: fc.Arbitrary<string>, schema: Schema) => fc.oneof(good.map((s) => (handedOut.add(s), s)), valuesOf(schema));
 
@@ -220,6 +222,13 @@ const PROBES: Record<string, Probe> = {
     values: cursors(adminCursors, { type: 'string', pattern: '^[A-Za-z0-9_-]{1,256}$' }), alsoAdmits: (v) => handedOut.has(v as string),
   },
   'get /admin/v1/licenses/{licenseKey}/tokens query.status': { send: (v) => c.request('GET', `${keyPath}/tokens?status=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('status'), skip: notInQuery },
+  'get /admin/v1/audit query.licenseKey': { send: (v) => c.request('GET', `/admin/v1/audit?licenseKey=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('licenseKey'), skip: notInQuery },
+  'get /admin/v1/audit query.since': { send: (v) => c.request('GET', `/admin/v1/audit?since=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('since'), skip: notInQuery },
+  'get /admin/v1/audit query.limit': { send: (v) => c.request('GET', `/admin/v1/audit?limit=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('limit'), skip: notInQuery },
+  'get /admin/v1/audit query.cursor': {
+    send: (v) => c.request('GET', `/admin/v1/audit?cursor=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('cursor'), skip: notInQuery,
+    values: cursors(auditCursors, { type: 'string', pattern: '^[A-Za-z0-9_-]{1,256}$' }), alsoAdmits: (v) => handedOut.has(v as string),
+  },
   'get /docs/{asset} path.asset': { send: (v) => c.request('GET', `/docs/${pathValue(v)}`), refused: notFound, skip: notInPath },
   'get /dashboard/{asset} path.asset': { send: (v) => c.request('GET', `/dashboard/${pathValue(v)}`), refused: notFound, skip: notInPath },
   'head /dashboard/{asset} path.asset': { send: (v) => c.request('HEAD', `/dashboard/${pathValue(v)}`), refused: notFound, skip: notInPath },
