@@ -40,6 +40,7 @@ const requests: Record<string, (c: Client) => Promise<unknown>> = {
   'post /admin/v1/licenses/{licenseKey}/quota': () => k.admin('POST', `${key}/quota`, { add: 1 }),
   'get /admin/v1/licenses': () => k.admin('GET', '/admin/v1/licenses'),
   'get /admin/v1/licenses/{licenseKey}/tokens': () => k.admin('GET', `${key}/tokens`),
+  'get /admin/v1/audit': () => k.admin('GET', '/admin/v1/audit'),
 };
 
 t.test('every operation that lists 503 answers it, as documented, while Redis hangs and Postgres is cut', async (t) => {
