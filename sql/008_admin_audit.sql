@@ -6,7 +6,9 @@
 
 create table admin_audit (
   id              bigint generated always as identity primary key,
-  at              timestamptz not null default now(),
+  -- when the change was made: the record is written holding the license's row lock, so one
+  -- license's records follow each other in time as they do in id
+  at              timestamptz not null default clock_timestamp(),
   license_key     text not null,
   action          text not null check (action in ('create', 'update', 'add-quota')),
   -- the fields that changed, as the admin API names them: before (null for a create) and after
@@ -18,9 +20,10 @@ create table admin_audit (
   idempotency_key text
 );
 
--- GET /admin/v1/audit reads newest first, of every license or of one
-create index admin_audit_by_time on admin_audit (at desc, id desc);
-create index admin_audit_by_license on admin_audit (license_key, at desc, id desc);
+-- GET /admin/v1/audit reads newest first in the order records were written (id: the primary
+-- key), of every license or of one, since an instant or not
+create index admin_audit_by_license on admin_audit (license_key, id desc);
+create index admin_audit_by_time on admin_audit (at);
 
 -- Append-only, enforced by Postgres itself: whoever connects, a row once written is never
 -- changed or removed (a trigger, since the service's own role owns the table and could

@@ -96,7 +96,7 @@ export async function record(
 export interface AuditRecord {
   id: number;
   at: Date;
-  /** where it sorts: its time in microseconds (Postgres's precision), for the next page's cursor */
+  /** its time in microseconds (Postgres's precision), in the next page's cursor beside its id (the admin lists' cursor shape) */
   atMicros: string;
   licenseKey: string;
   action: AuditAction;
@@ -107,36 +107,33 @@ export interface AuditRecord {
   idempotencyKey: string | null;
 }
 
-/** Where a page of records ended (exclusive), newest first: time in microseconds, then id. */
-export interface AuditCursor {
-  atMicros: string;
-  id: string;
-}
-
 export interface AuditFilter {
   licenseKey: string | null;
   /** an RFC 3339 date-time, read by Postgres to its microsecond */
   since: string | null;
 }
 
-/** Reads the audit log, newest first, in keyset pages (the indexes of sql/008_admin_audit.sql). */
+/** Reads the audit log, newest first (last written first), in keyset pages (the indexes of sql/008_admin_audit.sql). */
 export class AuditLog {
   constructor(private readonly sql: Sql) {}
 
-  async records(filter: AuditFilter, limit: number, after: AuditCursor | null): Promise<AuditRecord[]> {
+  /**
+   * At most `limit` records before the record `afterId` (exclusive; null: from the newest).
+   * Records are listed in the order they were written (id), not by time: the clocks of
+   * concurrent changes may cross, their ids follow the order in which each took the
+   * license's lock.
+   */
+  async records(filter: AuditFilter, limit: number, afterId: string | null): Promise<AuditRecord[]> {
     const params: unknown[] = [limit];
     const where: string[] = [];
     if (filter.licenseKey !== null) where.push(`license_key = $${params.push(filter.licenseKey)}`);
     if (filter.since !== null) where.push(`at >= $${params.push(filter.since)}::timestamptz`);
-    if (after !== null) {
-      const at = `timestamptz 'epoch' + $${params.push(after.atMicros)}::int8 * interval '1 microsecond'`;
-      where.push(`(at, id) < (${at}, $${params.push(after.id)}::int8)`);
-    }
+    if (afterId !== null) where.push(`id < $${params.push(afterId)}::int8`);
     const rows = await this.sql.unsafe(
       `select id::float8 as id, at, (extract(epoch from at) * 1000000)::int8::text as at_micros, license_key, action, before, after,
          admin, address, idempotency_key
        from admin_audit ${where.length > 0 ? `where ${where.join(' and ')}` : ''}
-       order by at desc, id desc
+       order by id desc
        limit $1`,
       params as never[],
     );

@@ -85,6 +85,18 @@ t.test('admin audit log', async (t) => {
     ], 'the create, the purchase once (not its replay), the purchase without a key');
   });
 
+  t.test('concurrent changes: each record\'s before is the previous one\'s after (the row is locked from the first read)', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 5 });
+    const path = `/admin/v1/licenses/${lic.licenseKey}/quota`;
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+      adminFrom(h, '198.51.100.30', 'POST', path, { add: 1 }, {}, i % 2 === 0 ? ADMIN_TOKEN : BOB_TOKEN)));
+    t.same(answers.map((a) => a.status), Array(10).fill(200));
+    const rows = (await auditRows(h, lic.licenseKey)).filter((r) => r.action === 'add-quota');
+    t.equal(rows.length, 10, 'one record per purchase');
+    t.same(rows.map((r) => [r.before?.totalQuota, r.after.totalQuota]), Array.from({ length: 10 }, (_, i) => [5 + i, 6 + i]), 'a chain, in the order written');
+    t.same(rows.map((r) => r.admin).sort(), [...Array(5).fill('admin'), ...Array(5).fill('bob')]);
+  });
+
   t.test('secrets never appear, neither in Postgres nor in the answers', async (t) => {
     const [dump] = await h.sql`select coalesce(json_agg(a)::text, '') as text from admin_audit a`;
     const listed = await h.admin('GET', '/admin/v1/audit?limit=500');
@@ -122,6 +134,7 @@ t.test('admin audit log', async (t) => {
     const third = all[2] as { at: Date; id: number };
     const since = await h.admin('GET', `/admin/v1/audit?since=${encodeURIComponent(third.at.toISOString())}&limit=500`);
     const expected = all.filter((r) => r.at.getTime() >= third.at.getTime()).reverse().map((r) => r.id);
+    t.ok(all.every((r, i) => i === 0 || r.at.getTime() >= (all[i - 1] as { at: Date }).at.getTime()), 'written in time order (each change at its own time)');
     t.same(since.body.data.items.map((r: { id: number }) => r.id), expected, 'since: that instant and later');
     const future = await h.admin('GET', '/admin/v1/audit?since=2999-01-01T00:00:00%2B03:00');
     t.same(future.body.data.items, [], 'since the future: nothing');

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../../http/reply.js';
 import type { Route } from '../../http/route.js';
-import { AuditLog, CHANGED, type AuditCursor, type AuditRecord } from '../../licenses/audit.js';
+import { AuditLog, CHANGED, type AuditRecord } from '../../licenses/audit.js';
 import { EXAMPLE } from '../../openapi/examples.js';
 import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf, PageAnswer, Timestamp, Uuid } from '../../openapi/schemas.js';
@@ -64,7 +64,7 @@ const doc: RouteDoc = {
   query: AuditQuery,
   responses: {
     200: {
-      description: 'a page of records, newest first',
+      description: 'a page of records, newest first (in the order they were written)',
       schema: PageAnswer(AuditRecordSchema),
       examples: [{ summary: 'a deactivation with a password change, the last page', value: { success: true, data: { items: [example], nextCursor: null } } }],
     },
@@ -95,15 +95,12 @@ export function auditRoute(ctx: RouteContext, guard: AdminGuard): Route {
       const asked = adminPage(query.value);
       if ('status' in asked) return asked;
       const { limit } = asked;
-      let after: AuditCursor | null = null;
-      if (asked.after !== null) {
-        const [atMicros, id] = asked.after;
-        if (!RECORD_ID.test(id)) return refusal('cursor', notValid(query.value.cursor), PAGING_EXPECTED.cursor);
-        after = { atMicros, id };
-      }
+      // the cursor has the admin lists' shape (time, id); the page goes on from the id
+      const afterId = asked.after === null ? null : asked.after[1];
+      if (afterId !== null && !RECORD_ID.test(afterId)) return refusal('cursor', notValid(query.value.cursor), PAGING_EXPECTED.cursor);
       const { licenseKey, since } = query.value;
       const filter = { licenseKey: licenseKey === undefined ? null : canonicalKey(licenseKey), since: since ?? null };
-      const rows = await log.records(filter, limit + 1, after);
+      const rows = await log.records(filter, limit + 1, afterId);
       const page = pageOf(rows, limit, (last) => encodeCursor(last.atMicros, String(last.id)));
       return reply(200, { success: true, data: { items: page.items.map(recordData), nextCursor: page.nextCursor } });
     }),
