@@ -18,6 +18,7 @@ import { adminPage, PAGING_EXPECTED, pagingCases } from './v1_licenses_list.js';
 const AuditQuery = Type.Object({
   ...pageQueryFields,
   licenseKey: Type.Optional({ ...LicenseKey, description: 'only the records of this license (a UUID, any case)' }),
+  // an instant by the same rule as a license's expiry date (an RFC 3339 date-time Date represents exactly)
   since: Type.Optional({ ...ExpiryDate, description: 'only the records of this instant or later (RFC 3339)' }),
 });
 
