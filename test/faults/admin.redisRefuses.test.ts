@@ -28,11 +28,13 @@ async function changeWhileRedisFails(h: Harness, redis: PrivateRedis, licenseKey
   await h.sql.begin(async (tx) => {
     await tx`select 1 from licenses where license_key = ${licenseKey} for update`;
     answer = run();
-    // the change has fenced Redis and is waiting for the row
-    await until(async () => {
-      const [row] = await h.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%update licenses set%'`;
+    // the change has fenced Redis and is waiting for the row (its first statement locks it:
+    // the audit record's snapshot, then the update)
+    const waiting = await until(async () => {
+      const [row] = await h.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%licenses%' and pid <> pg_backend_pid()`;
       return (row?.n as number) > 0;
-    }, { timeoutMs: 2000, intervalMs: 10 });
+    }, { timeoutMs: 5000, intervalMs: 10 });
+    if (!waiting) throw new Error('the admin change never waited for the row the test holds: the scenario did not happen');
     await redis.cli('config', 'set', 'min-replicas-to-write', '1');
   });
   const out = await (answer as unknown as Promise<{ status: number; body: any }>); // eslint-disable-line @typescript-eslint/no-explicit-any
