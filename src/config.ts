@@ -67,6 +67,8 @@ export interface Config {
   metricsToken: string | null;
   /** METRICS_PORT: where the standalone worker (npm run worker) serves GET /metrics; null: nowhere */
   metricsPort: number | null;
+  /** RETENTION_DAYS: the usage worker drops days of token_issues and token_redemptions older than this; null: all are kept */
+  retentionDays: number | null;
 }
 
 /**
@@ -340,5 +342,6 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     metrics: metrics === '1',
     metricsToken,
     metricsPort: env.METRICS_PORT ? intVar(env, 'METRICS_PORT', 0, 0, 65535) : null,
+    retentionDays: env.RETENTION_DAYS ? intVar(env, 'RETENTION_DAYS', 0, 1, 36_500) : null,
   };
 }

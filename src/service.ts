@@ -27,6 +27,7 @@ import { SignTokenIssuer } from './tokens/issueSignToken.js';
 import { TokenService } from './tokens/jwt.js';
 import { SignTokenRedeemer } from './tokens/redeemSignToken.js';
 import { usageLag, usageLagMs } from './usage/lag.js';
+import { PartitionKeeper } from './usage/partitionKeeper.js';
 import { UsageWorker } from './usage/worker.js';
 import { WebhookWorker } from './webhooks/worker.js';
 
@@ -171,8 +172,9 @@ export async function startWorker(
   const connection = duplicateRedis(redis, WORKER_REDIS_TIMEOUT_MS);
   metrics.watchRedisConnection(connection);
   const webhooks = new WebhookWorker(openPostgres(config.databaseUrl, config.pgSchema, 2, 'license-webhooks'), config.webhooks, log);
+  const partitions = new PartitionKeeper(sql, config.retentionDays, log, metrics.usagePartitionsDropped.series({}));
   const worker = new UsageWorker(connection, sql, keys,
-    { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, webhooks, metrics);
+    { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, webhooks, metrics, partitions);
   await worker.start();
   return worker;
 }

@@ -122,7 +122,9 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n') + '\n');
   process.stdout.write(samples.map((s) => `t=${s.t}s rss=${(s.rss / 1024).toFixed(1)}MiB redis=${(s.redis / 1048576).toFixed(1)}MiB keys=${s.keys} ` +
     `backlog=${s.backlog} server=${s.serverUs.toFixed(1)}us postgres=${s.postgresUs.toFixed(1)}us (per redemption, sign-token included)`).join('\n') + '\n');
-  const [size] = await sql`select pg_total_relation_size('token_redemptions')::float8 as r, pg_total_relation_size('token_issues')::float8 as i,
+  // partitioned tables (sql/009) have no storage of their own: their partitions' is summed
+  const [size] = await sql`select (select sum(pg_total_relation_size(relid)) from pg_partition_tree('token_redemptions'))::float8 as r,
+    (select sum(pg_total_relation_size(relid)) from pg_partition_tree('token_issues'))::float8 as i,
     (select count(*) from token_redemptions)::float8 as n`;
   process.stdout.write(`Postgres at the end: ${size?.n} redemption rows; token_redemptions ${((size?.r as number) / 1048576).toFixed(0)} MiB, ` +
     `token_issues ${((size?.i as number) / 1048576).toFixed(0)} MiB (tables and indexes)\n`);

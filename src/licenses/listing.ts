@@ -55,7 +55,8 @@ export function tokensStatement(hasCursor: boolean, hasStatus: boolean): string 
          i.expires_at, r.used_at, r.origin, ${STATUS} as status
        from token_issues i
        left join lateral (
-         -- the redemption, by its primary key (ids that are no UUID were never redeemed: sql/003)
+         -- the redemption, by its primary key: one partition's, pruned while the query runs
+         -- (ids that are no UUID were never redeemed: sql/003)
          select used_at, origin from token_redemptions
          where token_id = case when i.token_id ~ '${UUID_TEXT}' then i.token_id::uuid end
        ) r on true

@@ -69,6 +69,7 @@ export class Metrics {
   readonly usageWritten: CounterFamily;
   readonly usageDeadLettered: CounterFamily;
   readonly usageBatchDuration: HistogramFamily;
+  readonly usagePartitionsDropped: CounterFamily;
 
   private readonly errorSeries = new Map<string, Count>();
   private usageRead: Promise<UsageState | null> | null = null;
@@ -90,6 +91,7 @@ export class Metrics {
     this.postgresErrors = this.counter('license_postgres_errors_total', 'Postgres errors (refusals, timeouts, lost connections) by where they were met: request, worker');
     this.usageWritten = this.counter('license_usage_events_written_total', 'Usage events this process\'s worker wrote to Postgres');
     this.usageDeadLettered = this.counter('license_usage_dead_lettered_total', 'Usage events this process\'s worker moved to the dead letters (refused by Postgres for good)');
+    this.usagePartitionsDropped = this.counter('license_usage_partitions_dropped_total', 'Day partitions of token_issues and token_redemptions this process\'s worker dropped (RETENTION_DAYS)');
     this.usageBatchDuration = this.histogram('license_usage_batch_duration_seconds',
       'Time this process\'s worker took to write a batch to Postgres and acknowledge it', BATCH_BUCKETS);
     // bound at start, so each shows 0 until its first error (a rate over a series that appears with its first error misses that one)

@@ -16,6 +16,11 @@ export type UsedCounts = Map<string, number>;
  * one batch is a row in each table. Empty numbers (events of earlier versions that lacked
  * them) are nulls. Answers the used quota of every license the batch changed.
  *
+ * The token id is the key of both tables, partitioned by it (by the token's issue day:
+ * sql/009_partitioned_usage.sql), so a token is one row whatever its events' times, and two
+ * workers inserting one token at once wait on each other's key: one inserts, the other adds
+ * nothing, and the quota rises once.
+ *
  * A sign's redemption ($4: its token id, document count and receipt digest, one a line)
  * adds them to its row; a validate's row has neither.
  *

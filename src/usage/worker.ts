@@ -9,6 +9,7 @@ import type { KeySpace } from '../redis/keys.js';
 import { DeadLetters, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
 import { decodeEvent, type UsageEvent } from './events.js';
 import { usageLag } from './lag.js';
+import type { PartitionKeeper } from './partitionKeeper.js';
 import { persistEvents, type UsedCounts } from './persist.js';
 import { runScript, scripts } from '../redis/scripts.js';
 
@@ -78,6 +79,8 @@ export class UsageWorker {
     private readonly log: Logger,
     private readonly companion: Companion | null = null,
     private readonly metrics: Metrics = NO_METRICS,
+    /** makes the days of the usage tables ahead and drops those past RETENTION_DAYS */
+    private readonly partitions: PartitionKeeper | null = null,
   ) {
     this.deadLetters = new DeadLetters(redis, keys.deadLetters);
     this.written = metrics.usageWritten.series({});
@@ -86,6 +89,7 @@ export class UsageWorker {
   }
 
   async start(): Promise<void> {
+    await this.partitions?.start();
     await this.ensureGroups();
     this.running = true;
     this.loop = this.run();
@@ -107,6 +111,7 @@ export class UsageWorker {
       this.companion?.stop(timeoutMs),
     ]);
     clearTimeout(timer);
+    await this.partitions?.stop();
     this.redis.disconnect();
   }
 
