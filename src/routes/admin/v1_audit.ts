@@ -91,15 +91,13 @@ export function auditRoute(ctx: RouteContext, guard: AdminGuard): Route {
   return {
     method: 'get', path: '/admin/v1/audit', errors: codedErrors, needsAuthorization: true, needsQuery: true, noStore: true, doc,
     handler: guard(async (req) => {
-      const query = parseQuery(req.query);
-      if (!query.ok) return query.reply;
-      const asked = adminPage(query.value);
+      const asked = adminPage(parseQuery, req.query);
       if ('status' in asked) return asked;
       const { limit } = asked;
       // the cursor has the admin lists' shape (time, id); the page goes on from the id
       const afterId = asked.after === null ? null : asked.after[1];
-      if (afterId !== null && !RECORD_ID.test(afterId)) return refusal('cursor', notValid(query.value.cursor), PAGING_EXPECTED.cursor);
-      const { licenseKey, since } = query.value;
+      if (afterId !== null && !RECORD_ID.test(afterId)) return refusal('cursor', notValid(asked.query.cursor), PAGING_EXPECTED.cursor);
+      const { licenseKey, since } = asked.query;
       const filter = { licenseKey: licenseKey === undefined ? null : canonicalKey(licenseKey), since: since ?? null };
       const rows = await log.records(filter, limit + 1, afterId);
       const page = pageOf(rows, limit, (last) => encodeCursor(last.atMicros, String(last.id)));

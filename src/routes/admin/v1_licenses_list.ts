@@ -9,7 +9,7 @@ import { decodeCursor, encodeCursor, MICROS_AND_ID, pageLimit, pageOf, pageQuery
 import { codedErrors } from '../replies.js';
 import { licenseData } from './common.js';
 import { exampleLicense, unauthorized } from './docs.js';
-import { adminQueryParser } from './parsers.js';
+import { adminQueryParser, type Checked } from './parsers.js';
 import { notValid, refusal } from './refusals.js';
 
 const ListQuery = Type.Object(pageQueryFields);
@@ -18,15 +18,21 @@ const ListQuery = Type.Object(pageQueryFields);
 export const PAGING_EXPECTED = { limit: '1 ile 500 arasında bir tam sayı', cursor: 'önceki sayfanın nextCursor değeri' };
 
 /**
- * The page an admin list was asked for: its size and the parts of its cursor (the time in
- * microseconds and the id of the previous page's last item; null for the first page), or
- * the 400 naming the bad parameter.
+ * The page an admin list was asked for, from its query string read by the list's own
+ * parser: the query, the page's size and the parts of its cursor (the time in microseconds
+ * and the id of the previous page's last item; null for the first page), or the 400 naming
+ * the bad parameter.
  */
-export function adminPage(query: { limit?: string; cursor?: string }): { limit: number; after: [string, string] | null } | Reply {
+export function adminPage<Q extends { limit?: string; cursor?: string }>(
+  parse: (query: string) => Checked<Q>, rawQuery: string,
+): { query: Q; limit: number; after: [string, string] | null } | Reply {
+  const parsed = parse(rawQuery);
+  if (!parsed.ok) return parsed.reply;
+  const query = parsed.value;
   const limit = pageLimit(query.limit);
-  if (query.cursor === undefined) return { limit, after: null };
+  if (query.cursor === undefined) return { query, limit, after: null };
   const parts = decodeCursor(query.cursor, MICROS_AND_ID);
-  return parts === null ? badCursor(query.cursor) : { limit, after: [parts[0] as string, parts[1] as string] };
+  return parts === null ? badCursor(query.cursor) : { query, limit, after: [parts[0] as string, parts[1] as string] };
 }
 
 const badCursor = (cursor: string): Reply => refusal('cursor', notValid(cursor), PAGING_EXPECTED.cursor);
@@ -64,9 +70,7 @@ export function listLicensesRoute(ctx: RouteContext, guard: (h: Handler) => Hand
   return {
     method: 'get', path: '/admin/v1/licenses', errors: codedErrors, needsAuthorization: true, needsQuery: true, noStore: true, doc,
     handler: guard(async (req) => {
-      const query = parseQuery(req.query);
-      if (!query.ok) return query.reply;
-      const asked = adminPage(query.value);
+      const asked = adminPage(parseQuery, req.query);
       if ('status' in asked) return asked;
       const { limit } = asked;
       const after: LicenseCursor | null = asked.after && { createdMicros: asked.after[0], firmaId: asked.after[1] };

@@ -79,15 +79,13 @@ export function licenseTokensRoute(ctx: RouteContext, guard: (h: Handler) => Han
     handler: guard(async (req) => {
       const key = licenseKeyParam(req.params[0]);
       if (key === null) return adminReplies.LICENSE_NOT_FOUND;
-      const query = parseQuery(req.query);
-      if (!query.ok) return query.reply;
-      const asked = adminPage(query.value);
+      const asked = adminPage(parseQuery, req.query);
       if ('status' in asked) return asked;
       const { limit } = asked;
       const after: TokenCursor | null = asked.after && { issuedMicros: asked.after[0], tokenId: asked.after[1] };
       const firmaId = (await ctx.store.byKey(key))?.firmaId;
       if (firmaId === undefined) return adminReplies.LICENSE_NOT_FOUND;
-      const rows = await listing.tokens(firmaId, limit + 1, after, query.value.status ?? null);
+      const rows = await listing.tokens(firmaId, limit + 1, after, asked.query.status ?? null);
       const page = pageOf(rows, limit, (last) => encodeCursor(last.issuedMicros, last.tokenId));
       return reply(200, { success: true, data: { items: page.items.map(tokenData), nextCursor: page.nextCursor } });
     }),
