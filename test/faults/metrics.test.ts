@@ -72,7 +72,8 @@ t.test('Postgres cut: a request that needed it and the worker\'s writes are coun
   const client = stack.client();
   const [lic] = await stack.createLicenses(1);
   const { accessToken, signToken } = await getTokenPair(client, lic!);
-  const before = await scrape(client);
+  // the issued event written first: from here on the only event is the redemption's
+  const before = await pollUntil(() => scrape(client), (s) => s.value('license_usage_backlog_events') === 0);
 
   proxy.cut();
   // redemptions go on from Redis; their events wait, and the worker's writes fail
@@ -90,9 +91,9 @@ t.test('Postgres cut: a request that needed it and the worker\'s writes are coun
   // the backlog (read from Redis) and the worker's counter (reported by its process) are read at nearly the same
   // instant, not at one: the worker counts a batch once Redis has acknowledged it, so wait for both
   const drained = await pollUntil(() => scrape(client),
-    (s) => s.value('license_usage_backlog_events') === 0 && delta(before, s, 'license_usage_events_written_total') >= 2, { timeoutMs: 30_000 });
+    (s) => s.value('license_usage_backlog_events') === 0 && delta(before, s, 'license_usage_events_written_total') >= 1, { timeoutMs: 30_000 });
   t.equal(drained.value('license_usage_backlog_events'), 0, 'drained once Postgres is back');
-  t.ok(delta(before, drained, 'license_usage_events_written_total') >= 2, 'the issued and the redeemed event written');
+  t.ok(delta(before, drained, 'license_usage_events_written_total') >= 1, 'the redemption\'s event written');
 });
 
 t.test('a child hung (SIGSTOP): a scrape through another answers, the hung child counted as it last reported', { timeout: 60_000 }, async (t) => {
