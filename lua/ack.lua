@@ -1,7 +1,7 @@
 --[[
   Acknowledge a batch of one usage stream once Postgres has committed it, in one call:
-  XACK its entries, trim the stream of every entry that no consumer still holds, and raise
-  licenses' used counts to what Postgres now holds.
+  XACK its entries, trim the stream of every entry that no consumer still holds, and drop
+  the copies of licenses whose used count is below what Postgres now holds.
 
   Trimming instead of deleting entry by entry: every entry below the oldest one still
   pending (read by some worker, not yet acknowledged), or when none is pending every entry
@@ -9,21 +9,23 @@
   drops them, whole stream nodes at a time; entries other workers hold, and entries not
   yet read, stay.
 
-  Raising the used counts: Redis counts every redemption before Postgres does, so its
-  count is never legitimately lower; it is lower only after Redis lost data that the worker
-  still wrote afterwards (a batch held in memory across the loss, or an AOF that lost its
-  last second). A license Redis does not hold is left alone (it is rebuilt from Postgres
-  when next used).
+  Dropping copies behind Postgres: Redis counts every redemption before Postgres does, so
+  its count is never legitimately lower; it is lower only after Redis lost data that the
+  worker still wrote afterwards (a batch held in memory across the loss, or an AOF that lost
+  its last second). Such a copy is dropped with its packages, and rebuilt from Postgres and
+  the stream when next used (src/licenses/hot.ts): raising the count alone would leave the
+  packages' units left above it. A license Redis does not hold is left alone.
 
     KEYS[1]        usage stream     {b}:ev
-    KEYS[2..n+1]   license hashes   {b}:l:<firmaId>   (the stream's slot)
+    KEYS[2i, 2i+1] license i's hash and package hash  {b}:l:<firmaId>, {b}:pk:<firmaId>
+                   (i = 1..n, the stream's slot)
 
     ARGV[1]            consumer group
     ARGV[2]            k, the number of entry ids
     ARGV[3..k+2]       the batch's entry ids on this stream
     ARGV[k+3..k+n+2]   used quota Postgres holds for license i
 
-  Returns the number of used counts raised.
+  Returns the number of copies dropped.
 ]]
 local stream, group = KEYS[1], ARGV[1]
 local k = tonumber(ARGV[2])
@@ -60,13 +62,12 @@ if not groups.err then
   end
 end
 
-local raised = 0
-for i = 2, #KEYS do
-  local used = redis.call('HGET', KEYS[i], 'u')
-  local floor = ARGV[k + i + 1]
-  if used and tonumber(used) < tonumber(floor) then
-    redis.call('HSET', KEYS[i], 'u', floor)
-    raised = raised + 1
+local dropped = 0
+for i = 1, (#KEYS - 1) / 2 do
+  local used = redis.call('HGET', KEYS[2 * i], 'u')
+  if used and tonumber(used) < tonumber(ARGV[k + i + 2]) then
+    redis.call('DEL', KEYS[2 * i], KEYS[2 * i + 1])
+    dropped = dropped + 1
   end
 end
-return raised
+return dropped

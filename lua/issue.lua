@@ -6,7 +6,8 @@
 
     KEYS[1]          usage stream of the slot   {b}:ev
     KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
-    KEYS[3i..3i+2]   token i's license hash, token markers, rate-limit counter (i = 1..n)
+    KEYS[4i-1..4i+2] token i's license hash, token markers, rate-limit counter, package hash
+                     (i = 1..n)
 
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
@@ -21,10 +22,11 @@
 -- @include deadline
 -- @include epoch
 -- @include rateLimit
+-- @include packages
 -- @include issueToken
 -- @include batch
 
 return eachToken(7, 5, function(k, v, mark)
-  return issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
+  return issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
     ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], mark, ARGV[v + 6])
 end)

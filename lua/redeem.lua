@@ -7,8 +7,9 @@
 
     KEYS[1]          usage stream of the slot   {b}:ev
     KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
-    KEYS[3i..3i+2]   token i's license hash, token markers, rate-limit counter (i = 1..n)
-    KEYS[3n+3..]     for each token sent with an Idempotency-Key, in token order, the
+    KEYS[4i-1..4i+2] token i's license hash, token markers, rate-limit counter, package hash
+                     (i = 1..n)
+    KEYS[4n+3..]     for each token sent with an Idempotency-Key, in token order, the
                      record hashes of the current window and the one before
                      {b}:ik:<window> (includes/redeemToken.lua)
 
@@ -29,10 +30,11 @@
 -- @include deadline
 -- @include epoch
 -- @include rateLimit
+-- @include packages
 -- @include redeemToken
 -- @include batch
 
-local nextIdem = 3 + 3 * tokenCount(9)
+local nextIdem = 3 + 4 * tokenCount(9)
 return eachToken(9, 6, function(k, v, mark)
   local origin = ARGV[v + 6]
   if origin == '' then origin = nil else origin = string.sub(origin, 2) end
@@ -43,6 +45,6 @@ return eachToken(9, 6, function(k, v, mark)
     current, previous = KEYS[nextIdem], KEYS[nextIdem + 1]
     nextIdem = nextIdem + 2
   end
-  return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
+  return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
     ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, field, current, previous, ARGV[v + 8])
 end)

@@ -3,13 +3,17 @@
   hydration after a miss and by every admin change, after Postgres has committed.
 
   Versions make the two commute: whichever of a hydration (old row) and an admin change
-  (new row) lands last, the newest version wins. The used counter is set only when the
-  hash is created, because the Redis copy of it runs ahead of Postgres by the worker lag:
-  the caller computes it from Postgres plus the redemptions still queued in the stream.
-  A fence (fence.lua) is lifted by the change that set it (ARGV[3]) or, once its deadline
-  has passed, by a write whose row was read after it (ARGV[4]).
+  (new row) lands last, the newest version wins. The used and forfeited counts and the
+  packages' units left are set only when the hash is created, because Redis runs ahead of
+  Postgres on them by the worker lag: the caller computes them from Postgres plus the events
+  still queued in the stream. A newer row adds the packages Redis does not hold yet (numbers
+  above pm: new purchases, full) and has the current package settled again, since a new one
+  may expire first (includes/packages.lua). A license hash written before packages existed
+  (no pm) counts as missing. A fence (fence.lua) is lifted by the change that set it
+  (ARGV[3]) or, once its deadline has passed, by a write whose row was read after it (ARGV[4]).
 
     KEYS[1] hash to write
+    KEYS[2] the license's package hash {b}:pk:<firmaId> (none for the credentials hash)
 
     ARGV[1] version of the row (licenses.version)
     ARGV[2] used quota to start from when creating: a number; "" = not known yet (do not
@@ -17,28 +21,49 @@
     ARGV[3] "1": this write completes one fenced admin change; "0" otherwise
     ARGV[4] ms since epoch by Postgres's clock when the row was read less a margin: fences
             whose deadline is before it are lifted ("0" = none)
-    ARGV[5..] field, value, field, value...
+    ARGV[5] forfeited quota to start from when creating ("" for credentials)
+    ARGV[6] the license's packages with units left, one a line: "<number>\t<expiry ms>\t<left>"
+            (left as of creation when creating; a new package's amount otherwise)
+    ARGV[7] the number of the license's last package (licenses.packages_made; "" for credentials)
+    ARGV[8..] field, value, field, value...
 
   Returns {outcome, fenced} (SyncOutcome in src/redis/scripts.ts): outcome 1 created,
   2 updated, 0 left alone (already as new or newer), 3 not created (no used count given);
   fenced 1 while a fence remains.
 ]]
-local h = KEYS[1]
+local h, packages = KEYS[1], KEYS[2]
 local current = redis.call('HGET', h, 'v')
+if current and packages and redis.call('HEXISTS', h, 'pm') == 0 then current = nil end
 local outcome = 0
 if not current and ARGV[2] == '' then return {3, 1} end
 
+-- adds the packages numbered above `above`; the highest number added, or nil
+local function addPackages(above)
+  local added
+  for no, exp, left in string.gmatch(ARGV[6], '(%d+)\t(%d+)\t(%d+)') do
+    if tonumber(no) > above and tonumber(left) > 0 then
+      redis.call('HSET', packages, no, exp .. '\t' .. left)
+      added = no
+    end
+  end
+  return added
+end
+
 local fields = {}
-for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
 if not current then
   if ARGV[2] ~= '-' then
-    fields[#fields + 1] = 'u'
-    fields[#fields + 1] = ARGV[2]
+    for _, v in ipairs({'u', ARGV[2], 'f', ARGV[5], 'pm', ARGV[7], 'pn', '', 'pe', '', 'pl', '0'}) do fields[#fields + 1] = v end
+    redis.call('DEL', packages)
+    addPackages(0)
   end
   redis.call('HSET', h, 'v', ARGV[1], unpack(fields))
   outcome = 1
 elseif tonumber(current) < tonumber(ARGV[1]) then
   redis.call('HSET', h, 'v', ARGV[1], unpack(fields))
+  if packages and addPackages(tonumber(redis.call('HGET', h, 'pm'))) then
+    redis.call('HSET', h, 'pm', ARGV[7], 'pe', '')
+  end
   outcome = 2
 end
 

@@ -28,7 +28,8 @@ import { TokenService } from './tokens/jwt.js';
 import { SignTokenRedeemer } from './tokens/redeemSignToken.js';
 import { usageLag, usageLagMs } from './usage/lag.js';
 import { PartitionKeeper } from './usage/partitionKeeper.js';
-import { UsageWorker } from './usage/worker.js';
+import { ForfeitSweep } from './usage/forfeitSweep.js';
+import { UsageWorker, type Companion } from './usage/worker.js';
 import { WebhookWorker } from './webhooks/worker.js';
 
 export interface Service {
@@ -173,8 +174,13 @@ export async function startWorker(
   metrics.watchRedisConnection(connection);
   const webhooks = new WebhookWorker(openPostgres(config.databaseUrl, config.pgSchema, 2, 'license-webhooks'), config.webhooks, log);
   const partitions = new PartitionKeeper(sql, config.retentionDays, log, metrics.usagePartitionsDropped.series({}));
+  const sweep = new ForfeitSweep(sql, new HotLicenses(redis, keys, new LicenseStore(sql), new KnownKeys(sql), 0), log);
+  const companions: Companion = {
+    start: () => { webhooks.start(); sweep.start(); },
+    stop: async (timeoutMs) => { await Promise.all([webhooks.stop(timeoutMs), sweep.stop()]); },
+  };
   const worker = new UsageWorker(connection, sql, keys,
-    { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, webhooks, metrics, partitions);
+    { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, companions, metrics, partitions);
   await worker.start();
   return worker;
 }

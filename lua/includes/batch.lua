@@ -1,6 +1,6 @@
 --[[
   The loop of the batch scripts (redeem.lua, issue.lua), whose KEYS are the slot's stream
-  and epoch (includes/epoch.lua), then three keys per token, then any keys that some tokens
+  and epoch (includes/epoch.lua), then four keys per token, then any keys that some tokens
   name beyond those (redeem.lua: idempotency keys), and whose ARGV are now, the rate window
   and the deadline, then argsPerToken arguments per token.
   eachToken(argsPerToken, width, step): calls step(k, v, mark) for every token in order, k
@@ -19,7 +19,7 @@ local function eachToken(argsPerToken, width, step)
   local mark = issuedMark(KEYS[2])
   local out = {}
   for i = 1, tokenCount(argsPerToken) do
-    local code, a, b, left, reset, extra = step(3 * i, argsPerToken * (i - 1) + 4, mark)
+    local code, a, b, left, reset, extra = step(4 * i - 1, argsPerToken * (i - 1) + 4, mark)
     out[#out + 1] = code
     out[#out + 1] = a
     out[#out + 1] = b

@@ -1,9 +1,12 @@
 --[[
-  The issuance of one sign token, of issue.lua. Needs rateStep (rateLimit.lua).
+  The issuance of one sign token, of issue.lua. Needs rateStep (rateLimit.lua) and settle
+  (packages.lua): remaining quota counts only packages that have not expired.
 
-  issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi,
+  issueToken(license, markers, rate, packages, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi,
              expMs, markersExpireAt, issuedMark, generation) -> code, a, b, left, reset
-    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, n name, z fence, g generation
+    license  license hash        {b}:l:<firmaId>   fields q bought, f forfeited, u used, a active, x expiry ms, n name,
+                                 z fence, g generation, pn pe pl pm the packages (includes/packages.lua)
+    packages package hash        {b}:pk:<firmaId>  (includes/packages.lua)
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
     issuedMark  "i" followed by the bucket's epoch (includes/epoch.lua)
     rate     rate-limit counter  {b}:rs:<firmaId>
@@ -20,8 +23,8 @@
   resets; 0, 0 when the limit is off):
     DONE              a = remaining quota, b = organization name
     OVER_RATE_LIMIT   a = ms until the window resets
-    COPY_MISSING      no copy, or a fenced one (fence.lua): the caller hydrates from
-                      Postgres and retries
+    COPY_MISSING      no copy, a fenced one (fence.lua), or one written before packages
+                      (no pm): the caller hydrates from Postgres and retries
     TOKEN_REVOKED     the credentials are of an older generation
     LICENSE_EXPIRED
     LICENSE_INACTIVE
@@ -29,7 +32,7 @@
   The marker makes the token redeemable; the stream event puts it in the Postgres audit
   trail with status "issued". A refusal changes nothing but the rate-limit count.
 ]]
-local function issueToken(license, markers, rate, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt, issuedMark, generation)
+local function issueToken(license, markers, rate, packages, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt, issuedMark, generation)
   local left, reset = 0, 0
   if limit > 0 then
     local over
@@ -37,13 +40,18 @@ local function issueToken(license, markers, rate, stream, now, limit, windowMs, 
     if over then return OVER_RATE_LIMIT, reset, 0, 0, reset end
   end
 
-  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n', 'z', 'g')
-  if not lic[1] or lic[6] then return COPY_MISSING, 0, 0, left, reset end
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n', 'z', 'g', 'f', 'pe', 'pl', 'pm')
+  if not lic[1] or lic[6] or not lic[11] then return COPY_MISSING, 0, 0, left, reset end
   if generation ~= '' and (lic[7] or '0') ~= generation then return TOKEN_REVOKED, 0, 0, left, reset end
   if tonumber(lic[4]) <= tonumber(now) then return LICENSE_EXPIRED, 0, 0, left, reset end
   if lic[3] ~= '1' then return LICENSE_INACTIVE, 0, 0, left, reset end
-  local remaining = tonumber(lic[1]) - tonumber(lic[2])
+  local remaining = tonumber(lic[1]) - tonumber(lic[8] or '0') - tonumber(lic[2])
   if remaining <= 0 then return NO_QUOTA_LEFT, 0, 0, left, reset end
+  if mustSettle(lic[9], lic[10], now) then
+    local pn = settle(license, packages, stream, firmaId, now)
+    remaining = tonumber(lic[1]) - tonumber(redis.call('HGET', license, 'f') or '0') - tonumber(lic[2])
+    if pn == '' or remaining <= 0 then return NO_QUOTA_LEFT, 0, 0, left, reset end
+  end
 
   redis.call('HSET', markers, tokenId, issuedMark)
   redis.call('PEXPIREAT', markers, markersExpireAt)

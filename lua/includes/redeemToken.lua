@@ -1,15 +1,18 @@
 --[[
-  The redemption of one sign token, of redeem.lua. Needs rateStep (rateLimit.lua) and the
-  constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scripts.ts luaConstants).
+  The redemption of one sign token, of redeem.lua. Needs rateStep (rateLimit.lua), settle
+  (packages.lua) and the constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scripts.ts luaConstants).
 
-  redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId,
+  redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId,
               imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
     -> code, a, b, left, reset, receipt
-    license  license hash        {b}:l:<firmaId>   fields q total, u used, a active, x expiry ms, d domains, z fence
+    license  license hash        {b}:l:<firmaId>   fields q bought, f forfeited, u used, a active, x expiry ms,
+                                 d domains, z fence, pn pe pl pm the packages (includes/packages.lua)
+    packages package hash        {b}:pk:<firmaId>  (includes/packages.lua)
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
-    stream   usage stream        {b}:ev   event "u" (EventValues.used in src/redis/scripts.ts)
+    stream   usage stream        {b}:ev   event "u" (EventValues.used in src/redis/scripts.ts), with
+                                 the number of the package it spent (field p), and "f" forfeits
     now      ms since epoch, as a string (it is the event's time)
     limit    rate limit per window, a number (0 = off)
     host     origin host name, normalised ("" = none)
@@ -43,8 +46,9 @@
                         (any refusal below but a missing copy or marker is answered so when
                         the key is taken)
     OVER_RATE_LIMIT     a = ms until the window resets
-    COPY_MISSING        no license copy, or one fenced by an admin change (fence.lua): the
-                        caller hydrates from Postgres and retries (checked first)
+    COPY_MISSING        no license copy, one fenced by an admin change (fence.lua), or one
+                        written before packages (no pm): the caller hydrates from Postgres
+                        and retries (checked first)
     MARKER_MISSING      no marker for a token we signed: Redis lost it, and perhaps its
                         redemption with it (the caller refuses it: fail closed)
     TOKEN_SPENT         used, or issued in an earlier epoch: Redis came back from a restart
@@ -53,7 +57,8 @@
     LICENSE_INACTIVE
     ORIGIN_NOT_ALLOWED
     NO_QUOTA_LEFT
-  A refusal changes nothing but the rate-limit count.
+  A refusal changes nothing but the rate-limit count (and the forfeits of packages that
+  expired before it: packages.lua).
 ]]
 local function originAllowed(domains, host)
   if host == '' then return false end
@@ -115,7 +120,7 @@ local function claimKey(field, current, previous, tokenId, iat, now, used, remai
   return true
 end
 
-local function redeemToken(license, markers, rate, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
+local function redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
   local left, reset = 0, 0
   if limit > 0 then
     local over
@@ -125,8 +130,8 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
 
   -- the license first: a token of a company Redis does not hold is not "unknown" until
   -- Postgres has been asked about the company
-  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd', 'z')
-  if not lic[1] or lic[6] then return COPY_MISSING, 0, 0, left, reset end
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd', 'z', 'f', 'pn', 'pe', 'pl', 'pm')
+  if not lic[1] or lic[6] or not lic[11] then return COPY_MISSING, 0, 0, left, reset end
 
   local marker = redis.call('HGET', markers, tokenId)
   if not marker then return MARKER_MISSING, 0, 0, left, reset end
@@ -145,11 +150,18 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
   local domains = lic[5]
   if domains and domains ~= '' and not originAllowed(domains, host) then return refused(ORIGIN_NOT_ALLOWED, idem, current, previous, now, left, reset) end
 
-  local total = tonumber(lic[1])
+  local total = tonumber(lic[1]) - tonumber(lic[7] or '0')
   local used = tonumber(lic[2])
   if used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset) end
+  local pn, pl = lic[8], tonumber(lic[10] or '0')
+  if mustSettle(lic[9], lic[10], now) then
+    local pe
+    pn, pe, pl = settle(license, packages, stream, firmaId, now)
+    total = tonumber(lic[1]) - tonumber(redis.call('HGET', license, 'f') or '0')
+    if pn == '' or used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset) end
+  end
 
-  -- the script runs alone: the HINCRBY below makes used + 1, the figures the record and receipt keep
+  -- the script runs alone: the HSET below makes used + 1, the figures the record and receipt keep
   local receipt = ''
   if prefix ~= '' then
     receipt = prefix .. ',"iat":' .. math.floor(tonumber(now) / 1000) .. ',"used_quota":' .. (used + 1)
@@ -158,16 +170,17 @@ local function redeemToken(license, markers, rate, stream, now, limit, windowMs,
   if idem and not claimKey(idem, current, previous, tokenId, iat, now, used + 1, total - used - 1, receipt) then
     return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset
   end
-  used = redis.call('HINCRBY', license, 'u', 1)
+  used = used + 1
+  redis.call('HSET', license, 'u', used, 'pl', pl - 1)
   redis.call('HSET', markers, tokenId, 'u')
-  -- the used event: one field, its values tab-separated (EventValues.used in src/redis/scripts.ts);
-  -- a sign's adds its receipt as a second field (EVENT_RECEIPT in src/redis/fields.ts)
+  -- the used event: one field, its values tab-separated (EventValues.used in src/redis/scripts.ts),
+  -- then the package spent (EVENT_PACKAGE), then a sign's receipt (EVENT_RECEIPT in src/redis/fields.ts)
   local values = tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat
   if origin then values = values .. '\t' .. origin end
   if receipt == '' then
-    redis.call('XADD', stream, '*', 'u', values)
+    redis.call('XADD', stream, '*', 'u', values, 'p', pn)
   else
-    redis.call('XADD', stream, '*', 'u', values, 'r', receipt)
+    redis.call('XADD', stream, '*', 'u', values, 'p', pn, 'r', receipt)
   end
   return DONE, used, total - used, left, reset, receipt
 end

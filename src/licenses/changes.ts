@@ -4,7 +4,7 @@ import type { KeySpace } from '../redis/keys.js';
 import type { AuditActor } from './audit.js';
 import type { HotLicenses } from './hot.js';
 import type { Passwords, Requester } from './passwords.js';
-import { onlyWebhook, type LicenseChange, type LicenseRow, type LicenseStore, type NewLicense, type Purchase } from './store.js';
+import { onlyWebhook, type LicenseChange, type LicenseRow, type LicenseStore, type NewLicense, type NewPackage, type Purchase } from './store.js';
 
 /**
  * How long an admin change may take from fencing the Redis copies to committing in
@@ -49,7 +49,7 @@ async function changeLicense<T extends string, R extends LicenseRow = LicenseRow
   return outcome;
 }
 
-/** A license as the admin API shows it: the Postgres row, with the used count of the Redis copy (ahead by the worker lag). */
+/** A license as the admin API shows it: the Postgres row, with the total and used counts of the Redis copy (ahead by the worker lag). */
 export type LicenseView = LicenseRow;
 
 /** New license or changes as the admin sends them: a password, not its hash. */
@@ -101,10 +101,10 @@ export class LicenseAdmin {
    * 'reused': the key belongs to another purchase.
    */
   async addQuota(
-    licenseKey: string, add: number, actor: AuditActor,
+    licenseKey: string, pkg: NewPackage, actor: AuditActor,
   ): Promise<(LicenseView & { replayed: boolean }) | 'reused' | null> {
     const { idempotencyKey } = actor;
-    const row = await changeLicense<'reused', Purchase>(this.store, this.hot, licenseKey, (deadline) => this.store.addQuota(licenseKey, add, deadline, idempotencyKey, actor));
+    const row = await changeLicense<'reused', Purchase>(this.store, this.hot, licenseKey, (deadline) => this.store.addQuota(licenseKey, pkg, deadline, idempotencyKey, actor));
     return row === null || row === 'reused' ? row : { ...(await this.view(row)), replayed: row.replayed };
   }
 
@@ -114,7 +114,7 @@ export class LicenseAdmin {
   }
 
   private async view(row: LicenseRow): Promise<LicenseView> {
-    const usedQuota = await this.hot.usedQuota(row.firmaId);
-    return usedQuota === null ? row : { ...row, usedQuota };
+    const live = await this.hot.liveCounts(row.firmaId);
+    return live === null ? row : { ...row, ...live };
   }
 }

@@ -1,13 +1,13 @@
 import { ServiceUnavailable } from '../errors.js';
 import {
   CredentialsField as C, LicenseField as L, LOOK_UP_ONLY, NO_GATE, Outcome, runScript, scripts, SyncOutcome,
-  type FailureGate, type LoginAttempt, type RateCount,
+  type FailureGate, type LicenseCopy, type LoginAttempt, type PackageCopy, type RateCount,
 } from '../redis/scripts.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
 import { decodeDomains, encodeDomains } from './origin.js';
-import { redemptionOf } from '../usage/events.js';
+import { forfeitOf, redemptionOf } from '../usage/events.js';
 import type { LicenseRow, LicenseStore } from './store.js';
 
 /** The live state of a license as the request path sees it (Redis, ahead of Postgres). */
@@ -63,14 +63,55 @@ const FENCE_POLL_MS = 40;
 
 type Hydrated = 'missing' | 'ready' | 'fenced';
 
-/** A license hash read as [q, u, a, x, n, z] is missing, or fenced (z). */
-const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5] != null;
+/** A license hash read as [q, u, a, x, n, z, d, f, pm] is missing, fenced (z), or written before packages (no pm). */
+const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5] != null || copy[8] == null;
 
-/** A row's fields in the license hash (sync.lua adds the used count when it creates one). */
+/** A row's fields in the license hash (sync.lua adds the counts and packages when it creates one); its total is before forfeits. */
 function licenseFields(row: LicenseRow): (string | number)[] {
-  return [L.totalQuota, row.totalQuota, L.isActive, row.isActive ? '1' : '0', L.expiryMs, row.expiryDate.getTime(),
+  return [L.totalQuota, row.totalQuota + row.forfeitedQuota, L.isActive, row.isActive ? '1' : '0', L.expiryMs, row.expiryDate.getTime(),
     L.domains, encodeDomains(row.domains), L.organizationName, row.organizationName, L.licenseKey, row.licenseKey,
     L.generation, row.tokenGeneration];
+}
+
+/** What the events still queued in a license's stream did that Postgres may not have written yet. */
+interface Queued {
+  /** token id -> the package it spent ("" when not named) */
+  redemptions: Map<string, string>;
+  /** package number -> units forfeited */
+  forfeits: Map<number, number>;
+}
+
+/**
+ * The counts and packages a license hash is created with: Postgres's, less what the queued
+ * events did that it has not written (redemptions it does not count, forfeits of packages it
+ * has not marked forfeited).
+ */
+function copyOf(row: LicenseRow, queued: Queued, counted: Set<string>): LicenseCopy {
+  const spentOf = new Map<number, number>();
+  let spent = 0;
+  for (const [tokenId, packageNo] of queued.redemptions) {
+    if (counted.has(tokenId)) continue;
+    spent++;
+    // a redemption of an earlier version names no package: Postgres gives it the first with units left
+    const no = packageNo === '' ? (row.packages.find((p) => p.used + p.forfeited < p.amount)?.no ?? 0) : Number(packageNo);
+    spentOf.set(no, (spentOf.get(no) ?? 0) + 1);
+  }
+  let forfeited = 0;
+  const packages: PackageCopy[] = [];
+  for (const p of row.packages) {
+    const unwritten = p.forfeited === 0 ? (queued.forfeits.get(p.no) ?? 0) : 0;
+    forfeited += unwritten;
+    const left = p.amount - p.used - p.forfeited - (spentOf.get(p.no) ?? 0) - unwritten;
+    if (left > 0) packages.push({ no: p.no, expiresMs: p.expiresAt.getTime(), left });
+  }
+  return { usedQuota: row.usedQuota + spent, forfeitedQuota: row.forfeitedQuota + forfeited, packagesMade: row.packagesMade, packages };
+}
+
+/** What an update of an existing hash sends: the packages with units left as Postgres has them (Redis adds only those it lacks). */
+function updateOf(row: LicenseRow): LicenseCopy {
+  const packages = row.packages.filter((p) => p.used + p.forfeited < p.amount)
+    .map((p) => ({ no: p.no, expiresMs: p.expiresAt.getTime(), left: p.amount - p.used - p.forfeited }));
+  return { usedQuota: 'unknown', forfeitedQuota: 0, packagesMade: row.packagesMade, packages };
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -114,7 +155,7 @@ export class HotLicenses {
     const k = this.keys.forLicense(row.firmaId);
     const [, [outcome, licenseFenced], [, credentialsFenced]] = await Promise.all([
       this.redis.del(this.keys.unknownKey(row.licenseKey)),
-      runScript(this.redis, scripts.sync(k.license, row.version, 'unknown', completes, settledMs, licenseFields(row))),
+      runScript(this.redis, scripts.syncLicense(k, row.version, completes, settledMs, updateOf(row), licenseFields(row))),
       runScript(this.redis, scripts.sync(this.keys.credentials(row.licenseKey), row.version, 'none', completes, settledMs,
         [C.firmaId, row.firmaId, C.passwordHash, row.passwordHash, C.generation, row.tokenGeneration])),
     ]);
@@ -125,34 +166,37 @@ export class HotLicenses {
   }
 
   /**
-   * Creates a license hash Redis does not have. Its used count is what Postgres has
-   * persisted plus the redemptions still queued in the license's stream: the stream is read
-   * first, then Postgres, which says which of those it counts already (one persisted in
-   * between is counted once). No redemption of the license is queued meanwhile, since
-   * none can run without the hash.
+   * Creates a license hash Redis does not have. Its counts and packages are what Postgres
+   * has written, less what the events still queued in the license's stream did (copyOf):
+   * the stream is read first, then Postgres, which says which of those redemptions it counts
+   * already (one written in between is counted once; a forfeit written in between marks its
+   * package). No event of the license is queued meanwhile, since none can happen without
+   * the hash.
    */
   private async createLicenseCopy(firmaId: string, completes: boolean, settledMs: number): Promise<boolean> {
     const k = this.keys.forLicense(firmaId);
-    const queued = await this.queuedRedemptions(k.stream, firmaId);
-    const found = await this.store.forHydration(firmaId, queued);
+    const queued = await this.queuedEvents(k.stream, firmaId);
+    const found = await this.store.forHydration(firmaId, [...queued.redemptions.keys()]);
     if (found === null) return false;
     const { row } = found;
-    const used = row.usedQuota + queued.length - found.counted;
-    const [, fenced] = await runScript(this.redis, scripts.sync(k.license, row.version, used, completes, settledMs, licenseFields(row)));
+    const copy = copyOf(row, queued, found.counted);
+    const [, fenced] = await runScript(this.redis, scripts.syncLicense(k, row.version, completes, settledMs, copy, licenseFields(row)));
     return fenced;
   }
 
-  /** Token ids of the license's redemptions waiting in its stream (not yet in Postgres, or not yet acknowledged). */
-  private async queuedRedemptions(stream: string, firmaId: string): Promise<string[]> {
-    const ids = new Set<string>();
+  /** The license's redemptions and forfeits waiting in its stream (not yet in Postgres, or not yet acknowledged). */
+  private async queuedEvents(stream: string, firmaId: string): Promise<Queued> {
+    const queued: Queued = { redemptions: new Map(), forfeits: new Map() };
     let from = '-';
     for (;;) {
       const page = (await this.redis.xrange(stream, from, '+', 'COUNT', SCAN_PAGE)) as [string, string[]][];
       for (const [, fields] of page) {
         const redemption = redemptionOf(fields);
-        if (redemption?.firmaId === firmaId) ids.add(redemption.tokenId);
+        if (redemption?.firmaId === firmaId) queued.redemptions.set(redemption.tokenId, redemption.packageNo);
+        const forfeit = redemption === null ? forfeitOf(fields) : null;
+        if (forfeit?.firmaId === firmaId) queued.forfeits.set(forfeit.packageNo, forfeit.units);
       }
-      if (page.length < SCAN_PAGE) return [...ids];
+      if (page.length < SCAN_PAGE) return queued;
       from = `(${(page[page.length - 1] as [string, string[]])[0]}`;
     }
   }
@@ -230,10 +274,23 @@ export class HotLicenses {
     return firmaId;
   }
 
-  /** The used count of a license's Redis copy (fenced or not: the counter is live either way); null: no copy. */
-  async usedQuota(firmaId: string): Promise<number | null> {
-    const used = await this.redis.hget(this.keys.forLicense(firmaId).license, L.usedQuota);
-    return used === null ? null : Number(used);
+  /** The total and used counts of a license's Redis copy (fenced or not: the counters are live either way); null: no copy written since packages. */
+  async liveCounts(firmaId: string): Promise<{ totalQuota: number; usedQuota: number } | null> {
+    const [q, u, f, pm] = await this.redis.hmget(this.keys.forLicense(firmaId).license, L.totalQuota, L.usedQuota, L.forfeitedQuota, L.packagesMade);
+    if (q == null || u == null || pm == null) return null;
+    return { totalQuota: Number(q) - Number(f ?? 0), usedQuota: Number(u) };
+  }
+
+  /**
+   * Forfeits what the license's expired packages left (lua/settle.lua), reloading the copy
+   * first if Redis does not hold it; resolves the units forfeited now.
+   */
+  async settle(firmaId: string): Promise<number> {
+    const step = () => runScript(this.redis, scripts.settle(this.keys.forLicense(firmaId), firmaId, Date.now()));
+    const missed = ([outcome]: [Outcome, number]) => outcome === Outcome.COPY_MISSING;
+    let settled: [Outcome, number] | null = await step();
+    if (missed(settled)) settled = await this.retryAfterMiss(firmaId, step, missed);
+    return settled?.[1] ?? 0;
   }
 
   /** The live license, reloaded if Redis lost it or an admin change fenced it; null when it does not exist. */
@@ -245,13 +302,15 @@ export class HotLicenses {
   /** The live license of a firma id found by its key (as read does); null when it no longer exists. */
   async readFirma(firmaId: string, licenseKey: string): Promise<LiveLicense | null> {
     const key = this.keys.forLicense(firmaId).license;
-    const readCopy = () => this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences, L.domains);
+    const readCopy = () => this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences, L.domains,
+      L.forfeitedQuota, L.packagesMade);
     let copy: (string | null)[] | null = await readCopy();
     if (unusable(copy)) copy = await this.retryAfterMiss(firmaId, readCopy, unusable);
     if (copy === null) return null;
-    const [q, u, a, x, n, , d] = copy;
+    const [q, u, a, x, n, , d, f] = copy;
     return {
-      firmaId, licenseKey, organizationName: n ?? '', totalQuota: Number(q), usedQuota: Number(u), expiryMs: Number(x), isActive: a === '1',
+      firmaId, licenseKey, organizationName: n ?? '', totalQuota: Number(q) - Number(f ?? 0), usedQuota: Number(u), expiryMs: Number(x),
+      isActive: a === '1',
       domains: decodeDomains(d ?? ''),
     };
   }

@@ -22,6 +22,23 @@ export interface LicenseRow {
   webhookUrl: string | null;
   /** whether a webhook secret is stored (the secret itself is read only to sign deliveries) */
   webhookSecretSet: boolean;
+  /** units of expired packages never spent (totalQuota is net of them) */
+  forfeitedQuota: number;
+  /** the number of the license's last package */
+  packagesMade: number;
+  /** its packages, in the order bought, as the usage worker has written them */
+  packages: PackageRow[];
+}
+
+/** A package: one purchase (or the opening balance of a license older than packages), with its own expiry. */
+export interface PackageRow {
+  no: number;
+  amount: number;
+  used: number;
+  forfeited: number;
+  expiresAt: Date;
+  createdAt: Date;
+  note: string | null;
 }
 
 /** A credited purchase: the license after it; replayed when its idempotency key had credited it before (nothing credited now). */
@@ -33,7 +50,13 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 /** The columns of a LicenseRow, numbers as float8 (exact to 2^53), for licenseRowOf. */
 export const LICENSE_COLUMNS = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
   used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version,
-  token_generation::float8 as token_generation, webhook_url, webhook_secret is not null as webhook_secret_set`;
+  token_generation::float8 as token_generation, webhook_url, webhook_secret is not null as webhook_secret_set,
+  forfeited_quota::float8 as forfeited_quota, packages_made,
+  (select coalesce(json_agg(json_build_object('no', p.package_no, 'amount', p.amount::float8, 'used', p.used::float8,
+     'forfeited', p.forfeited::float8, 'expiresAt', p.expires_at, 'createdAt', p.created_at, 'note', p.note) order by p.package_no), '[]')
+   from license_packages p where p.firma_id = licenses.firma_id) as packages`;
+
+interface PackageJson { no: number; amount: number; used: number; forfeited: number; expiresAt: string; createdAt: string; note: string | null }
 
 export function licenseRowOf(r: Record<string, unknown>): LicenseRow {
   return {
@@ -50,6 +73,12 @@ export function licenseRowOf(r: Record<string, unknown>): LicenseRow {
     tokenGeneration: r.token_generation as number,
     webhookUrl: (r.webhook_url as string | null) ?? null,
     webhookSecretSet: r.webhook_secret_set as boolean,
+    forfeitedQuota: r.forfeited_quota as number,
+    packagesMade: r.packages_made as number,
+    packages: (r.packages as PackageJson[]).map((p) => ({
+      no: p.no, amount: p.amount, used: p.used, forfeited: p.forfeited, expiresAt: new Date(p.expiresAt), createdAt: new Date(p.createdAt),
+      note: p.note,
+    })),
   };
 }
 
@@ -109,46 +138,70 @@ async function audited(tx: postgres.TransactionSql, licenseKey: string): Promise
   return after;
 }
 
+/** A purchase as the admin makes it: a package of `add` units, expiring at expiresAt (null: with the license). */
+export interface NewPackage {
+  add: number;
+  expiresAt: Date | null;
+  note: string | null;
+}
+
+/** Thrown inside a purchase's transaction to roll it back: the deadline passed first. */
+class TooLate extends Error {}
+
+/**
+ * Adds a package to a license, with its purchase entry in the ledger, holding the
+ * license's row lock: the package takes the next number, and the ledger's balance is the
+ * license's as it then stands.
+ */
+async function addPackage(tx: postgres.TransactionSql, firmaId: string, pkg: NewPackage, actor: string): Promise<void> {
+  await tx.unsafe(
+    `with made as (
+       update licenses set packages_made = packages_made + 1 where firma_id = $1
+       returning packages_made, expiry_date, total_quota - used_quota as balance
+     ), pkg as (
+       insert into license_packages (firma_id, package_no, amount, expires_at, note)
+       select $1, packages_made, $2, coalesce($3::timestamptz, expiry_date), $4 from made
+       returning package_no
+     )
+     insert into license_ledger (firma_id, kind, amount, balance_after, package_no, actor, note)
+     select $1, 'purchase', $2, made.balance, pkg.package_no, $5, $4 from made, pkg`,
+    [firmaId, pkg.add, pkg.expiresAt, pkg.note, actor],
+  );
+}
+
 /**
  * Credits a purchase, once per idempotency key: a retry with the key credits nothing and
  * returns the license as it is, marked replayed. 'reused': the key was used for another purchase.
  * null: no such license, or past the deadline.
  */
 async function credit(
-  tx: postgres.TransactionSql, licenseKey: string, add: number, deadlineMs: number, idempotencyKey: string | null,
+  tx: postgres.TransactionSql, licenseKey: string, pkg: NewPackage, deadlineMs: number, idempotencyKey: string | null, actor: string,
 ): Promise<Purchase | 'reused' | null> {
-  if (idempotencyKey === null) {
-    const rows = await tx.unsafe(
-      `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
-       where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning ${LICENSE_COLUMNS}`,
-      [licenseKey, add, deadlineMs],
+  const target = await tx.unsafe(`select firma_id from licenses where license_key = $1 for update`, [licenseKey]);
+  const firmaId = target[0]?.firma_id as string | undefined;
+  if (firmaId === undefined) return null;
+  if (idempotencyKey !== null) {
+    const recorded = await tx.unsafe(
+      `insert into quota_purchases (idempotency_key, license_key, add) values ($1, $2, $3)
+       on conflict (idempotency_key) do nothing returning idempotency_key`,
+      [idempotencyKey, licenseKey, pkg.add],
     );
-    return rows[0] ? { ...licenseRowOf(rows[0]), replayed: false } : null;
+    if (recorded.length === 0) {
+      const earlier = await tx.unsafe(`select license_key, add::float8 as add from quota_purchases where idempotency_key = $1`, [idempotencyKey]);
+      if (earlier[0]?.license_key !== licenseKey || earlier[0]?.add !== pkg.add) return 'reused';
+      const rows = await tx.unsafe(`select ${LICENSE_COLUMNS} from licenses where firma_id = $1`, [firmaId]);
+      return { ...licenseRowOf(rows[0] as Record<string, unknown>), replayed: true };
+    }
   }
-  // one statement: the purchase is recorded if and only if the quota is credited
-  const rows = await tx.unsafe(
-    `with target as (
-       select license_key from licenses where license_key = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000)
-     ), purchase as (
-       insert into quota_purchases (idempotency_key, license_key, add)
-       select $4, license_key, $2 from target
-       on conflict (idempotency_key) do nothing
-       returning license_key
-     ), credited as (
-       update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
-       where license_key in (select license_key from purchase) returning ${LICENSE_COLUMNS}
-     )
-     select 'credited' as outcome, c.* from credited c
-     union all
-     select case when p.license_key = $1 and p.add = $2 then 'replayed' else 'reused' end, l.*
-     from quota_purchases p, lateral (select ${LICENSE_COLUMNS} from licenses where license_key = $1) l
-     where p.idempotency_key = $4 and not exists (select 1 from purchase)`,
-    [licenseKey, add, deadlineMs, idempotencyKey],
+  const credited = await tx.unsafe(
+    `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
+     where firma_id = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning firma_id`,
+    [firmaId, pkg.add, deadlineMs],
   );
-  const first = rows[0];
-  if (!first) return null;
-  if (first.outcome === 'reused') return 'reused';
-  return { ...licenseRowOf(first), replayed: first.outcome === 'replayed' };
+  if (credited.length === 0) throw new TooLate();
+  await addPackage(tx, firmaId, pkg, actor);
+  const rows = await tx.unsafe(`select ${LICENSE_COLUMNS} from licenses where firma_id = $1`, [firmaId]);
+  return { ...licenseRowOf(rows[0] as Record<string, unknown>), replayed: false };
 }
 
 export class LicenseStore {
@@ -171,9 +224,17 @@ export class LicenseStore {
           input.totalQuota, input.expiryDate, input.isActive, input.domains as never, input.webhookUrl ?? null, input.webhookSecret ?? null],
       );
       if (!rows[0]) return null;
+      const firmaId = rows[0].firma_id as string;
+      if (input.totalQuota > 0) await addPackage(tx, firmaId, { add: input.totalQuota, expiresAt: null, note: null }, actor.admin);
       await audit.record(tx, input.licenseKey, 'create', null, await audited(tx, input.licenseKey), actor);
-      return licenseRowOf(rows[0]);
+      return this.reread(tx, firmaId);
     });
+  }
+
+  /** The row as this transaction now sees it. */
+  private async reread(tx: postgres.TransactionSql, firmaId: string): Promise<LicenseRow> {
+    const rows = await tx.unsafe(`select ${LICENSE_COLUMNS} from licenses where firma_id = $1`, [firmaId]);
+    return licenseRowOf(rows[0] as Record<string, unknown>);
   }
 
   async byKey(licenseKey: string): Promise<LicenseRow | null> {
@@ -245,35 +306,44 @@ export class LicenseStore {
    * null: no such license, or past the deadline (see update).
    */
   async addQuota(
-    licenseKey: string, add: number, deadlineMs: number, idempotencyKey: string | null, actor: AuditActor,
+    licenseKey: string, pkg: NewPackage, deadlineMs: number, idempotencyKey: string | null, actor: AuditActor,
   ): Promise<Purchase | 'reused' | null> {
-    // the purchase and its audit record are one transaction; a replay or a refused key changes nothing and records nothing
-    return this.sql.begin(async (tx) => {
+    // the purchase, its package, its ledger entry and its audit record are one transaction; a
+    // replay or a refused key changes nothing and records nothing
+    const outcome = this.sql.begin(async (tx) => {
       const before = await audit.snapshot(tx, licenseKey);
       if (before === null) return null;
-      const purchase = await credit(tx, licenseKey, add, deadlineMs, idempotencyKey);
+      const purchase = await credit(tx, licenseKey, pkg, deadlineMs, idempotencyKey, actor.admin);
       if (purchase !== null && purchase !== 'reused' && !purchase.replayed) {
         await audit.record(tx, licenseKey, 'add-quota', before, await audited(tx, licenseKey), actor);
       }
       return purchase;
+    });
+    return outcome.catch((err: unknown) => {
+      if (err instanceof TooLate) return null;
+      throw err;
     });
   }
 
   /**
    * The row to hydrate Redis from, read with a share lock so that an admin change in
    * flight commits first, with the time by Postgres's clock when the read began; and of
-   * the given redemptions (still queued in Redis), how many Postgres already counts.
+   * the given redemptions (still queued in Redis), those Postgres already counts.
    */
-  async forHydration(firmaId: string, queuedTokenIds: string[] = []): Promise<{ row: LicenseRow; nowMs: number; counted: number } | null> {
+  async forHydration(firmaId: string, queuedTokenIds: string[] = []): Promise<{ row: LicenseRow; nowMs: number; counted: Set<string> } | null> {
+    const asked = queuedTokenIds.filter((id) => UUID.test(id));
     const rows = await this.sql.unsafe(
       `select ${LICENSE_COLUMNS}, extract(epoch from statement_timestamp()) * 1000 as now_ms,
-         (select count(*) from token_redemptions where token_id = any($2::uuid[]))::int as counted
+         (select coalesce(array_agg(token_id::text), '{}') from token_redemptions where token_id = any($2::uuid[])) as counted
        from licenses where firma_id = $1 for share`,
       // an id that is no UUID cannot have been written (src/usage/persist.ts): not asked about
-      [firmaId, queuedTokenIds.filter((id) => UUID.test(id)) as never],
+      [firmaId, asked as never],
     );
     const r = rows[0];
-    return r ? { row: licenseRowOf(r), nowMs: Math.floor(Number(r.now_ms)), counted: r.counted as number } : null;
+    if (!r) return null;
+    // Postgres writes UUIDs in lower case: the ids as queued are matched in lower case too
+    const counted = new Set((r.counted as string[]));
+    return { row: licenseRowOf(r), nowMs: Math.floor(Number(r.now_ms)), counted: new Set(asked.filter((id) => counted.has(id.toLowerCase()))) };
   }
 
   /** The license's token generation (access tokens of an older one are revoked); null: no such license. */

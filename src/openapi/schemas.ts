@@ -81,6 +81,20 @@ export const License = Type.Object({
   domains: Type.Array(Type.String(), { description: 'authorised origins (host names, "*.example.com" for subdomains); empty: any origin' }),
   webhookUrl: Type.Union([Type.String(), Type.Null()], { description: 'where the worker sends this license\'s events (docs/api.md#webhooks); null: none' }),
   webhookSecretSet: Type.Boolean({ description: 'a signing secret is set (the secret itself is never shown)' }),
+  packages: Type.Array(Type.Object({
+    id: Type.Integer({ minimum: 1, description: 'the package\'s number on this license: 1, 2, 3... in the order bought' }),
+    amount: Count,
+    used: Count,
+    remaining: Count,
+    forfeited: Type.Integer({ minimum: 0, description: 'units left when the package expired, taken off totalQuota' }),
+    expiresAt: Timestamp,
+    createdAt: Timestamp,
+    note: Type.Union([Type.String(), Type.Null()]),
+  }, closed), {
+    description: 'every purchase, oldest first, each with its own expiry: redemptions spend the one that expires first, and a '
+      + 'package that expires with units left forfeits them (totalQuota falls by as much). Its figures are as the usage worker '
+      + 'has written them, behind the license\'s own figures by the worker lag',
+  }),
 }, closed);
 
 /** A page of a paged admin list: its items and the cursor of the next page (null: the last). */

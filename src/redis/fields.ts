@@ -4,6 +4,7 @@
 
 /** License hash {b}:l:<firmaId>, the request path's copy of a licenses row. */
 export const LicenseField = {
+  /** every package bought and every correction: the total before forfeits */
   totalQuota: 'q',
   /** redemptions counted in Redis: ahead of Postgres by what the usage worker has not written */
   usedQuota: 'u',
@@ -20,6 +21,14 @@ export const LicenseField = {
   /** admin changes in flight and the latest of their deadlines (lua/fence.lua) */
   fences: 'z',
   fenceDeadline: 'zd',
+  /** units of expired packages never spent: counted in Redis first, like used (totalQuota = q - f) */
+  forfeitedQuota: 'f',
+  /** the package redemptions spend now: its number, expiry ms and units left (lua/includes/packages.lua) */
+  packageNo: 'pn',
+  packageExpiryMs: 'pe',
+  packageLeft: 'pl',
+  /** the number of the last package the copy holds: present in every copy written since packages exist */
+  packagesMade: 'pm',
 } as const;
 
 /** Credentials hash {k:<licenseKey>}:c: what get-token needs, found by license key. */
@@ -50,17 +59,22 @@ export const QuotaAnswerField = {
  * refused at the edge (src/usage/events.ts checks it all the same). One field instead of a
  * field per value: the usage worker decodes two strings per event instead of fourteen.
  */
-export const EventKind = { issued: 'i', used: 'u' } as const;
+export const EventKind = { issued: 'i', used: 'u', forfeited: 'f' } as const;
 
 export const EventValues = {
   /** token id, firma id, imza tipi, issue time (ms since epoch), the token's expiry (ms) */
   issued: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'expiresMs'],
   /** token id, firma id, imza tipi, redemption time, the token's iat (ms); then the origin, only when the client sent one (it may be empty) */
   used: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'issuedMs', 'origin'],
+  /** firma id, package number, units forfeited, when (ms since epoch): a package expired with units left (lua/includes/packages.lua) */
+  forfeited: ['firmaId', 'packageNo', 'units', 'atMs'],
 } as const;
 
+/** The field after a used event's values: the number of the package it spent ("" in none: a copy without packages). */
+export const EVENT_PACKAGE = 'p';
+
 /**
- * The second field of a sign's used event: its receipt, the JSON payload the route signs
+ * The last field of a sign's used event: its receipt, the JSON payload the route signs
  * (lua/includes/redeemToken.lua). JSON text, so it may hold anything but a raw control
  * character; the usage worker keeps its digest and document count.
  */

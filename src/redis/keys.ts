@@ -58,6 +58,8 @@ export interface LicenseKeys {
   /** the stream bucket, which is also the hash tag of every key here */
   bucket: number;
   license: string;
+  /** the license's packages with units left but its current one (lua/includes/packages.lua) */
+  packages: string;
   rateValidate: string;
   rateSign: string;
   /** history pages read in the current window (lua/count.lua) */
@@ -99,6 +101,7 @@ export class KeySpace {
     return {
       bucket,
       license: `${tag}:l:${firmaId}`,
+      packages: `${tag}:pk:${firmaId}`,
       rateValidate: `${tag}:rv:${firmaId}`,
       rateSign: `${tag}:rs:${firmaId}`,
       rateHistory: `${tag}:rh:${firmaId}`,

@@ -106,7 +106,7 @@ export class RedisRestarts {
     const epochs = this.keys.epochs;
     for (const key of epochs) await node.incr(key);
     let dropped = 0;
-    for (const pattern of [`${this.keys.prefix}:{*}:l:*`, `${this.keys.prefix}:{k:*}:c`]) {
+    for (const pattern of [`${this.keys.prefix}:{*}:l:*`, `${this.keys.prefix}:{*}:pk:*`, `${this.keys.prefix}:{k:*}:c`]) {
       let cursor = '0';
       do {
         const [next, found] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', SCAN_COUNT);

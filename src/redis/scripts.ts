@@ -63,19 +63,19 @@ function luaConstants(): string {
 export const enum SyncOutcome { UNCHANGED = 0, CREATED = 1, UPDATED = 2, NOT_CREATED = 3 }
 
 // ---- Redis hash fields and stream event fields: src/redis/fields.ts ------------------
-export { CredentialsField, EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField, LicenseField, Marker, QuotaAnswerField } from './fields.js';
+export { CredentialsField, EVENT_PACKAGE, EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField, LicenseField, Marker, QuotaAnswerField } from './fields.js';
 
 // ---- loading -----------------------------------------------------------------------------
 
 type Args = (string | number)[];
 type Reply = (string | number | null)[];
 export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'redeem'
-  | 'issue';
+  | 'issue' | 'settle';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
-const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue'];
+const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue', 'settle'];
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
@@ -248,6 +248,25 @@ function readQuotaStored(reply: unknown): QuotaStored {
   };
 }
 
+/** A package as a license hash is created with (lua/sync.lua): its number, expiry and units left. */
+export interface PackageCopy {
+  no: number;
+  expiresMs: number;
+  left: number;
+}
+
+/**
+ * What a license hash holds beyond the row's fields: the counts it is created with (usedQuota
+ * 'unknown': create nothing), and its packages with units left (on an update only those
+ * numbered above what Redis holds are added, full).
+ */
+export interface LicenseCopy {
+  usedQuota: number | 'unknown';
+  forfeitedQuota: number;
+  packagesMade: number;
+  packages: PackageCopy[];
+}
+
 const readSynced = (reply: unknown): [SyncOutcome, boolean] => [Number((reply as Reply)[0]) as SyncOutcome, Number((reply as Reply)[1]) === 1];
 
 export const scripts = {
@@ -313,17 +332,37 @@ export const scripts = {
     hash: string, version: number, usedQuota: number | 'unknown' | 'none', completes: boolean, settledMs: number, fields: Args,
   ): ScriptCall<[SyncOutcome, boolean]> => ({
     name: 'sync',
-    args: [1, hash, version, usedQuota === 'unknown' ? '' : usedQuota === 'none' ? '-' : usedQuota, completes ? '1' : '0', settledMs, ...fields],
+    args: [1, hash, version, usedQuota === 'unknown' ? '' : usedQuota === 'none' ? '-' : usedQuota, completes ? '1' : '0', settledMs, '', '', '', ...fields],
     read: readSynced,
   }),
 
   /**
-   * lua/ack.lua: acknowledges a written batch's entries of one stream and trims
-   * the stream of what no consumer holds; raises the used counts of licenses of the
-   * stream's slot to Postgres's. Resolves how many counts were raised.
+   * lua/sync.lua for a license hash: as sync, with its packages (LicenseCopy). The counts and
+   * units left are used only when the hash is created; usedQuota 'unknown' creates nothing.
    */
-  ack: (stream: string, group: string, ids: string[], licenseHashes: string[], usedQuotas: number[]): ScriptCall<number> => ({
-    name: 'ack', args: [1 + licenseHashes.length, stream, ...licenseHashes, group, ids.length, ...ids, ...usedQuotas], read: Number,
+  syncLicense: (keys: LicenseKeys, version: number, completes: boolean, settledMs: number, copy: LicenseCopy, fields: Args): ScriptCall<[SyncOutcome, boolean]> => ({
+    name: 'sync',
+    args: [2, keys.license, keys.packages, version, copy.usedQuota === 'unknown' ? '' : copy.usedQuota, completes ? '1' : '0', settledMs,
+      copy.forfeitedQuota, copy.packages.map((p) => `${p.no}\t${p.expiresMs}\t${p.left}`).join('\n'), copy.packagesMade, ...fields],
+    read: readSynced,
+  }),
+
+  /** lua/settle.lua: forfeits what the license's expired packages left; resolves the outcome (DONE, COPY_MISSING) and the units forfeited */
+  settle: (keys: LicenseKeys, firmaId: string, nowMs: number): ScriptCall<[Outcome, number]> => ({
+    name: 'settle',
+    args: [3, keys.license, keys.packages, keys.stream, nowMs, firmaId],
+    read: (reply) => [outcomeOf((reply as Reply)[0]), Number((reply as Reply)[1])],
+  }),
+
+  /**
+   * lua/ack.lua: acknowledges a written batch's entries of one stream and trims
+   * the stream of what no consumer holds; drops the copies of licenses of the stream's slot
+   * whose used count is below Postgres's. Resolves how many copies were dropped.
+   */
+  ack: (stream: string, group: string, ids: string[], licenses: LicenseKeys[], usedQuotas: number[]): ScriptCall<number> => ({
+    name: 'ack',
+    args: [1 + 2 * licenses.length, stream, ...licenses.flatMap((k) => [k.license, k.packages]), group, ids.length, ...ids, ...usedQuotas],
+    read: Number,
   }),
 };
 
@@ -373,7 +412,7 @@ export type Issued = [outcome: Outcome, a: number, b: string, rateRemaining: num
 
 /**
  * A batch script's layout (lua/includes/batch.lua): KEYS = the slot's stream and epoch,
- * then three per item, then the extra keys some items name; ARGV = now, rate window,
+ * then four per item, then the extra keys some items name; ARGV = now, rate window,
  * deadline, then the item's arguments; `width` values back per item, in order.
  */
 export interface BatchLayout<T extends SlotItem, R> {
@@ -381,7 +420,7 @@ export interface BatchLayout<T extends SlotItem, R> {
   /** values per item in the reply (eachToken's width) */
   width: 5 | 6;
   pushKeys(into: Args, item: T): void;
-  /** keys beyond the three, pushed after every item's three */
+  /** keys beyond the four, pushed after every item's four */
   pushExtraKeys?(into: Args, item: T): void;
   pushArgs(into: Args, item: T): void;
   /** item i's result, read from the reply */
@@ -391,7 +430,7 @@ export interface BatchLayout<T extends SlotItem, R> {
 export const redeemLayout: BatchLayout<Redemption, Redeemed> = {
   name: 'redeem',
   width: 6,
-  pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate),
+  pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate, r.keys.packages),
   pushExtraKeys: (into, r) => {
     if (r.idempotency !== null) into.push(r.idempotency.current, r.idempotency.previous);
   },
@@ -404,7 +443,7 @@ export const redeemLayout: BatchLayout<Redemption, Redeemed> = {
 export const issueLayout: BatchLayout<Issuance, Issued> = {
   name: 'issue',
   width: 5,
-  pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign),
+  pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign, r.keys.packages),
   pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt, r.generation),
   result: (out, i) => [outcomeOf(out[5 * i]), Number(out[5 * i + 1]), String(out[5 * i + 2] ?? ''),
     Number(out[5 * i + 3]), Number(out[5 * i + 4])],

@@ -1,4 +1,4 @@
-import { EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField as L } from '../redis/scripts.js';
+import { EVENT_PACKAGE, EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField as L } from '../redis/scripts.js';
 import { receiptFacts, type ReceiptFacts } from './receipts.js';
 
 // Reading usage events off a stream: the one-field form the scripts write (src/redis/scripts.ts
@@ -18,9 +18,11 @@ export interface QueuedEvent {
 
 export type UsageEvent =
   | (QueuedEvent & {
-      kind: 'issued' | 'used';
+      kind: 'issued' | 'used' | 'forfeited';
       /** the values, tab-separated, in the order of EventValues */
       values: string;
+      /** a redemption: the number of the package it spent ("" when none was named: events of earlier versions) */
+      packageNo?: string;
       /** a sign's redemption: what Postgres keeps of its receipt */
       receipt?: ReceiptFacts;
     })
@@ -31,6 +33,8 @@ export type UsageEvent =
 // optional); no line break anywhere, since a batch's values travel to Postgres one a line.
 // What the values hold is Postgres's to judge: a value it refuses makes a dead letter.
 const ISSUED_VALUES = /^[^\t\n]+\t[^\t\n]+(?:\t[^\t\n]*){3}$/;
+const FORFEITED_VALUES = /^[^\t\n]+\t\d{1,9}\t\d{1,15}\t\d{1,15}$/;
+const PACKAGE_NO = /^\d{0,9}$/;
 const USED_VALUES = /^[^\t\n]+\t[^\t\n]+(?:\t[^\t\n]*){3,4}$/;
 
 /** A stream entry's field list as a record (the last value of a repeated field wins). */
@@ -56,13 +60,31 @@ function legacyValues(fields: readonly string[]): { kind: string; values: string
   return { kind, values: parts.join(EVENT_SEPARATOR) };
 }
 
+/**
+ * A used event's fields after its values: the package it spent ("p", absent in events of
+ * earlier versions), then a sign's receipt ("r"); null when they are neither.
+ */
+function usedExtras(fields: string[]): { packageNo: string; receipt: string | null } | null {
+  let at = 2;
+  let packageNo = '';
+  if (fields[at] === EVENT_PACKAGE) {
+    packageNo = fields[at + 1] as string;
+    if (!PACKAGE_NO.test(packageNo)) return null;
+    at += 2;
+  }
+  if (at === fields.length) return { packageNo, receipt: null };
+  if (at + 2 === fields.length && fields[at] === EVENT_RECEIPT) return { packageNo, receipt: fields[at + 1] as string };
+  return null;
+}
+
 /** A stream entry as the worker reads it; fields null: deleted while it was pending. */
 export function decodeEvent(stream: string, id: string, fields: string[] | null): UsageEvent {
   if (fields === null) return { stream, id, fields: [], kind: 'gone' };
   let kind = fields[0];
   let values = fields[1];
-  const signed = fields.length === 4 && kind === EventKind.used && fields[2] === EVENT_RECEIPT;
-  if ((fields.length !== 2 && !signed) || (kind !== EventKind.issued && kind !== EventKind.used)) {
+  const extras = kind === EventKind.used && fields.length >= 2 ? usedExtras(fields) : null;
+  const oneField = fields.length === 2 || extras !== null;
+  if (!oneField || (kind !== EventKind.issued && kind !== EventKind.used && kind !== EventKind.forfeited)) {
     const legacy = legacyValues(fields);
     if (legacy === null) return { stream, id, fields, kind: 'bad' };
     ({ kind, values } = legacy);
@@ -70,16 +92,20 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
   if (kind === EventKind.issued) {
     return ISSUED_VALUES.test(values as string) ? { stream, id, fields, kind: 'issued', values: values as string } : { stream, id, fields, kind: 'bad' };
   }
+  if (kind === EventKind.forfeited) {
+    return FORFEITED_VALUES.test(values as string) ? { stream, id, fields, kind: 'forfeited', values: values as string } : { stream, id, fields, kind: 'bad' };
+  }
   if (!USED_VALUES.test(values as string)) return { stream, id, fields, kind: 'bad' };
-  if (!signed) return { stream, id, fields, kind: 'used', values: values as string };
-  const receipt = receiptFacts(fields[3] as string);
-  return receipt === null ? { stream, id, fields, kind: 'bad' } : { stream, id, fields, kind: 'used', values: values as string, receipt };
+  const packageNo = extras?.packageNo ?? '';
+  if (!extras?.receipt) return { stream, id, fields, kind: 'used', values: values as string, packageNo };
+  const receipt = receiptFacts(extras.receipt);
+  return receipt === null ? { stream, id, fields, kind: 'bad' } : { stream, id, fields, kind: 'used', values: values as string, packageNo, receipt };
 }
 
 /** An event's values by name (src/redis/scripts.ts EventValues), read from its fields (either form); null: not a readable event. */
-export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' } & Partial<Record<(typeof EventValues)['used' | 'issued'][number], string>>) | null {
+export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' | 'forfeited' } & Partial<Record<(typeof EventValues)['used' | 'issued' | 'forfeited'][number], string>>) | null {
   const event = decodeEvent('', '', fields);
-  if (event.kind !== 'issued' && event.kind !== 'used') return null;
+  if (event.kind !== 'issued' && event.kind !== 'used' && event.kind !== 'forfeited') return null;
   const names = EventValues[event.kind];
   const values = event.values.split(EVENT_SEPARATOR);
   const out: Record<string, string> = {};
@@ -87,10 +113,18 @@ export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' } & Part
   return { kind: event.kind, ...out };
 }
 
-/** The token and firma ids of a redemption event (either form); null for any other entry. */
-export function redemptionOf(fields: string[]): { tokenId: string; firmaId: string } | null {
+/** The token and firma ids of a redemption event (either form), and the package it spent ("": not named); null for any other entry. */
+export function redemptionOf(fields: string[]): { tokenId: string; firmaId: string; packageNo: string } | null {
   const event = decodeEvent('', '', fields);
   if (event.kind !== 'used') return null;
   const [tokenId, firmaId] = event.values.split(EVENT_SEPARATOR, 2) as [string, string];
-  return { tokenId, firmaId };
+  return { tokenId, firmaId, packageNo: event.packageNo ?? '' };
+}
+
+/** A forfeit event's firma id, package number and units; null for any other entry. */
+export function forfeitOf(fields: string[]): { firmaId: string; packageNo: number; units: number } | null {
+  const event = decodeEvent('', '', fields);
+  if (event.kind !== 'forfeited') return null;
+  const [firmaId, packageNo, units] = event.values.split(EVENT_SEPARATOR, 3) as [string, string, string];
+  return { firmaId, packageNo: Number(packageNo), units: Number(units) };
 }

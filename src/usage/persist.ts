@@ -24,12 +24,20 @@ export type UsedCounts = Map<string, number>;
  * A sign's redemption ($4: its token id, document count and receipt digest, one a line)
  * adds them to its row; a validate's row has neither.
  *
+ * Kontör (sql/010_packages_ledger.sql): each redemption written adds one to the package it
+ * spent ($5: token id and package number, one a line) and to the license's day in
+ * license_daily_usage. A forfeit ($6: firma id, package number, units, time) is a ledger
+ * entry, unique per package, so a replayed one inserts nothing; those inserted take their
+ * units off the license's total and mark them forfeited on the package. Each package and
+ * license row is updated once per statement (Postgres applies only one update of a row per
+ * statement), with the spends and forfeits of the batch summed.
+ *
  * The same statement writes the webhook events the batch causes (docs/api.md#webhooks): for a
  * license with a webhook URL whose remaining quota this batch took from above a threshold
  * to at or below it (quota.low: $3 % of the total; quota.exhausted: 0), one outbox row,
  * keyed by the license's total, so a crossing is recorded once however often its events
  * are replayed (sql/005_webhooks.sql). The remaining quota before the batch is the one
- * after it plus the redemptions it inserted: every rise of used_quota is one of these
+ * after it plus the redemptions it inserted and the units it forfeited: every rise of used_quota is one of these
  * statements, and those of one license run one after another on its row lock.
  */
 const STATEMENT = `
@@ -46,14 +54,45 @@ const STATEMENT = `
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($2::text, E'\\n')) as e) as u
     left join (select string_to_array(e, E'\\t') as r from unnest(string_to_array($4::text, E'\\n')) as e) as s on s.r[1] = u.v[1]
     on conflict (token_id) do nothing
-    returning firma_id
+    returning token_id, firma_id, used_at
+  ), spent as (
+    -- the redemptions written now, with the package each spent; an event of an earlier
+    -- version names none: the license's first package with units left, as Redis then spent
+    select u.firma_id, u.used_at,
+           coalesce(nullif(k.v[2], '')::int, (select min(p.package_no) from license_packages p
+                                              where p.firma_id = u.firma_id and p.used + p.forfeited < p.amount)) as package_no
+    from used u
+    left join (select string_to_array(e, E'\\t') as v from unnest(string_to_array($5::text, E'\\n')) as e) as k on k.v[1]::uuid = u.token_id
+  ), forfeits as (
+    -- a package forfeits once: the ledger's unique entry decides, whatever the replays
+    insert into license_ledger (firma_id, at, kind, amount, balance_after, package_no, actor)
+    select v[1], timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond', 'forfeit', -v[3]::int8,
+           coalesce((select l.total_quota - l.used_quota from licenses l where l.firma_id = v[1]), 0) - v[3]::int8, v[2]::int, 'system'
+    from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($6::text, E'\\n')) as e) as f
+    on conflict (firma_id, package_no) where kind = 'forfeit' do nothing
+    returning firma_id, package_no, -amount as units
+  ), packaged as (
+    update license_packages p set used = p.used + m.spent, forfeited = p.forfeited + m.forfeited
+    from (select firma_id, package_no, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited from (
+            select firma_id, package_no, 1 as spent, 0 as forfeited from spent where package_no is not null
+            union all select firma_id, package_no, 0, units from forfeits) as moves
+          group by 1, 2) m
+    where p.firma_id = m.firma_id and p.package_no = m.package_no
+  ), daily as (
+    insert into license_daily_usage as d (firma_id, day, redeemed)
+    select firma_id, (used_at at time zone 'UTC')::date, count(*) from spent group by 1, 2
+    on conflict (firma_id, day) do update set redeemed = d.redeemed + excluded.redeemed
   ), counted as (
-    update licenses l set used_quota = l.used_quota + n.count, updated_at = now()
-    from (select firma_id, count(*) as count from used group by firma_id) n
+    update licenses l set used_quota = l.used_quota + n.spent, total_quota = l.total_quota - n.forfeited,
+                          forfeited_quota = l.forfeited_quota + n.forfeited, updated_at = now()
+    from (select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited from (
+            select firma_id, 1 as spent, 0 as forfeited from spent
+            union all select firma_id, 0, units from forfeits) as moves
+          group by 1) n
     where l.firma_id = n.firma_id
     returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.expiry_date, l.webhook_url,
               greatest(l.total_quota - l.used_quota, 0) as remaining,
-              greatest(l.total_quota - l.used_quota + n.count, 0) as remaining_before
+              greatest(l.total_quota - l.used_quota + n.spent + n.forfeited, 0) as remaining_before
   ), crossings as (
     insert into webhook_events (event_key, firma_id, type, payload)
     select e.type || ':' || c.firma_id || ':' || c.total_quota, c.firma_id, e.type,
@@ -80,15 +119,23 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
   const issued: string[] = [];
   const used: string[] = [];
   const receipts: string[] = [];
+  // token id -> the package it spent: once per token, however often its event was queued (a join must not repeat it)
+  const packages = new Map<string, string>();
+  const forfeits: string[] = [];
   for (const e of events) {
     if (e.kind === 'issued') issued.push(e.values);
+    else if (e.kind === 'forfeited') forfeits.push(e.values);
     else if (e.kind === 'used') {
       used.push(e.values);
-      if (e.receipt) receipts.push(`${e.values.slice(0, e.values.indexOf(EVENT_SEPARATOR))}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
+      const tokenId = e.values.slice(0, e.values.indexOf(EVENT_SEPARATOR));
+      if (e.packageNo) packages.set(tokenId, e.packageNo);
+      if (e.receipt) receipts.push(`${tokenId}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
     }
   }
-  if (issued.length === 0 && used.length === 0) return counts;
-  const rows = await sql.unsafe(STATEMENT, [issued.join('\n'), used.join('\n'), quotaLowPercent, receipts.join('\n')], { prepare: true });
+  if (issued.length === 0 && used.length === 0 && forfeits.length === 0) return counts;
+  const rows = await sql.unsafe(STATEMENT,
+    [issued.join('\n'), used.join('\n'), quotaLowPercent, receipts.join('\n'),
+      Array.from(packages, ([tokenId, no]) => `${tokenId}${EVENT_SEPARATOR}${no}`).join('\n'), forfeits.join('\n')], { prepare: true });
   for (const r of rows) counts.set(r.firma_id as string, r.used as number);
   return counts;
 }

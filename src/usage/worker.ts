@@ -5,7 +5,7 @@ import type { Sql } from '../db/pg.js';
 import type { Count, Observe } from '../metrics/cells.js';
 import { NO_METRICS, type Metrics } from '../metrics/registry.js';
 import { isCluster, type RedisClient } from '../redis/client.js';
-import type { KeySpace } from '../redis/keys.js';
+import type { KeySpace, LicenseKeys } from '../redis/keys.js';
 import { DeadLetters, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
 import { decodeEvent, type UsageEvent } from './events.js';
 import { usageLag } from './lag.js';
@@ -233,11 +233,11 @@ export class UsageWorker {
   /**
    * One call per stream (lua/ack.lua): acknowledge the batch's entries and trim them off
    * the stream (a worker killed in between leaves nothing acknowledged yet still counted as
-   * lag), and raise the licenses' used counts in Redis to what Postgres now holds (only
-   * ever needed after Redis lost data). A single connection's calls leave in one write.
+   * lag), and drop the Redis copies of licenses whose used count is below what Postgres now
+   * holds (only ever after Redis lost data: they are rebuilt from Postgres when next used). A single connection's calls leave in one write.
    */
   private async ack(events: UsageEvent[], counts: UsedCounts): Promise<void> {
-    const byStream = new Map<string, { ids: string[]; licenses: string[]; used: number[] }>();
+    const byStream = new Map<string, { ids: string[]; licenses: LicenseKeys[]; used: number[] }>();
     const of = (stream: string) => {
       let entry = byStream.get(stream);
       if (!entry) byStream.set(stream, (entry = { ids: [], licenses: [], used: [] }));
@@ -247,7 +247,7 @@ export class UsageWorker {
     for (const [firmaId, used] of counts) {
       const k = this.keys.forLicense(firmaId);
       const entry = of(k.stream);
-      entry.licenses.push(k.license);
+      entry.licenses.push(k);
       entry.used.push(used);
     }
     const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;

@@ -1,0 +1,62 @@
+import type { Logger } from 'pino';
+import type { Sql } from '../db/pg.js';
+import type { HotLicenses } from '../licenses/hot.js';
+import type { Companion } from './worker.js';
+
+/** How often Postgres is asked for packages that expired with units left. */
+export const SWEEP_INTERVAL_MS = 2_000;
+/** Licenses settled per pass: more wait for the next. */
+const SWEEP_LIMIT = 500;
+
+/**
+ * Forfeits the units of expired packages of licenses nobody is using, beside the usage worker.
+ * Redemptions and issuances forfeit on their own (lua/includes/packages.lua), so without this
+ * only a license in use would see its total fall at a package's expiry. Postgres names the
+ * licenses with a package expired and neither spent nor forfeited as far as it has written;
+ * Redis, which decides, forfeits (lua/settle.lua), and the usage worker writes the forfeit as
+ * it writes every event. A package Redis has already settled is named again until the worker
+ * has written it, and settling it again changes nothing.
+ */
+export class ForfeitSweep implements Companion {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly hot: HotLicenses,
+    private readonly log: Logger,
+    private readonly intervalMs = SWEEP_INTERVAL_MS,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.pass(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** One pass; never throws. Resolves the units forfeited. */
+  pass(): Promise<void> {
+    if (this.running) return this.running;
+    this.running = this.sweep().then((units) => {
+      if (units > 0) this.log.info({ units }, 'expired packages forfeited');
+    }, (err: unknown) => {
+      this.log.warn({ err }, 'forfeit sweep failed, tried again on the next');
+    }).finally(() => { this.running = null; });
+    return this.running;
+  }
+
+  private async sweep(): Promise<number> {
+    const due = await this.sql`
+      select distinct firma_id from license_packages
+      where expires_at <= now() and forfeited = 0 and used < amount
+      limit ${SWEEP_LIMIT}`;
+    let units = 0;
+    for (const { firma_id: firmaId } of due) units += await this.hot.settle(firmaId as string);
+    return units;
+  }
+}
