@@ -179,7 +179,7 @@ export class UsageWorker {
    * no batch is retried forever and no event is dropped unrecorded.
    */
   private async flush(events: UsageEvent[]): Promise<void> {
-    const writable = events.filter((e) => e.kind === 'issued' || e.kind === 'used');
+    const writable = events.filter((e) => e.kind !== 'bad' && e.kind !== 'gone');
     const counts: UsedCounts = new Map();
     const refusedByPostgres = await this.persistIsolating(writable, counts);
     const refused: Refused[] = events

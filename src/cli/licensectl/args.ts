@@ -63,10 +63,15 @@ ${PASSWORD_HELP}`,
   },
   'add-quota': {
     args: ['key', 'n'],
-    options: { 'idempotency-key': { type: 'string' } },
+    options: { 'idempotency-key': { type: 'string' }, expires: { type: 'string' }, note: { type: 'string' } },
     summary: 'credit a purchased package of n signatures',
-    help: `<licenseKey> <n> [--idempotency-key <k>]
-  --idempotency-key <k>  the purchase's own key: a retry with it credits once`,
+    help: `<licenseKey> <n> [--expires <date>] [--note <text>] [--idempotency-key <k>]
+  --expires <date>       when the package expires: YYYY-MM-DD (valid through that day,
+                         UTC) or an RFC 3339 date-time; default: with the license
+  --note <text>          kept with the package and its ledger entry (an invoice number)
+  --idempotency-key <k>  the purchase's own key: a retry with it credits once
+  Redemptions spend the package that expires first; a package that expires with units
+  left forfeits them (the total falls by as much).`,
   },
   activate: { args: ['key'], options: {}, summary: 'activate a license', help: '<licenseKey>' },
   deactivate: {
@@ -106,6 +111,16 @@ ${PASSWORD_HELP}`,
 ${PAGE_HELP}
   The usage worker writes tokens to Postgres after the fact: a token shows (and shows
   as used) once the worker has written it, normally within a second.`,
+  },
+  ledger: {
+    args: ['key'],
+    options: { limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' } },
+    summary: 'a license\'s ledger: purchases, forfeits, releases, corrections and spending by day',
+    help: `<licenseKey> [--limit <n>] [--cursor <c> | --all]
+${PAGE_HELP}
+  Newest first, each entry with the balance after it, its package and who made it;
+  spending shows as one line per UTC day. The totals sum to the license's figures:
+  total = purchased + corrected - forfeited, used = redeemed - released.`,
   },
   audit: {
     args: [],

@@ -1,6 +1,9 @@
 import { AdminApi, licensePath } from './api.js';
 import { UsageError } from './args.js';
-import { auditTable, licenseBlock, licenseTable, tokenTable, type AuditRecord, type IssuedToken, type License, type Page } from './output.js';
+import {
+  auditTable, ledgerTable, licenseBlock, licenseTable, tokenTable, type AuditRecord, type IssuedToken, type LedgerLine, type LedgerPage, type License,
+  type Page,
+} from './output.js';
 import { hiddenValueFrom, passwordFrom } from './password.js';
 import { domainsOf, expiryOf, sinceOf, wholeNumberOf } from './values.js';
 
@@ -53,15 +56,16 @@ function pageQuery(run: Run, cursor: string | null, extra: Record<string, string
 }
 
 /** One page, or with --all every page following the cursors: {items, nextCursor}. */
-async function pages<T>(run: Run, path: string, extra: Record<string, string> = {}): Promise<Page<T>> {
+async function pages<T, P extends Page<T> = Page<T>>(run: Run, path: string, extra: Record<string, string> = {}): Promise<P> {
   if (run.options.all === true && str(run, 'cursor') !== undefined) throw new UsageError('give --cursor or --all, not both');
   let cursor = str(run, 'cursor') ?? null;
   const items: T[] = [];
   for (;;) {
-    const page = await run.api.call<Page<T>>('GET', `${path}${pageQuery(run, cursor, extra)}`);
+    const page = await run.api.call<P>('GET', `${path}${pageQuery(run, cursor, extra)}`);
     if (run.options.all !== true) return page;
     items.push(...page.items);
-    if (page.nextCursor === null) return { items, nextCursor: null };
+    // the last page's other fields (the ledger's totals) with every page's items
+    if (page.nextCursor === null) return { ...page, items, nextCursor: null };
     cursor = page.nextCursor;
   }
 }
@@ -104,7 +108,11 @@ export const commands: Record<string, Command> = {
     const add = wholeNumberOf(run.args.n as string, 1);
     if (add === null) throw new UsageError('<n> must be a whole number from 1 to 10^12');
     const key = str(run, 'idempotency-key');
-    const purchase = await run.api.answer('POST', licensePath(run.args.key as string, '/quota'), { add }, key === undefined ? {} : { 'idempotency-key': key });
+    const expires = str(run, 'expires');
+    const expiresAt = expires === undefined ? undefined : expiryOf(expires);
+    if (expiresAt === null) throw new UsageError('--expires must be YYYY-MM-DD or an RFC 3339 date-time');
+    const body = { add, ...(expiresAt === undefined ? {} : { expiresAt }), ...(str(run, 'note') === undefined ? {} : { note: str(run, 'note') }) };
+    const purchase = await run.api.answer('POST', licensePath(run.args.key as string, '/quota'), body, key === undefined ? {} : { 'idempotency-key': key });
     if (!purchase.replayed) return license(purchase.data, `Added ${add}:`);
     // a retry of a purchase credited before credits nothing: say so, not "Added"
     const already = `already credited: the purchase with idempotency key "${key ?? ''}" was credited before; nothing added now`;
@@ -146,6 +154,12 @@ export const commands: Record<string, Command> = {
     const key = run.args.key as string;
     const page = await pages<IssuedToken>(run, licensePath(key, '/tokens'), status === undefined ? {} : { status });
     return { data: page, human: tokenTable(page.items) + pageFooter(page, 'token', `licensectl tokens ${key}`) };
+  },
+
+  async ledger(run) {
+    const key = run.args.key as string;
+    const page = await pages<LedgerLine, LedgerPage>(run, licensePath(key, '/ledger'));
+    return { data: page, human: ledgerTable(page) + pageFooter(page, 'line', `licensectl ledger ${key}`) };
   },
 
   async audit(run) {

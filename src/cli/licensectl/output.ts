@@ -38,6 +38,19 @@ export interface License {
   /** where the worker POSTs this license's events; null: none (docs/api.md "Webhooks") */
   webhookUrl: string | null;
   webhookSecretSet: boolean;
+  packages: Package[];
+}
+
+/** A package of a License: one purchase with its own expiry. */
+export interface Package {
+  id: number;
+  amount: number;
+  used: number;
+  remaining: number;
+  forfeited: number;
+  expiresAt: string;
+  createdAt: string;
+  note: string | null;
 }
 
 export interface IssuedToken {
@@ -69,7 +82,40 @@ export function licenseBlock(l: License): string {
     ['Active', l.isActive ? 'yes' : 'no'],
     ['Domains', domainsOf(l)],
     ['Webhook', l.webhookUrl === null ? '-' : `${l.webhookUrl} (secret ${l.webhookSecretSet ? 'set' : 'not set'})`],
-  ]);
+  ]) + (l.packages.length === 0 ? '' : `\nPackages (spent earliest expiry first):\n${packageTable(l.packages)}`);
+}
+
+export function packageTable(items: readonly Package[]): string {
+  return table(
+    ['ID', 'AMOUNT', 'USED', 'LEFT', 'FORFEITED', 'EXPIRES', 'BOUGHT', 'NOTE'],
+    items.map((p) => [p.id, p.amount, p.used, p.remaining, p.forfeited, p.expiresAt, p.createdAt.slice(0, 10), p.note]),
+  );
+}
+
+/** A line of a license's ledger (GET /admin/v1/licenses/{key}/ledger). */
+export interface LedgerLine {
+  kind: string;
+  at: string;
+  amount: number;
+  balanceAfter: number | null;
+  packageId: number | null;
+  actor: string | null;
+  note: string | null;
+  day: string | null;
+}
+
+export interface LedgerPage extends Page<LedgerLine> {
+  totals: { purchased: number; corrected: number; forfeited: number; released: number; redeemed: number; totalQuota: number; usedQuota: number };
+}
+
+export function ledgerTable(page: LedgerPage): string {
+  const t = page.totals;
+  const lines = table(
+    ['WHEN', 'KIND', 'AMOUNT', 'BALANCE AFTER', 'PACKAGE', 'BY', 'NOTE'],
+    page.items.map((l) => [l.day ?? l.at, l.kind, l.amount > 0 ? `+${l.amount}` : l.amount, l.balanceAfter, l.packageId, l.actor, l.note]),
+  );
+  return `${lines}\nTotals: purchased ${t.purchased}, corrected ${t.corrected}, forfeited ${t.forfeited}, redeemed ${t.redeemed}, `
+    + `released ${t.released}: total ${t.totalQuota}, used ${t.usedQuota}, left ${t.totalQuota - t.usedQuota}\n`;
 }
 
 export function licenseTable(items: readonly License[]): string {

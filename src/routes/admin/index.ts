@@ -7,6 +7,7 @@ import { addQuotaRoute } from './v1_licenses_addQuota.js';
 import { createLicenseRoute } from './v1_licenses_create.js';
 import { listLicensesRoute } from './v1_licenses_list.js';
 import { readLicenseRoute } from './v1_licenses_read.js';
+import { licenseLedgerRoute } from './v1_licenses_ledger.js';
 import { licenseTokensRoute } from './v1_licenses_tokens.js';
 import { patchLicenseRoute } from './v1_licenses_patch.js';
 
@@ -15,5 +16,5 @@ export function adminRoutes(ctx: RouteContext, admins: readonly AdminToken[]): R
   const guard = adminGuard(admins);
   return [
     createLicenseRoute(ctx, guard), readLicenseRoute(ctx, guard), patchLicenseRoute(ctx, guard), addQuotaRoute(ctx, guard),
-    listLicensesRoute(ctx, guard), licenseTokensRoute(ctx, guard), auditRoute(ctx, guard)];
+    listLicensesRoute(ctx, guard), licenseTokensRoute(ctx, guard), licenseLedgerRoute(ctx, guard), auditRoute(ctx, guard)];
 }

@@ -1,0 +1,97 @@
+import type { Sql } from '../db/pg.js';
+
+// A license's ledger (sql/010_packages_ledger.sql) as GET /admin/v1/licenses/{key}/ledger and
+// the holder's view read it: the entries (purchase, forfeit, release, correction) and, for
+// spending, one line per UTC day of redemptions, merged newest first; and the totals, which
+// sum to the license's figures.
+
+export type LedgerKind = 'purchase' | 'forfeit' | 'release' | 'correction' | 'spend';
+
+/** One line of the ledger: an entry, or a day's redemptions (kind spend: no balance, package or actor). */
+export interface LedgerLine {
+  kind: LedgerKind;
+  /** an entry's time; a day's: the end of that UTC day */
+  at: Date;
+  /** what it adds to the balance: a forfeit and a day's spending are negative */
+  amount: number;
+  balanceAfter: number | null;
+  packageNo: number | null;
+  actor: string | null;
+  note: string | null;
+  /** a day's spending: the day, YYYY-MM-DD (UTC); null for an entry */
+  day: string | null;
+  /** the line's place in the order (for the next page's cursor): its time in microseconds and its reference */
+  atMicros: string;
+  ref: string;
+}
+
+/** What the ledger sums to, as Postgres holds it in one snapshot: the license's total and used quota. */
+export interface LedgerTotals {
+  purchased: number;
+  corrected: number;
+  forfeited: number;
+  released: number;
+  redeemed: number;
+  totalQuota: number;
+  usedQuota: number;
+}
+
+/** Where a page ends: the last line's time (µs) and reference (an entry's "e" and id, a day's "s" and date). */
+export interface LedgerCursor {
+  atMicros: string;
+  ref: string;
+}
+
+const LINES = `
+  select kind, at, amount::float8 as amount, balance_after::float8 as balance_after, package_no, actor, note, null::text as day,
+         'e' || lpad(id::text, 19, '0') as ref
+  from license_ledger where firma_id = $1
+  union all
+  select 'spend', (day + 1)::timestamp at time zone 'UTC' - interval '1 microsecond', -redeemed::float8, null, null, null, null,
+         day::text, 's' || day::text
+  from license_daily_usage where firma_id = $1 and redeemed > 0`;
+
+export class Ledger {
+  constructor(private readonly sql: Sql) {}
+
+  /** At most `limit` lines, newest first, after `after` (null: from the newest). */
+  async lines(firmaId: string, limit: number, after: LedgerCursor | null): Promise<LedgerLine[]> {
+    const params: unknown[] = [firmaId, limit];
+    const where = after === null ? '' : `where (at_micros, ref) < ($${params.push(after.atMicros)}::int8, $${params.push(after.ref)})`;
+    const rows = await this.sql.unsafe(
+      `select * from (select l.*, (extract(epoch from at) * 1000000)::int8 as at_micros from (${LINES}) l) lines
+       ${where} order by at_micros desc, ref desc limit $2`,
+      params as never[],
+    );
+    return rows.map((r) => ({
+      kind: r.kind as LedgerKind,
+      at: r.at as Date,
+      amount: r.amount as number,
+      balanceAfter: (r.balance_after as number | null) ?? null,
+      packageNo: (r.package_no as number | null) ?? null,
+      actor: (r.actor as string | null) ?? null,
+      note: (r.note as string | null) ?? null,
+      day: (r.day as string | null) ?? null,
+      atMicros: String(r.at_micros),
+      ref: r.ref as string,
+    }));
+  }
+
+  /** The sums of a license's ledger beside its figures, read together; null: no such license. */
+  async totals(firmaId: string): Promise<LedgerTotals | null> {
+    const rows = await this.sql`
+      select l.total_quota::float8 as total_quota, l.used_quota::float8 as used_quota,
+        coalesce((select sum(amount) filter (where kind = 'purchase') from license_ledger where firma_id = l.firma_id), 0)::float8 as purchased,
+        coalesce((select sum(amount) filter (where kind = 'correction') from license_ledger where firma_id = l.firma_id), 0)::float8 as corrected,
+        coalesce((select -sum(amount) filter (where kind = 'forfeit') from license_ledger where firma_id = l.firma_id), 0)::float8 as forfeited,
+        coalesce((select sum(amount) filter (where kind = 'release') from license_ledger where firma_id = l.firma_id), 0)::float8 as released,
+        coalesce((select sum(redeemed) from license_daily_usage where firma_id = l.firma_id), 0)::float8 as redeemed
+      from licenses l where l.firma_id = ${firmaId}`;
+    const r = rows[0];
+    if (!r) return null;
+    return {
+      purchased: r.purchased as number, corrected: r.corrected as number, forfeited: r.forfeited as number, released: r.released as number,
+      redeemed: r.redeemed as number, totalQuota: r.total_quota as number, usedQuota: r.used_quota as number,
+    };
+  }
+}
