@@ -3,7 +3,7 @@
 -- change to a license's balance is an entry of an append-only ledger; spending stays in the
 -- redemption rows and is kept as daily totals, which outlive the partitions retention drops.
 --
--- Redis decides, Postgres records (docs/architecture.md#kontör-packages-and-the-ledger): which
+-- Redis decides, Postgres records (docs/api.md#packages-and-the-ledger): which
 -- package funds a redemption and when a package forfeits are decided by the redemption
 -- scripts, in the order of the usage stream, and the usage worker writes what they decided.
 -- So a package expiring in the millisecond of a redemption funds it or forfeits the unit,
