@@ -31,6 +31,7 @@
 -- @include epoch
 -- @include rateLimit
 -- @include packages
+-- @include idempotency
 -- @include redeemToken
 -- @include batch
 

@@ -22,8 +22,9 @@
     ARGV[4] ms since epoch by Postgres's clock when the row was read less a margin: fences
             whose deadline is before it are lifted ("0" = none)
     ARGV[5] forfeited quota to start from when creating ("" for credentials)
-    ARGV[6] the license's packages with units left, one a line: "<number>\t<expiry ms>\t<left>"
-            (left as of creation when creating; a new package's amount otherwise)
+    ARGV[6] the license's packages that have not expired, or have units left, one a line:
+            "<number>\t<expiry ms>\t<left>" (left as of creation when creating; a new package's
+            amount otherwise); packages.lua forfeits the expired
     ARGV[7] the number of the license's last package (licenses.packages_made; "" for credentials)
     ARGV[8..] field, value, field, value...
 
@@ -31,6 +32,8 @@
   2 updated, 0 left alone (already as new or newer), 3 not created (no used count given);
   fenced 1 while a fence remains.
 ]]
+-- @include packages
+
 local h, packages = KEYS[1], KEYS[2]
 local current = redis.call('HGET', h, 'v')
 if current and packages and redis.call('HEXISTS', h, 'pm') == 0 then current = nil end
@@ -41,7 +44,7 @@ if not current and ARGV[2] == '' then return {3, 1} end
 local function addPackages(above)
   local added
   for no, exp, left in string.gmatch(ARGV[6], '(%d+)\t(%d+)\t(%d+)') do
-    if tonumber(no) > above and tonumber(left) > 0 then
+    if tonumber(no) > above then
       redis.call('HSET', packages, no, exp .. '\t' .. left)
       added = no
     end
@@ -62,7 +65,8 @@ if not current then
 elseif tonumber(current) < tonumber(ARGV[1]) then
   redis.call('HSET', h, 'v', ARGV[1], unpack(fields))
   if packages and addPackages(tonumber(redis.call('HGET', h, 'pm'))) then
-    redis.call('HSET', h, 'pm', ARGV[7], 'pe', '')
+    redis.call('HSET', h, 'pm', ARGV[7])
+    demote(h, packages)
   end
   outcome = 2
 end

@@ -69,6 +69,8 @@ export interface Config {
   metricsPort: number | null;
   /** RETENTION_DAYS: the usage worker drops days of token_issues and token_redemptions older than this; null: all are kept */
   retentionDays: number | null;
+  /** RELEASE_WINDOW_SECONDS: how long after its redemption a token's unit may be given back (POST /api/license/release), ms */
+  releaseWindowMs: number;
 }
 
 /**
@@ -343,5 +345,6 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     metricsToken,
     metricsPort: env.METRICS_PORT ? intVar(env, 'METRICS_PORT', 0, 0, 65535) : null,
     retentionDays: env.RETENTION_DAYS ? intVar(env, 'RETENTION_DAYS', 0, 1, 36_500) : null,
+    releaseWindowMs: intVar(env, 'RELEASE_WINDOW_SECONDS', 300, 1, 86_400) * 1000,
   };
 }

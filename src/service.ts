@@ -26,6 +26,7 @@ import { codedErrors } from './routes/replies.js';
 import { SignTokenIssuer } from './tokens/issueSignToken.js';
 import { TokenService } from './tokens/jwt.js';
 import { SignTokenRedeemer } from './tokens/redeemSignToken.js';
+import { SignTokenReleaser } from './tokens/releaseSignToken.js';
 import { usageLag, usageLagMs } from './usage/lag.js';
 import { PartitionKeeper } from './usage/partitionKeeper.js';
 import { ForfeitSweep } from './usage/forfeitSweep.js';
@@ -77,7 +78,8 @@ export async function startService(config: Config, log: Logger, options: Service
     config, log, sql, redis, keys, store, tokens, hot, passwords,
     artefacts: new ArtefactSigner(config.signingKeys),
     logins: new LoginLimits(redis, keys, config, clock),
-    issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot),
+    issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot, config.releaseWindowMs),
+    releaser: new SignTokenReleaser(redis, keys, hot, config.releaseWindowMs),
     redeemer: new SignTokenRedeemer(keys, new SlotBatcher(redis, redeemLayout, RATE_WINDOW_MS, clock, restarts), hot),
     admin: new LicenseAdmin(redis, keys, store, hot, passwords),
     metrics,
@@ -174,10 +176,15 @@ export async function startWorker(
   metrics.watchRedisConnection(connection);
   const webhooks = new WebhookWorker(openPostgres(config.databaseUrl, config.pgSchema, 2, 'license-webhooks'), config.webhooks, log);
   const partitions = new PartitionKeeper(sql, config.retentionDays, log, metrics.usagePartitionsDropped.series({}));
-  const sweep = new ForfeitSweep(sql, new HotLicenses(redis, keys, new LicenseStore(sql), new KnownKeys(sql), 0), log);
+  // a pool of its own: while Postgres does not answer, its queries must not hold the connections requests and /healthz need
+  const sweepSql = openPostgres(config.databaseUrl, config.pgSchema, 1, 'license-forfeits');
+  const sweep = new ForfeitSweep(sweepSql, new HotLicenses(redis, keys, new LicenseStore(sweepSql), new KnownKeys(sweepSql), 0), log);
   const companions: Companion = {
     start: () => { webhooks.start(); sweep.start(); },
-    stop: async (timeoutMs) => { await Promise.all([webhooks.stop(timeoutMs), sweep.stop()]); },
+    stop: async (timeoutMs) => {
+      await Promise.all([webhooks.stop(timeoutMs), sweep.stop(timeoutMs)]);
+      await sweepSql.end({ timeout: 1 });
+    },
   };
   const worker = new UsageWorker(connection, sql, keys,
     { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, companions, metrics, partitions);

@@ -1,6 +1,6 @@
 --[[
   The redemption of one sign token, of redeem.lua. Needs rateStep (rateLimit.lua), settle
-  (packages.lua) and the constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scripts.ts luaConstants).
+  (packages.lua), the Idempotency-Key records (idempotency.lua) and the constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scripts.ts luaConstants).
 
   redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId,
               imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
@@ -8,7 +8,8 @@
     license  license hash        {b}:l:<firmaId>   fields q bought, f forfeited, u used, a active, x expiry ms,
                                  d domains, z fence, pn pe pl pm the packages (includes/packages.lua)
     packages package hash        {b}:pk:<firmaId>  (includes/packages.lua)
-    markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
+    markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued,
+                                 "u<package>:<ms>" used (earlier versions: "u"), "r" released
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
     stream   usage stream        {b}:ev   event "u" (EventValues.used in src/redis/scripts.ts), with
@@ -72,24 +73,6 @@ local function originAllowed(domains, host)
   return false
 end
 
--- The token whose live record the key (field) has in hash, and that redemption's used and
--- remaining quota and receipt ("" for validate, and in records written before receipts);
--- nil when there is none or its token has expired.
-local function recordIn(hash, field, now)
-  local record = redis.call('HGET', hash, field)
-  if not record then return nil end
-  local tokenId, iat, used, remaining, rest = string.match(record, '^([^\t]*)\t(%d+)\t(%d+)\t(%d+)(.*)$')
-  if not iat or tonumber(iat) + SIGN_TOKEN_MS <= tonumber(now) then return nil end
-  return tokenId, used, remaining, string.sub(rest, 2)
-end
-
--- The token the key serves, with its redemption's figures and receipt; nil when it is free.
-local function keyHolder(field, current, previous, now)
-  local tokenId, used, remaining, receipt = recordIn(current, field, now)
-  if tokenId then return tokenId, used, remaining, receipt end
-  return recordIn(previous, field, now)
-end
-
 -- Whether a stored receipt answers a request with this prefix: none for none (validate), or
 -- the prefix followed by what the redemption added (the same sign, the same documents).
 local function sameRequest(receipt, prefix)
@@ -101,23 +84,6 @@ end
 local function refused(code, field, current, previous, now, left, reset)
   if field and keyHolder(field, current, previous, now) then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset end
   return code, 0, 0, left, reset
-end
-
--- Claims the key for tokenId, recording the figures its redemption will answer; false when
--- a live record gives the key to another token. The common case, a key never seen, costs
--- HGET previous (nothing), HSETNX current and PEXPIRE current.
-local function claimKey(field, current, previous, tokenId, iat, now, used, remaining, receipt)
-  local holder = recordIn(previous, field, now)
-  if holder and holder ~= tokenId then return false end
-  local record = tokenId .. '\t' .. iat .. '\t' .. used .. '\t' .. remaining
-  if receipt ~= '' then record = record .. '\t' .. receipt end
-  if redis.call('HSETNX', current, field, record) == 0 then
-    holder = recordIn(current, field, now)
-    if holder and holder ~= tokenId then return false end
-    redis.call('HSET', current, field, record) -- its token had expired
-  end
-  redis.call('PEXPIRE', current, IDEMPOTENCY_WINDOW_MS)
-  return true
 end
 
 local function redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
@@ -172,7 +138,8 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   end
   used = used + 1
   redis.call('HSET', license, 'u', used, 'pl', pl - 1)
-  redis.call('HSET', markers, tokenId, 'u')
+  -- used, with the package and the time: what a release of the token needs (release.lua)
+  redis.call('HSET', markers, tokenId, 'u' .. pn .. ':' .. now)
   -- the used event: one field, its values tab-separated (EventValues.used in src/redis/scripts.ts),
   -- then the package spent (EVENT_PACKAGE), then a sign's receipt (EVENT_RECEIPT in src/redis/fields.ts)
   local values = tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat

@@ -7,7 +7,7 @@ import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
 import { decodeDomains, encodeDomains } from './origin.js';
-import { forfeitOf, redemptionOf } from '../usage/events.js';
+import { forfeitOf, redemptionOf, releaseOf } from '../usage/events.js';
 import type { LicenseRow, LicenseStore } from './store.js';
 
 /** The live state of a license as the request path sees it (Redis, ahead of Postgres). */
@@ -70,7 +70,7 @@ const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5
 function licenseFields(row: LicenseRow): (string | number)[] {
   return [L.totalQuota, row.totalQuota + row.forfeitedQuota, L.isActive, row.isActive ? '1' : '0', L.expiryMs, row.expiryDate.getTime(),
     L.domains, encodeDomains(row.domains), L.organizationName, row.organizationName, L.licenseKey, row.licenseKey,
-    L.generation, row.tokenGeneration];
+    L.generation, row.tokenGeneration, L.releasesPerDay, row.releasesPerDay];
 }
 
 /** What the events still queued in a license's stream did that Postgres may not have written yet. */
@@ -79,6 +79,8 @@ interface Queued {
   redemptions: Map<string, string>;
   /** package number -> units forfeited */
   forfeits: Map<number, number>;
+  /** token id -> the package its release gave the unit back */
+  releases: Map<string, number>;
 }
 
 /**
@@ -86,9 +88,14 @@ interface Queued {
  * events did that it has not written (redemptions it does not count, forfeits of packages it
  * has not marked forfeited).
  */
-function copyOf(row: LicenseRow, queued: Queued, counted: Set<string>): LicenseCopy {
+function copyOf(row: LicenseRow, queued: Queued, counted: Set<string>, released: Set<string>): LicenseCopy {
   const spentOf = new Map<number, number>();
   let spent = 0;
+  for (const [tokenId, no] of queued.releases) {
+    if (released.has(tokenId)) continue;
+    spent--;
+    spentOf.set(no, (spentOf.get(no) ?? 0) - 1);
+  }
   for (const [tokenId, packageNo] of queued.redemptions) {
     if (counted.has(tokenId)) continue;
     spent++;
@@ -102,7 +109,8 @@ function copyOf(row: LicenseRow, queued: Queued, counted: Set<string>): LicenseC
     const unwritten = p.forfeited === 0 ? (queued.forfeits.get(p.no) ?? 0) : 0;
     forfeited += unwritten;
     const left = p.amount - p.used - p.forfeited - (spentOf.get(p.no) ?? 0) - unwritten;
-    if (left > 0) packages.push({ no: p.no, expiresMs: p.expiresAt.getTime(), left });
+    // a spent package stays until it expires: a release may give it a unit back
+    if (left > 0 || p.expiresAt.getTime() > Date.now()) packages.push({ no: p.no, expiresMs: p.expiresAt.getTime(), left: Math.max(0, left) });
   }
   return { usedQuota: row.usedQuota + spent, forfeitedQuota: row.forfeitedQuota + forfeited, packagesMade: row.packagesMade, packages };
 }
@@ -176,17 +184,17 @@ export class HotLicenses {
   private async createLicenseCopy(firmaId: string, completes: boolean, settledMs: number): Promise<boolean> {
     const k = this.keys.forLicense(firmaId);
     const queued = await this.queuedEvents(k.stream, firmaId);
-    const found = await this.store.forHydration(firmaId, [...queued.redemptions.keys()]);
+    const found = await this.store.forHydration(firmaId, [...queued.redemptions.keys()], [...queued.releases.keys()]);
     if (found === null) return false;
     const { row } = found;
-    const copy = copyOf(row, queued, found.counted);
+    const copy = copyOf(row, queued, found.counted, found.released);
     const [, fenced] = await runScript(this.redis, scripts.syncLicense(k, row.version, completes, settledMs, copy, licenseFields(row)));
     return fenced;
   }
 
-  /** The license's redemptions and forfeits waiting in its stream (not yet in Postgres, or not yet acknowledged). */
+  /** The license's redemptions, forfeits and releases waiting in its stream (not yet in Postgres, or not yet acknowledged). */
   private async queuedEvents(stream: string, firmaId: string): Promise<Queued> {
-    const queued: Queued = { redemptions: new Map(), forfeits: new Map() };
+    const queued: Queued = { redemptions: new Map(), forfeits: new Map(), releases: new Map() };
     let from = '-';
     for (;;) {
       const page = (await this.redis.xrange(stream, from, '+', 'COUNT', SCAN_PAGE)) as [string, string[]][];
@@ -195,6 +203,8 @@ export class HotLicenses {
         if (redemption?.firmaId === firmaId) queued.redemptions.set(redemption.tokenId, redemption.packageNo);
         const forfeit = redemption === null ? forfeitOf(fields) : null;
         if (forfeit?.firmaId === firmaId) queued.forfeits.set(forfeit.packageNo, forfeit.units);
+        const release = redemption === null && forfeit === null ? releaseOf(fields) : null;
+        if (release?.firmaId === firmaId) queued.releases.set(release.tokenId, release.packageNo);
       }
       if (page.length < SCAN_PAGE) return queued;
       from = `(${(page[page.length - 1] as [string, string[]])[0]}`;

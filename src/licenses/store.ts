@@ -28,6 +28,8 @@ export interface LicenseRow {
   packagesMade: number;
   /** its packages, in the order bought, as the usage worker has written them */
   packages: PackageRow[];
+  /** units a day the holder may give back after a failed signing (0: none) */
+  releasesPerDay: number;
 }
 
 /** A package: one purchase (or the opening balance of a license older than packages), with its own expiry. */
@@ -51,7 +53,7 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export const LICENSE_COLUMNS = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
   used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version,
   token_generation::float8 as token_generation, webhook_url, webhook_secret is not null as webhook_secret_set,
-  forfeited_quota::float8 as forfeited_quota, packages_made,
+  forfeited_quota::float8 as forfeited_quota, packages_made, releases_per_day,
   (select coalesce(json_agg(json_build_object('no', p.package_no, 'amount', p.amount::float8, 'used', p.used::float8,
      'forfeited', p.forfeited::float8, 'expiresAt', p.expires_at, 'createdAt', p.created_at, 'note', p.note) order by p.package_no), '[]')
    from license_packages p where p.firma_id = licenses.firma_id) as packages`;
@@ -75,6 +77,7 @@ export function licenseRowOf(r: Record<string, unknown>): LicenseRow {
     webhookSecretSet: r.webhook_secret_set as boolean,
     forfeitedQuota: r.forfeited_quota as number,
     packagesMade: r.packages_made as number,
+    releasesPerDay: r.releases_per_day as number,
     packages: (r.packages as PackageJson[]).map((p) => ({
       no: p.no, amount: p.amount, used: p.used, forfeited: p.forfeited, expiresAt: new Date(p.expiresAt), createdAt: new Date(p.createdAt),
       note: p.note,
@@ -92,6 +95,7 @@ export interface NewLicense {
   domains: string[];
   webhookUrl?: string | null;
   webhookSecret?: string | null;
+  releasesPerDay?: number;
 }
 
 export interface LicenseChange {
@@ -103,6 +107,7 @@ export interface LicenseChange {
   /** null: no more webhooks (the secret is forgotten too) */
   webhookUrl?: string | null;
   webhookSecret?: string;
+  releasesPerDay?: number;
 }
 
 /** A change only of these fields touches nothing the request path reads (no Redis copy to change). */
@@ -123,6 +128,8 @@ export interface Redemption {
   origin: string | null;
   /** a sign's redemption: how many documents its receipt names; null for validate's */
   documents: number | null;
+  /** when its unit was given back (POST /api/license/release); null: not released */
+  releasedAt: Date | null;
 }
 
 /** Where a page of history ends: its last redemption's time (ISO 8601, as Postgres wrote it) and token id. */
@@ -216,12 +223,13 @@ export class LicenseStore {
     return this.sql.begin(async (tx) => {
       const rows = await tx.unsafe(
         `insert into licenses (firma_id, license_key, organization_name, password_hash, total_quota, expiry_date, is_active, domains,
-                               webhook_url, webhook_secret)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                               webhook_url, webhook_secret, releases_per_day)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
          on conflict (license_key) do nothing
          returning ${LICENSE_COLUMNS}`,
         [LicenseStore.newFirmaId(), input.licenseKey, input.organizationName, input.passwordHash,
-          input.totalQuota, input.expiryDate, input.isActive, input.domains as never, input.webhookUrl ?? null, input.webhookSecret ?? null],
+          input.totalQuota, input.expiryDate, input.isActive, input.domains as never, input.webhookUrl ?? null, input.webhookSecret ?? null,
+          input.releasesPerDay ?? 0],
       );
       if (!rows[0]) return null;
       const firmaId = rows[0].firma_id as string;
@@ -282,12 +290,13 @@ export class LicenseStore {
            token_generation = token_generation + case when $3::text is not null or $5::boolean = false then 1 else 0 end,
            webhook_url = case when $8::boolean then null else coalesce($9, webhook_url) end,
            webhook_secret = case when $8::boolean then null else coalesce($10, webhook_secret) end,
+           releases_per_day = coalesce($11::int, releases_per_day),
            version = version + 1, updated_at = now()
          where license_key = $1 and ($7::float8 is null or clock_timestamp() < to_timestamp($7::float8 / 1000))
          returning ${LICENSE_COLUMNS}`,
         [licenseKey, change.organizationName ?? null, change.passwordHash ?? null, change.expiryDate ?? null,
           change.isActive ?? null, (change.domains ?? null) as never, deadlineMs, change.webhookUrl === null,
-          change.webhookUrl ?? null, change.webhookSecret ?? null],
+          change.webhookUrl ?? null, change.webhookSecret ?? null, change.releasesPerDay ?? null],
       );
       if (!rows[0]) return null;
       await audit.record(tx, licenseKey, 'update', before, await audited(tx, licenseKey), actor);
@@ -328,22 +337,31 @@ export class LicenseStore {
   /**
    * The row to hydrate Redis from, read with a share lock so that an admin change in
    * flight commits first, with the time by Postgres's clock when the read began; and of
-   * the given redemptions (still queued in Redis), those Postgres already counts.
+   * the given redemptions and releases (still queued in Redis), those Postgres already counts.
    */
-  async forHydration(firmaId: string, queuedTokenIds: string[] = []): Promise<{ row: LicenseRow; nowMs: number; counted: Set<string> } | null> {
+  async forHydration(
+    firmaId: string, queuedTokenIds: string[] = [], queuedReleaseIds: string[] = [],
+  ): Promise<{ row: LicenseRow; nowMs: number; counted: Set<string>; released: Set<string> } | null> {
+    // an id that is no UUID cannot have been written (src/usage/persist.ts): not asked about
     const asked = queuedTokenIds.filter((id) => UUID.test(id));
+    const askedReleases = queuedReleaseIds.filter((id) => UUID.test(id));
     const rows = await this.sql.unsafe(
       `select ${LICENSE_COLUMNS}, extract(epoch from statement_timestamp()) * 1000 as now_ms,
-         (select coalesce(array_agg(token_id::text), '{}') from token_redemptions where token_id = any($2::uuid[])) as counted
+         (select coalesce(array_agg(token_id::text), '{}') from token_redemptions where token_id = any($2::uuid[])) as counted,
+         (select coalesce(array_agg(token_id::text), '{}') from token_releases where token_id = any($3::uuid[])) as released
        from licenses where firma_id = $1 for share`,
-      // an id that is no UUID cannot have been written (src/usage/persist.ts): not asked about
-      [firmaId, asked as never],
+      [firmaId, asked as never, askedReleases as never],
     );
     const r = rows[0];
     if (!r) return null;
     // Postgres writes UUIDs in lower case: the ids as queued are matched in lower case too
     const counted = new Set((r.counted as string[]));
-    return { row: licenseRowOf(r), nowMs: Math.floor(Number(r.now_ms)), counted: new Set(asked.filter((id) => counted.has(id.toLowerCase()))) };
+    const released = new Set((r.released as string[]));
+    return {
+      row: licenseRowOf(r), nowMs: Math.floor(Number(r.now_ms)),
+      counted: new Set(asked.filter((id) => counted.has(id.toLowerCase()))),
+      released: new Set(askedReleases.filter((id) => released.has(id.toLowerCase()))),
+    };
   }
 
   /** The license's token generation (access tokens of an older one are revoked); null: no such license. */
@@ -358,14 +376,17 @@ export class LicenseStore {
    */
   async redemptions(firmaId: string, limit: number, after: RedemptionCursor | null): Promise<Redemption[]> {
     const rows = await this.sql`
-      select token_id, imza_tipi, used_at, origin, documents from token_redemptions
-      where firma_id = ${firmaId}
-        ${after ? this.sql`and (used_at, token_id) < (${after.usedAt}::timestamptz, ${after.tokenId}::uuid)` : this.sql``}
-      order by used_at desc, token_id desc
-      limit ${limit}`;
+      select r.token_id, r.imza_tipi, r.used_at, r.origin, r.documents, x.released_at from (
+        select token_id, imza_tipi, used_at, origin, documents from token_redemptions
+        where firma_id = ${firmaId}
+          ${after ? this.sql`and (used_at, token_id) < (${after.usedAt}::timestamptz, ${after.tokenId}::uuid)` : this.sql``}
+        order by used_at desc, token_id desc
+        limit ${limit}) r
+      left join token_releases x on x.token_id = r.token_id
+      order by r.used_at desc, r.token_id desc`;
     return rows.map((r) => ({
       tokenId: r.token_id as string, imzaTipi: r.imza_tipi as number, usedAt: r.used_at as Date, origin: (r.origin as string | null) ?? null,
-      documents: (r.documents as number | null) ?? null,
+      documents: (r.documents as number | null) ?? null, releasedAt: (r.released_at as Date | null) ?? null,
     }));
   }
 }

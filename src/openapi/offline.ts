@@ -36,6 +36,7 @@ export function offlineDocument(config: Config): string {
     logins: notConnected('logins'),
     issuer: notConnected('issuer'),
     redeemer: notConnected('redeemer'),
+    releaser: notConnected('releaser'),
     admin: notConnected('admin'),
   };
   const route = serviceRoutes(ctx).find((r) => r.path === '/openapi.json');

@@ -81,6 +81,7 @@ export const License = Type.Object({
   domains: Type.Array(Type.String(), { description: 'authorised origins (host names, "*.example.com" for subdomains); empty: any origin' }),
   webhookUrl: Type.Union([Type.String(), Type.Null()], { description: 'where the worker sends this license\'s events (docs/api.md#webhooks); null: none' }),
   webhookSecretSet: Type.Boolean({ description: 'a signing secret is set (the secret itself is never shown)' }),
+  releasesPerDay: Type.Integer({ minimum: 0, description: 'units a day the holder may give back after a failed signing (POST /api/license/release); 0: none' }),
   packages: Type.Array(Type.Object({
     id: Type.Integer({ minimum: 1, description: 'the package\'s number on this license: 1, 2, 3... in the order bought' }),
     amount: Count,

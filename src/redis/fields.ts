@@ -29,6 +29,8 @@ export const LicenseField = {
   packageLeft: 'pl',
   /** the number of the last package the copy holds: present in every copy written since packages exist */
   packagesMade: 'pm',
+  /** releases a day the license allows (lua/release.lua; 0 or absent: none) */
+  releasesPerDay: 'ra',
 } as const;
 
 /** Credentials hash {k:<licenseKey>}:c: what get-token needs, found by license key. */
@@ -59,7 +61,7 @@ export const QuotaAnswerField = {
  * refused at the edge (src/usage/events.ts checks it all the same). One field instead of a
  * field per value: the usage worker decodes two strings per event instead of fourteen.
  */
-export const EventKind = { issued: 'i', used: 'u', forfeited: 'f' } as const;
+export const EventKind = { issued: 'i', used: 'u', forfeited: 'f', released: 'l' } as const;
 
 export const EventValues = {
   /** token id, firma id, imza tipi, issue time (ms since epoch), the token's expiry (ms) */
@@ -68,6 +70,8 @@ export const EventValues = {
   used: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'issuedMs', 'origin'],
   /** firma id, package number, units forfeited, when (ms since epoch): a package expired with units left (lua/includes/packages.lua) */
   forfeited: ['firmaId', 'packageNo', 'units', 'atMs'],
+  /** token id, firma id, the package given the unit back, when (ms), the reason given (may be empty): lua/release.lua */
+  released: ['tokenId', 'firmaId', 'packageNo', 'atMs', 'reason'],
 } as const;
 
 /** The field after a used event's values: the number of the package it spent ("" in none: a copy without packages). */

@@ -42,6 +42,8 @@ export const MARKER_SLACK_MS = 10_000;
  * between servers, so a live record is in the current window's hash or the one before: a
  * call names both. A window's hash expires a window after its last claim.
  */
+const DAY_MS = 86_400_000;
+
 export const IDEMPOTENCY_WINDOW_MS = SIGN_TOKEN_SECONDS * 1000 + MARKER_SLACK_MS;
 
 /** Where a validate's Idempotency-Key is recorded (lua/includes/redeemToken.lua). */
@@ -71,6 +73,10 @@ export interface LicenseKeys {
   markers(expMs: number): { key: string; expiresAt: number };
   /** where Idempotency-Key `key` is recorded by a redemption at nowMs (IDEMPOTENCY_WINDOW_MS) */
   idempotency(key: string, nowMs: number): IdempotencyRecord;
+  /** where a release's Idempotency-Key is recorded: apart from validate's and sign's, so a key of one never answers the other */
+  releaseIdempotency(key: string, nowMs: number): IdempotencyRecord;
+  /** the license's releases of the UTC day of nowMs (lua/release.lua), and when that counter expires */
+  releasesToday(nowMs: number): { key: string; expiresAt: number };
 }
 
 export class KeySpace {
@@ -115,6 +121,16 @@ export class KeySpace {
         const window = Math.floor(nowMs / IDEMPOTENCY_WINDOW_MS);
         // firma ids are base64url (LicenseStore.newFirmaId): no ':' in them
         return { current: `${tag}:ik:${window}`, previous: `${tag}:ik:${window - 1}`, field: `${firmaId}:${key}` };
+      },
+      releaseIdempotency(key, nowMs) {
+        const record = this.idempotency(key, nowMs);
+        // a key is printable ASCII: a tab cannot be part of one
+        return { ...record, field: `${firmaId}\trelease\t${key}` };
+      },
+      releasesToday(nowMs) {
+        const day = Math.floor(nowMs / DAY_MS);
+        // kept a day past its own, for clocks a little apart
+        return { key: `${tag}:rl:${firmaId}:${day}`, expiresAt: (day + 2) * DAY_MS };
       },
     };
   }

@@ -41,6 +41,18 @@ export enum Outcome {
   IDEMPOTENCY_KEY_REUSED = 13,
   /** check-quota: an answer built from a version no longer current, or read too long ago, to be stored (lua/quotaAnswer.lua): read again */
   STALE_ANSWER = 14,
+  /** release: the token was never redeemed (issued only, or unknown) */
+  NOT_REDEEMED = 15,
+  /** release: the token's unit was given back before */
+  ALREADY_RELEASED = 16,
+  /** release: past RELEASE_WINDOW_SECONDS after the redemption */
+  RELEASE_WINDOW_PASSED = 17,
+  /** release: the license's releasesPerDay is 0 */
+  RELEASES_OFF = 18,
+  /** release: the license's releases of the day are all used */
+  RELEASE_ALLOWANCE_USED = 19,
+  /** release: the package the unit came from has expired (the unit would only be forfeited) */
+  PACKAGE_EXPIRED = 20,
 }
 
 /** What a rate-limit step counted (lua/includes/rateLimit.lua): requests the window still allows, ms until it resets; both 0 when the limit is off. */
@@ -70,12 +82,12 @@ export { CredentialsField, EVENT_PACKAGE, EVENT_RECEIPT, EVENT_SEPARATOR, EventK
 type Args = (string | number)[];
 type Reply = (string | number | null)[];
 export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'redeem'
-  | 'issue' | 'settle';
+  | 'issue' | 'settle' | 'release';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
-const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue', 'settle'];
+const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue', 'settle', 'release'];
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
@@ -248,6 +260,20 @@ function readQuotaStored(reply: unknown): QuotaStored {
   };
 }
 
+/** One release (lua/release.lua). */
+export interface Release {
+  markers: string;
+  /** the day's release counter of the license, and when it expires */
+  today: { key: string; expiresAt: number };
+  nowMs: number;
+  tokenId: string;
+  firmaId: string;
+  windowMs: number;
+  /** "" = none given */
+  reason: string;
+  idempotency: IdempotencyRecord | null;
+}
+
 /** A package as a license hash is created with (lua/sync.lua): its number, expiry and units left. */
 export interface PackageCopy {
   no: number;
@@ -345,6 +371,19 @@ export const scripts = {
     args: [2, keys.license, keys.packages, version, copy.usedQuota === 'unknown' ? '' : copy.usedQuota, completes ? '1' : '0', settledMs,
       copy.forfeitedQuota, copy.packages.map((p) => `${p.no}\t${p.expiresMs}\t${p.left}`).join('\n'), copy.packagesMade, ...fields],
     read: readSynced,
+  }),
+
+  /**
+   * lua/release.lua: gives a redeemed token's unit back to its package, within windowMs of
+   * the redemption and the license's daily allowance; resolves the outcome and, DONE, the
+   * license's used and remaining quota.
+   */
+  release: (keys: LicenseKeys, r: Release): ScriptCall<[Outcome, number, number]> => ({
+    name: 'release',
+    args: [r.idempotency === null ? 5 : 7, keys.license, r.markers, keys.packages, keys.stream, r.today.key,
+      ...(r.idempotency === null ? [] : [r.idempotency.current, r.idempotency.previous]),
+      r.nowMs, r.tokenId, r.firmaId, r.windowMs, r.reason, r.idempotency?.field ?? '', r.today.expiresAt],
+    read: (reply) => [outcomeOf((reply as Reply)[0]), Number((reply as Reply)[1]), Number((reply as Reply)[2])],
   }),
 
   /** lua/settle.lua: forfeits what the license's expired packages left; resolves the outcome (DONE, COPY_MISSING) and the units forfeited */

@@ -12,6 +12,7 @@ import type { TokenService } from '../tokens/jwt.js';
 import type { ArtefactSigner } from '../tokens/signingKeys.js';
 import type { SignTokenIssuer } from '../tokens/issueSignToken.js';
 import type { SignTokenRedeemer } from '../tokens/redeemSignToken.js';
+import type { SignTokenReleaser } from '../tokens/releaseSignToken.js';
 import type { Sql } from '../db/pg.js';
 
 /** What the routes share, built once at start (src/service.ts). */
@@ -31,6 +32,7 @@ export interface RouteContext {
   /** get-token and sign-token share it, so their requests batch together */
   issuer: SignTokenIssuer;
   redeemer: SignTokenRedeemer;
+  releaser: SignTokenReleaser;
   admin: LicenseAdmin;
   /** what the routes count (GET /metrics); recording is a no-op with METRICS=0 */
   metrics: Metrics;

@@ -7,6 +7,7 @@ import { healthRoute } from './healthz.js';
 import { checkQuotaRoute } from './license_checkQuota.js';
 import { historyRoute } from './license_history.js';
 import { validateRoute } from './license_validate.js';
+import { releaseRoute } from './license_release.js';
 import { metricsRoute, type MetricsSource } from './metrics.js';
 import { readyRoute } from './readyz.js';
 import { rootRoute } from './root.js';
@@ -24,7 +25,7 @@ import { jwksRoute } from './wellKnown_jwks.js';
 export function serviceRoutes(ctx: RouteContext, metrics: MetricsSource = ctx.metrics): Route[] {
   const { config } = ctx;
   const routes: Route[] = [
-    getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), signRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
+    getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), releaseRoute(ctx), signRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
     jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx), rootRoute(),
   ];
   if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));

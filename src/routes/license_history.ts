@@ -52,6 +52,9 @@ const HistoryPage = Type.Object({
       documents: Type.Optional(Type.Integer({
         minimum: 1, maximum: SIGN_DOCUMENTS_MAX, description: 'a redemption by POST /api/Signature/sign: the documents its receipt names (absent for validate\'s)',
       })),
+      releasedAt: Type.Optional({
+        ...Timestamp, description: 'its unit was given back after a failed signing (POST /api/license/release); absent when not released',
+      }),
     }, { additionalProperties: false })),
     nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'null on the last page' }),
   }, { additionalProperties: false }),
@@ -166,9 +169,11 @@ export function historyRoute(ctx: RouteContext): Route {
         // Postgres holds every admin change before any instance applies it: a token of an older generation is revoked
         if (generation !== claims.gen) return fields.on(authReplies.INVALID_TOKEN, rate);
         const page = pageOf(rows, pageSize, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
-        const items = page.items.map((r) => (r.documents === null
-          ? { tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin }
-          : { tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin, documents: r.documents }));
+        const items = page.items.map((r) => ({
+          tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin,
+          ...(r.documents === null ? {} : { documents: r.documents }),
+          ...(r.releasedAt === null ? {} : { releasedAt: r.releasedAt.toISOString() }),
+        }));
         return fields.on(reply(200, { success: true, data: { items, nextCursor: page.nextCursor } }), rate);
       });
     },

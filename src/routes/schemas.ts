@@ -78,6 +78,11 @@ export const Domains = Type.Array(Text({ minLength: 1, maxLength: 253 }), {
     + 'port or path counts by its host, and one that names no host is 400 naming domains',
 });
 export const Quota = Type.Integer({ minimum: 0, maximum: 1e12 });
+/** Units a day a license's holder may give back after a failed signing (POST /api/license/release); 0: none. */
+export const ReleasesPerDay = Type.Integer({
+  minimum: 0, maximum: 1e6,
+  description: 'units a day the holder may give back after a failed signing (POST /api/license/release); 0: releases off (the default)',
+});
 /** null clears the webhook (and forgets its secret); the target rules beyond the format are the handlers' (src/webhooks/guard.ts) */
 export const WebhookUrl = Type.Union([Type.String({ format: 'webhook-url', maxLength: 2048 }), Type.Null()], {
   description: 'where the worker POSTs this license\'s events; null removes it and its secret. Only https:// unless the instance '

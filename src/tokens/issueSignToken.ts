@@ -27,6 +27,8 @@ export class SignTokenIssuer {
     private readonly batcher: SlotBatcher<Issuance, Issued>,
     private readonly tokens: TokenService,
     private readonly hot: HotLicenses,
+    /** RELEASE_WINDOW_SECONDS in ms: a token's marker outlives it by this much, since a release reads it after the redemption */
+    private readonly markerKeepMs = 0,
   ) {}
 
   /**
@@ -42,7 +44,7 @@ export class SignTokenIssuer {
     const exp = iat + SIGN_TOKEN_SECONDS;
     const markers = k.markers(exp * 1000);
     const issuance: Issuance = {
-      keys: k, markers: markers.key, markersExpireAt: markers.expiresAt, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
+      keys: k, markers: markers.key, markersExpireAt: markers.expiresAt + this.markerKeepMs, limit: rateLimit, tokenId, firmaId, imzaTipi, expMs: exp * 1000,
       generation,
     };
     let result = await this.batcher.call(issuance);

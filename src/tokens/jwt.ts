@@ -96,8 +96,9 @@ export class TokenService {
     return this.sign({ firma_id: firmaId, iat, exp: iat + ACCESS_TOKEN_SECONDS, typ: 'access', gen: generation });
   }
 
-  verifySignToken(token: string): Verified<SignClaims> {
-    const payload = this.decode(token);
+  /** graceMs: a token past its exp by at most this much still verifies (a release comes after the redemption) */
+  verifySignToken(token: string, graceMs = 0): Verified<SignClaims> {
+    const payload = this.decode(token, graceMs);
     if (payload === null) return INVALID;
     if (payload === EXPIRED) return EXPIRED;
     return isSignClaims(payload) ? { claims: payload } : INVALID;
@@ -114,7 +115,7 @@ export class TokenService {
    * (checked here, so an expired token never reaches Redis), null for anything else: iss
    * must be JWT_ISSUER, iat and exp numbers, nbf (when present) passed.
    */
-  private decode(token: string): Record<string, unknown> | typeof EXPIRED | null {
+  private decode(token: string, graceMs = 0): Record<string, unknown> | typeof EXPIRED | null {
     const headerEnd = token.indexOf('.');
     if (headerEnd < 0) return null;
     const header = token.slice(0, headerEnd);
@@ -124,6 +125,6 @@ export class TokenService {
     if (claims === null || claims.iss !== this.issuer || typeof claims.iat !== 'number' || typeof claims.exp !== 'number') return null;
     const now = Date.now();
     if (claims.nbf !== undefined && !(typeof claims.nbf === 'number' && now >= claims.nbf * 1000)) return null;
-    return now <= claims.exp * 1000 ? claims : EXPIRED;
+    return now <= claims.exp * 1000 + graceMs ? claims : EXPIRED;
   }
 }

@@ -18,7 +18,7 @@ export interface QueuedEvent {
 
 export type UsageEvent =
   | (QueuedEvent & {
-      kind: 'issued' | 'used' | 'forfeited';
+      kind: 'issued' | 'used' | 'forfeited' | 'released';
       /** the values, tab-separated, in the order of EventValues */
       values: string;
       /** a redemption: the number of the package it spent ("" when none was named: events of earlier versions) */
@@ -35,6 +35,7 @@ export type UsageEvent =
 const ISSUED_VALUES = /^[^\t\n]+\t[^\t\n]+(?:\t[^\t\n]*){3}$/;
 const FORFEITED_VALUES = /^[^\t\n]+\t\d{1,9}\t\d{1,15}\t\d{1,15}$/;
 const PACKAGE_NO = /^\d{0,9}$/;
+const RELEASED_VALUES = /^[^\t\n]+\t[^\t\n]+\t\d{1,9}\t\d{1,15}\t[^\t\n]*$/;
 const USED_VALUES = /^[^\t\n]+\t[^\t\n]+(?:\t[^\t\n]*){3,4}$/;
 
 /** A stream entry's field list as a record (the last value of a repeated field wins). */
@@ -84,7 +85,7 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
   let values = fields[1];
   const extras = kind === EventKind.used && fields.length >= 2 ? usedExtras(fields) : null;
   const oneField = fields.length === 2 || extras !== null;
-  if (!oneField || (kind !== EventKind.issued && kind !== EventKind.used && kind !== EventKind.forfeited)) {
+  if (!oneField || (kind !== EventKind.issued && kind !== EventKind.used && kind !== EventKind.forfeited && kind !== EventKind.released)) {
     const legacy = legacyValues(fields);
     if (legacy === null) return { stream, id, fields, kind: 'bad' };
     ({ kind, values } = legacy);
@@ -95,6 +96,9 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
   if (kind === EventKind.forfeited) {
     return FORFEITED_VALUES.test(values as string) ? { stream, id, fields, kind: 'forfeited', values: values as string } : { stream, id, fields, kind: 'bad' };
   }
+  if (kind === EventKind.released) {
+    return RELEASED_VALUES.test(values as string) ? { stream, id, fields, kind: 'released', values: values as string } : { stream, id, fields, kind: 'bad' };
+  }
   if (!USED_VALUES.test(values as string)) return { stream, id, fields, kind: 'bad' };
   const packageNo = extras?.packageNo ?? '';
   if (!extras?.receipt) return { stream, id, fields, kind: 'used', values: values as string, packageNo };
@@ -103,9 +107,9 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
 }
 
 /** An event's values by name (src/redis/scripts.ts EventValues), read from its fields (either form); null: not a readable event. */
-export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' | 'forfeited' } & Partial<Record<(typeof EventValues)['used' | 'issued' | 'forfeited'][number], string>>) | null {
+export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' | 'forfeited' | 'released' } & Partial<Record<(typeof EventValues)[keyof typeof EventValues][number], string>>) | null {
   const event = decodeEvent('', '', fields);
-  if (event.kind !== 'issued' && event.kind !== 'used' && event.kind !== 'forfeited') return null;
+  if (event.kind !== 'issued' && event.kind !== 'used' && event.kind !== 'forfeited' && event.kind !== 'released') return null;
   const names = EventValues[event.kind];
   const values = event.values.split(EVENT_SEPARATOR);
   const out: Record<string, string> = {};
@@ -119,6 +123,14 @@ export function redemptionOf(fields: string[]): { tokenId: string; firmaId: stri
   if (event.kind !== 'used') return null;
   const [tokenId, firmaId] = event.values.split(EVENT_SEPARATOR, 2) as [string, string];
   return { tokenId, firmaId, packageNo: event.packageNo ?? '' };
+}
+
+/** A release event's token and firma ids and package number; null for any other entry. */
+export function releaseOf(fields: string[]): { tokenId: string; firmaId: string; packageNo: number } | null {
+  const event = decodeEvent('', '', fields);
+  if (event.kind !== 'released') return null;
+  const [tokenId, firmaId, packageNo] = event.values.split(EVENT_SEPARATOR, 3) as [string, string, string];
+  return { tokenId, firmaId, packageNo: Number(packageNo) };
 }
 
 /** A forfeit event's firma id, package number and units; null for any other entry. */

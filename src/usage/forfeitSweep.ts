@@ -33,10 +33,13 @@ export class ForfeitSweep implements Companion {
     this.timer.unref();
   }
 
-  async stop(): Promise<void> {
+  /** Waits for a pass in flight for at most timeoutMs: a Postgres that does not answer cannot hold the stop. */
+  async stop(timeoutMs: number): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.running;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.running, new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs); })]);
+    clearTimeout(timer);
   }
 
   /** One pass; never throws. Resolves the units forfeited. */

@@ -30,7 +30,9 @@ export type UsedCounts = Map<string, number>;
  * entry, unique per package, so a replayed one inserts nothing; those inserted take their
  * units off the license's total and mark them forfeited on the package. Each package and
  * license row is updated once per statement (Postgres applies only one update of a row per
- * statement), with the spends and forfeits of the batch summed.
+ * statement), with the spends and forfeits of the batch summed. A release ($7: token id, firma
+ * id, package, time, reason) is a row of token_releases, unique per token: those inserted
+ * are ledger entries and give their unit back to the package and the license's used count.
  *
  * The same statement writes the webhook events the batch causes (docs/api.md#webhooks): for a
  * license with a webhook URL whose remaining quota this batch took from above a threshold
@@ -71,11 +73,24 @@ const STATEMENT = `
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($6::text, E'\\n')) as e) as f
     on conflict (firma_id, package_no) where kind = 'forfeit' do nothing
     returning firma_id, package_no, -amount as units
+  ), released as (
+    -- a token is released once: its row decides, whatever the replays
+    insert into token_releases (token_id, firma_id, package_no, released_at, reason)
+    select v[1]::uuid, v[2], v[3]::int, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond', nullif(v[5], '')
+    from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($7::text, E'\\n')) as e) as x
+    on conflict (token_id) do nothing
+    returning firma_id, package_no, released_at, reason
+  ), release_entries as (
+    insert into license_ledger (firma_id, at, kind, amount, balance_after, package_no, actor, note)
+    select r.firma_id, r.released_at, 'release', 1,
+           coalesce((select l.total_quota - l.used_quota from licenses l where l.firma_id = r.firma_id), 0) + 1, r.package_no, 'holder', r.reason
+    from released r
   ), packaged as (
     update license_packages p set used = p.used + m.spent, forfeited = p.forfeited + m.forfeited
     from (select firma_id, package_no, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited from (
             select firma_id, package_no, 1 as spent, 0 as forfeited from spent where package_no is not null
-            union all select firma_id, package_no, 0, units from forfeits) as moves
+            union all select firma_id, package_no, 0, units from forfeits
+            union all select firma_id, package_no, -1, 0 from released) as moves
           group by 1, 2) m
     where p.firma_id = m.firma_id and p.package_no = m.package_no
   ), daily as (
@@ -87,7 +102,8 @@ const STATEMENT = `
                           forfeited_quota = l.forfeited_quota + n.forfeited, updated_at = now()
     from (select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited from (
             select firma_id, 1 as spent, 0 as forfeited from spent
-            union all select firma_id, 0, units from forfeits) as moves
+            union all select firma_id, 0, units from forfeits
+            union all select firma_id, -1, 0 from released) as moves
           group by 1) n
     where l.firma_id = n.firma_id
     returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.expiry_date, l.webhook_url,
@@ -122,9 +138,11 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
   // token id -> the package it spent: once per token, however often its event was queued (a join must not repeat it)
   const packages = new Map<string, string>();
   const forfeits: string[] = [];
+  const releases: string[] = [];
   for (const e of events) {
     if (e.kind === 'issued') issued.push(e.values);
     else if (e.kind === 'forfeited') forfeits.push(e.values);
+    else if (e.kind === 'released') releases.push(e.values);
     else if (e.kind === 'used') {
       used.push(e.values);
       const tokenId = e.values.slice(0, e.values.indexOf(EVENT_SEPARATOR));
@@ -132,10 +150,10 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
       if (e.receipt) receipts.push(`${tokenId}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
     }
   }
-  if (issued.length === 0 && used.length === 0 && forfeits.length === 0) return counts;
+  if (issued.length === 0 && used.length === 0 && forfeits.length === 0 && releases.length === 0) return counts;
   const rows = await sql.unsafe(STATEMENT,
     [issued.join('\n'), used.join('\n'), quotaLowPercent, receipts.join('\n'),
-      Array.from(packages, ([tokenId, no]) => `${tokenId}${EVENT_SEPARATOR}${no}`).join('\n'), forfeits.join('\n')], { prepare: true });
+      Array.from(packages, ([tokenId, no]) => `${tokenId}${EVENT_SEPARATOR}${no}`).join('\n'), forfeits.join('\n'), releases.join('\n')], { prepare: true });
   for (const r of rows) counts.set(r.firma_id as string, r.used as number);
   return counts;
 }

@@ -64,11 +64,14 @@ t.test('licensectl commands', async (t) => {
   t.test('show: key-value block or the API data', async (t) => {
     const human = await runCli(h, ['show', key]);
     expectOk(t, human);
-    const lines = human.stdout.trimEnd().split('\n');
+    const [block = '', packages = ''] = human.stdout.trimEnd().split('\n\n');
+    const lines = block.split('\n');
     t.equal(lines.length, 10);
     t.match(human.stdout, new RegExp(`License key\\s+${key}\\n`));
     t.match(human.stdout, /Total quota\s+25\nUsed\s+0\nRemaining\s+25 \(100%\)\n/);
     t.match(human.stdout, /\nWebhook\s+-\n/, 'no webhook yet');
+    t.match(packages, /^Packages \(spent earliest expiry first\):\nID\s+AMOUNT\s+USED\s+LEFT\s+FORFEITED\s+EXPIRES\s+BOUGHT\s+NOTE\n1\s+25\s+0\s+25\s+0\s/,
+      'its one package, as bought with the license');
     const valueColumn = lines.map((l) => /^(\S+(?: \S+)*\s+)/.exec(l)?.[1]?.length);
     t.equal(new Set(valueColumn).size, 1, 'values aligned in one column');
     const json = await runCli(h, ['show', key.toUpperCase(), '--json']);

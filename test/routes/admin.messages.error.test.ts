@@ -117,7 +117,7 @@ t.test('admin refusals name the field, what was wrong and what is expected', asy
     expectMessage(t, await h.admin('POST', path, {}), `add: eksik; beklenen: ${EXPECTED.add}`);
     expectMessage(t, await h.admin('POST', path, { add: 0 }), `add: 0 geçerli değil; beklenen: ${EXPECTED.add}`);
     expectMessage(t, await h.admin('POST', path, { add: '5' }), `add: "5" geçerli değil; beklenen: ${EXPECTED.add}`);
-    expectMessage(t, await h.admin('POST', path, { add: 1, note: 'x' }), 'note: bilinmeyen alan; beklenen: şu alanlardan biri: add');
+    expectMessage(t, await h.admin('POST', path, { add: 1, memo: 'x' }), 'memo: bilinmeyen alan; beklenen: şu alanlardan biri: add, expiresAt, note');
     const badKey = await h.request('POST', path, { add: 1 }, { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': 'k'.repeat(256) });
     expectMessage(t, badKey, `Idempotency-Key: "${'k'.repeat(59)}… (256 karakter) geçerli değil; `
       + 'beklenen: 1-255 yazdırılabilir ASCII karakter, başında ve sonunda boşluk olmadan');

@@ -79,7 +79,7 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
   t.teardown(() => redis.quit());
   const calls: number[] = []; // tokens per call
   const redeemCall = redis.redeem.bind(redis);
-  redis.redeem = (numKeys, ...args) => { calls.push((numKeys - 2) / 3); return redeemCall(numKeys, ...args); };
+  redis.redeem = (numKeys, ...args) => { calls.push((numKeys - 2) / 4); return redeemCall(numKeys, ...args); };
 
   const keys = new KeySpace(h.prefix);
   const clock = new RedisClock(redis, h.config.redisCommandTimeoutMs);

@@ -134,6 +134,7 @@ export function licenseData(license: LicenseView): Record<string, unknown> {
     webhookUrl: license.webhookUrl,
     // never the secret: only whether one is stored
     webhookSecretSet: license.webhookSecretSet,
+    releasesPerDay: license.releasesPerDay,
     packages: license.packages.map((p) => ({
       id: p.no, amount: p.amount, used: p.used, remaining: Math.max(0, p.amount - p.used - p.forfeited), forfeited: p.forfeited,
       expiresAt: p.expiresAt.toISOString(), createdAt: p.createdAt.toISOString(), note: p.note,

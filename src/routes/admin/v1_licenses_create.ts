@@ -8,7 +8,7 @@ import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import {
-  canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, WebhookSecret, WebhookUrl,
+  canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, ReleasesPerDay, WebhookSecret, WebhookUrl,
 } from '../schemas.js';
 import {
   adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
@@ -27,6 +27,7 @@ const CreateLicenseBody = Type.Object(
     licenseKey: Type.Optional(LicenseKey),
     webhookUrl: Type.Optional(WebhookUrl),
     webhookSecret: Type.Optional(WebhookSecret),
+    releasesPerDay: Type.Optional(ReleasesPerDay),
   },
   { additionalProperties: false },
 );
@@ -106,6 +107,7 @@ export function createLicenseRoute(ctx: RouteContext, guard: AdminGuard): Route 
         domains: domains ?? [],
         webhookUrl,
         webhookSecret: body.webhookSecret ?? null,
+        releasesPerDay: body.releasesPerDay ?? 0,
       }, req, { admin: caller.name, address: caller.address, idempotencyKey: null });
       return license === null ? adminReplies.LICENSE_EXISTS : licenseReply(license, 201, { warnings: expiryWarnings(license.expiryDate) });
     }),

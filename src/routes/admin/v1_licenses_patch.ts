@@ -4,7 +4,7 @@ import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
-import { Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, WebhookSecret, WebhookUrl } from '../schemas.js';
+import { Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, ReleasesPerDay, WebhookSecret, WebhookUrl } from '../schemas.js';
 import {
   adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
 } from './common.js';
@@ -20,6 +20,7 @@ const PatchLicenseBody = Type.Object(
     domains: Type.Optional(Domains),
     webhookUrl: Type.Optional(WebhookUrl),
     webhookSecret: Type.Optional(WebhookSecret),
+    releasesPerDay: Type.Optional(ReleasesPerDay),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -79,6 +80,7 @@ export function patchLicenseRoute(ctx: RouteContext, guard: AdminGuard): Route {
         domains,
         webhookUrl: body.webhookUrl,
         webhookSecret: body.webhookSecret,
+        releasesPerDay: body.releasesPerDay,
       }, req, { admin: caller.name, address: caller.address, idempotencyKey: null });
       if (license === 'unsigned') return secretRequired();
       if (license === null) return adminReplies.LICENSE_NOT_FOUND;

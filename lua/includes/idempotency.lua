@@ -1,0 +1,43 @@
+--[[
+  Idempotency-Key records, shared by the redemption (includes/redeemToken.lua) and the
+  release of a token (release.lua). A record "<token id>\t<iat ms>\t<used>\t<remaining>",
+  then "\t<receipt>" for a sign, in the hash of the window of its claim or the one before
+  ({b}:ik:<window>, IDEMPOTENCY_WINDOW_MS in src/redis/keys.ts), names the token a key
+  serves and what its request answered; it lives SIGN_TOKEN_MS from its iat (for a release:
+  from the release). Needs the constant SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS.
+]]
+-- The token whose live record the key (field) has in hash, and that redemption's used and
+-- remaining quota and receipt ("" for validate, and in records written before receipts);
+-- nil when there is none or its token has expired.
+local function recordIn(hash, field, now)
+  local record = redis.call('HGET', hash, field)
+  if not record then return nil end
+  local tokenId, iat, used, remaining, rest = string.match(record, '^([^\t]*)\t(%d+)\t(%d+)\t(%d+)(.*)$')
+  if not iat or tonumber(iat) + SIGN_TOKEN_MS <= tonumber(now) then return nil end
+  return tokenId, used, remaining, string.sub(rest, 2)
+end
+
+-- The token the key serves, with its redemption's figures and receipt; nil when it is free.
+local function keyHolder(field, current, previous, now)
+  local tokenId, used, remaining, receipt = recordIn(current, field, now)
+  if tokenId then return tokenId, used, remaining, receipt end
+  return recordIn(previous, field, now)
+end
+
+-- Claims the key for tokenId, recording the figures its redemption will answer; false when
+-- a live record gives the key to another token. The common case, a key never seen, costs
+-- HGET previous (nothing), HSETNX current and PEXPIRE current.
+local function claimKey(field, current, previous, tokenId, iat, now, used, remaining, receipt)
+  local holder = recordIn(previous, field, now)
+  if holder and holder ~= tokenId then return false end
+  local record = tokenId .. '\t' .. iat .. '\t' .. used .. '\t' .. remaining
+  if receipt ~= '' then record = record .. '\t' .. receipt end
+  if redis.call('HSETNX', current, field, record) == 0 then
+    holder = recordIn(current, field, now)
+    if holder and holder ~= tokenId then return false end
+    redis.call('HSET', current, field, record) -- its token had expired
+  end
+  redis.call('PEXPIRE', current, IDEMPOTENCY_WINDOW_MS)
+  return true
+end
+
