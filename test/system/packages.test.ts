@@ -54,15 +54,19 @@ function addQuota(h: Harness, lic: TestLicense, body: unknown, idempotencyKey?: 
   return h.request('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, body, headers);
 }
 
-async function adminGet(h: Harness, lic: TestLicense): Promise<Record<string, any>> {
+interface AdminPackage { id: number; amount: number; used: number; remaining: number; forfeited: number; expiresAt: string; note: string | null }
+interface AdminLicense { totalQuota: number; usedQuota: number; remainingQuota: number; expiryDate: string; packages: AdminPackage[] }
+
+/** The admin License (GET /admin/v1/licenses/{key}): live totals from Redis, packages from Postgres. */
+async function adminGet(h: Harness, lic: TestLicense): Promise<AdminLicense> {
   const res = await h.admin('GET', `/admin/v1/licenses/${lic.licenseKey}`);
   if (res.status !== 200) throw new Error(`admin GET: ${res.status} ${res.text}`);
-  return res.body.data;
+  return res.body.data as AdminLicense;
 }
 
 /** The admin License's packages without the times (their creation time is Postgres's now). */
-const packageFigures = (data: Record<string, any>) =>
-  (data.packages as Record<string, unknown>[]).map(({ id, amount, used, remaining, forfeited, note }) => ({ id, amount, used, remaining, forfeited, note }));
+const packageFigures = (data: AdminLicense) =>
+  data.packages.map(({ id, amount, used, remaining, forfeited, note }) => ({ id, amount, used, remaining, forfeited, note }));
 
 /** Resolves once the clock is past ms (the service runs on this machine's clock). */
 async function pastExpiry(ms: number): Promise<void> {
@@ -93,7 +97,7 @@ t.test('the package that expires first is spent first, and Postgres records purc
     { id: 2, amount: 5, used: 3, remaining: 2, forfeited: 0, note: 'fatura 7' },
   ], 'the package expiring in an hour funded all three; the license\'s own is untouched');
   t.equal(data.packages[1]?.expiresAt, ISO(shortExpiry), 'package 2 expires when the purchase said');
-  t.equal(Date.parse(data.packages[0]?.expiresAt), Date.parse(data.expiryDate), 'package 1 expires with the license');
+  t.equal(Date.parse(data.packages[0]?.expiresAt ?? ''), Date.parse(data.expiryDate), 'package 1 expires with the license');
 
   t.same(await pgLicense(h, lic.firmaId), { total: 15, used: 3, forfeited: 0 }, 'licenses: total 15, used 3');
   t.same(await ledgerOf(h, lic.firmaId), [
@@ -101,6 +105,22 @@ t.test('the package that expires first is spent first, and Postgres records purc
     { kind: 'purchase', amount: 5, package_no: 2, actor: 'admin', note: 'fatura 7' },
   ], 'the ledger: a purchase entry per package, by the admin');
   t.equal(await dailyRedeemed(h, lic.firmaId), 3, 'daily totals: 3 redeemed');
+});
+
+t.test('a purchase while a package is being spent: that package keeps its units', async (t) => {
+  // the license's package is the current one once a token is issued; a purchase then must
+  // leave its units spendable after the new package is spent out
+  const lic = await h.createLicense({ totalQuota: 2 });
+  const { tokens } = await mintTokens(h, lic, 3);
+  t.equal((await h.validate(tokens[0] as string)).status, 200, 'one unit of package 1 spent');
+  t.equal((await addQuota(h, lic, { add: 1, expiresAt: ISO(Date.now() + HOUR_MS) })).body?.data?.totalQuota, 3);
+  const second = await h.validate(tokens[1] as string);
+  t.same([second.status, second.body?.usedQuota, second.body?.remainingQuota], [200, 2, 1], 'package 2 (expiring first) spent');
+  const third = await h.validate(tokens[2] as string);
+  t.same([third.status, third.body?.usedQuota, third.body?.remainingQuota], [200, 3, 0], 'the last unit of package 1 spent');
+  await h.drainWorker();
+  t.same((await pgPackages(h, lic.firmaId)).map((p) => [p.no, p.used]), [[1, 2], [2, 1]]);
+  t.same(await pgLicense(h, lic.firmaId), { total: 3, used: 3, forfeited: 0 });
 });
 
 t.test('packages expiring in the same millisecond: the lower number is spent first', async (t) => {
