@@ -6,7 +6,8 @@ import { LicenseField } from '../../../src/redis/scripts.js';
 // The books ("the books balance through every failure"): checkBooks compares the client's
 // side (a Load) with Postgres and Redis once the usage streams are empty; checkExactBooks and
 // checkLossBooks are the books of Redis faults, the latter where Redis loses data (which
-// cannot balance exactly: the lost events are lost).
+// cannot balance exactly: the lost events are lost). Each ends with checkLedger: the ledger,
+// the daily totals and the packages sum to the license's figures in Postgres.
 
 /** The assertions checkBooks makes (a tap Test). */
 export type Checks = Pick<Test, 'ok' | 'equal' | 'same' | 'fail' | 'comment'>;
@@ -70,6 +71,58 @@ export async function checkBooks(t: Checks, stack: Stack, load: Load, options: B
       t.equal(used.size, book.ok.size + book.retriedUsed.size,
         `${name}: every lost answer settled: 'used' rows = 200s + retried tokens found already used`, counts);
     }
+  }
+  await checkLedger(t, stack, firmaIds);
+}
+
+// ---- the ledger ----------------------------------------------------------------------------
+
+/** A license's figures and what its ledger, daily totals and packages sum to (sql/010_packages_ledger.sql). */
+interface LedgerFigures {
+  firma_id: string;
+  total_quota: number;
+  used_quota: number;
+  forfeited_quota: number;
+  /** Σ license_ledger.amount, every kind */
+  ledger: number;
+  /** Σ license_daily_usage.redeemed */
+  redeemed: number;
+  /** ledger 'release' entries (a unit given back: none are written yet) */
+  releases: number;
+  /** Σ (license_packages.amount - forfeited) */
+  bought: number;
+  /** Σ license_packages.used */
+  package_used: number;
+  /** Σ license_packages.forfeited */
+  package_forfeited: number;
+}
+
+/**
+ * Once the usage streams are empty, per license: the ledger sums to licenses.total_quota;
+ * the daily totals less the releases to licenses.used_quota; the packages' amounts less
+ * their forfeits to total_quota, their spends to used_quota, their forfeits to
+ * forfeited_quota. A failure shows the license's figures.
+ */
+export async function checkLedger(t: Checks, stack: Stack, firmaIds: string[]): Promise<void> {
+  const figures = await stack.sql<LedgerFigures[]>`
+    select l.firma_id, l.total_quota::float8 as total_quota, l.used_quota::float8 as used_quota,
+           l.forfeited_quota::float8 as forfeited_quota,
+           (select coalesce(sum(e.amount), 0)::float8 from license_ledger e where e.firma_id = l.firma_id) as ledger,
+           (select coalesce(sum(d.redeemed), 0)::float8 from license_daily_usage d where d.firma_id = l.firma_id) as redeemed,
+           (select count(*)::float8 from license_ledger e where e.firma_id = l.firma_id and e.kind = 'release') as releases,
+           (select coalesce(sum(p.amount - p.forfeited), 0)::float8 from license_packages p where p.firma_id = l.firma_id) as bought,
+           (select coalesce(sum(p.used), 0)::float8 from license_packages p where p.firma_id = l.firma_id) as package_used,
+           (select coalesce(sum(p.forfeited), 0)::float8 from license_packages p where p.firma_id = l.firma_id) as package_forfeited
+    from licenses l where l.firma_id = any(${firmaIds}) order by l.firma_id`;
+  t.equal(figures.length, new Set(firmaIds).size, 'the ledger check: every license found in Postgres');
+  for (const f of figures) {
+    const name = `license ${f.firma_id}`;
+    const shown = { ...f };
+    t.equal(f.ledger, f.total_quota, `${name}: Σ ledger amounts = total_quota`, shown);
+    t.equal(f.redeemed - f.releases, f.used_quota, `${name}: Σ daily redeemed - releases = used_quota`, shown);
+    t.equal(f.bought, f.total_quota, `${name}: Σ package (amount - forfeited) = total_quota`, shown);
+    t.equal(f.package_used, f.used_quota, `${name}: Σ package used = used_quota`, shown);
+    t.equal(f.package_forfeited, f.forfeited_quota, `${name}: Σ package forfeited = forfeited_quota`, shown);
   }
 }
 
@@ -151,6 +204,7 @@ export async function checkLossBooks(t: Checks, stack: Stack, load: Load, expect
       `${name}: every 'used' row is a token answered 200 or whose answer was lost`);
     for (const id of book.ok) if (!used.has(id)) lost.add(id);
   }
+  await checkLedger(t, stack, load.books.map((b) => b.lic.firmaId));
   if (expectedLost === null) return lost;
   t.same([...lost].filter((id) => !expectedLost.has(id)), [],
     'every redemption answered 200 and missing from Postgres was queued in the streams when Redis was lost');
