@@ -61,6 +61,6 @@ t.test('the audit trail and the history read the same after the migration', asyn
   t.same(page2.map((r) => r.tokenId), [IDS.usedWithOrigin], 'and its cursor goes on from a redemption');
 
   const hydration = await store.forHydration('firma-m', [IDS.usedWithOrigin, IDS.issued, 'not-a-uuid']);
-  t.equal(hydration?.counted, 1, 'of the queued ids, Postgres counts the one it holds as used (a malformed id is not asked about)');
+  t.same([...(hydration?.counted ?? [])], [IDS.usedWithOrigin], 'of the queued ids, Postgres counts the one it holds as used (a malformed id is not asked about)');
   t.equal(hydration?.row.usedQuota, 2);
 });
