@@ -39,7 +39,7 @@ export interface Config {
    * per minute, 0 = off. getToken: tokens get-token issues per license key (correct credentials only);
    * getTokenFailures: failed get-tokens per client address; getTokenKeyFailures: failed get-tokens per license
    * key from addresses not trusted there, and per key and address for a trusted one (src/licenses/loginLimits.ts);
-   * history: history requests per license, counted before Postgres is read (src/routes/license_history.ts)
+   * history: history and ledger requests per license, together, counted before Postgres is read (src/routes/holderReads.ts)
    */
   rate: {
     getToken: number; getTokenFailures: number; getTokenKeyFailures: number; signToken: number; validate: number; checkQuota: number;

@@ -42,24 +42,29 @@ export interface LedgerCursor {
   ref: string;
 }
 
-const LINES = `
+const ENTRIES = `
   select kind, at, amount::float8 as amount, balance_after::float8 as balance_after, package_no, actor, note, null::text as day,
          'e' || lpad(id::text, 19, '0') as ref
-  from license_ledger where firma_id = $1
-  union all
+  from license_ledger where firma_id = $1`;
+
+const SPENDING = `
   select 'spend', (day + 1)::timestamp at time zone 'UTC' - interval '1 microsecond', -redeemed::float8, null, null, null, null,
          day::text, 's' || day::text
   from license_daily_usage where firma_id = $1 and redeemed > 0`;
+
+/** Which lines a page holds: every line, or the entries alone (no day's spending: the holder's view, which has history for that). */
+export type LedgerLines = 'all' | 'entries';
 
 export class Ledger {
   constructor(private readonly sql: Sql) {}
 
   /** At most `limit` lines, newest first, after `after` (null: from the newest). */
-  async lines(firmaId: string, limit: number, after: LedgerCursor | null): Promise<LedgerLine[]> {
+  async lines(firmaId: string, limit: number, after: LedgerCursor | null, which: LedgerLines = 'all'): Promise<LedgerLine[]> {
     const params: unknown[] = [firmaId, limit];
     const where = after === null ? '' : `where (at_micros, ref) < ($${params.push(after.atMicros)}::int8, $${params.push(after.ref)})`;
+    const source = which === 'all' ? `${ENTRIES}\n  union all${SPENDING}` : ENTRIES;
     const rows = await this.sql.unsafe(
-      `select * from (select l.*, (extract(epoch from at) * 1000000)::int8 as at_micros from (${LINES}) l) lines
+      `select * from (select l.*, (extract(epoch from at) * 1000000)::int8 as at_micros from (${source}) l) lines
        ${where} order by at_micros desc, ref desc limit $2`,
       params as never[],
     );

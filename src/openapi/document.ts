@@ -96,7 +96,7 @@ export function buildDocument(routes: Route[], options: DocumentOptions): BuiltD
 }
 
 const TAGS = [
-  { name: 'public', description: 'The published API, and what the service adds to it (sign-token, history, Idempotency-Key)' },
+  { name: 'public', description: 'The published API, and what the service adds to it (sign-token, history, the ledger, Idempotency-Key)' },
   { name: 'admin', description: 'License administration; served only when ADMIN_TOKENS or ADMIN_TOKEN is set, 404 otherwise' },
   { name: 'operations', description: 'Liveness and readiness probes, metrics' },
   { name: 'documentation', description: 'This document and its viewer' },

@@ -64,7 +64,7 @@ export interface LicenseKeys {
   packages: string;
   rateValidate: string;
   rateSign: string;
-  /** history pages read in the current window (lua/count.lua) */
+  /** history and ledger pages read in the current window (lua/count.lua) */
   rateHistory: string;
   stream: string;
   /** the bucket's epoch, raised after a Redis restart that may have lost writes (src/redis/restarts.ts) */

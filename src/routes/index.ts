@@ -6,6 +6,7 @@ import { documentationRoutes } from './docs.js';
 import { healthRoute } from './healthz.js';
 import { checkQuotaRoute } from './license_checkQuota.js';
 import { historyRoute } from './license_history.js';
+import { holderLedgerRoute } from './license_ledger.js';
 import { validateRoute } from './license_validate.js';
 import { releaseRoute } from './license_release.js';
 import { metricsRoute, type MetricsSource } from './metrics.js';
@@ -26,7 +27,7 @@ export function serviceRoutes(ctx: RouteContext, metrics: MetricsSource = ctx.me
   const { config } = ctx;
   const routes: Route[] = [
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), releaseRoute(ctx), signRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
-    jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx), rootRoute(),
+    holderLedgerRoute(ctx), jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx), rootRoute(),
   ];
   if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));
   const admin = adminRoutes(ctx, config.adminTokens); // documented even when not served

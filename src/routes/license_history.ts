@@ -1,18 +1,15 @@
 import { Type } from '@sinclair/typebox';
-import { RATE_WINDOW_MS } from '../config.js';
-import { HoldBack, Turns } from '../http/holdBack.js';
 import { reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { RedemptionCursor as Cursor } from '../licenses/store.js';
 import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf, RateLimitedError, Timestamp, Uuid } from '../openapi/schemas.js';
-import { Outcome, runScript, scripts } from '../redis/scripts.js';
 import type { RouteContext } from './context.js';
-import { RateLimitFields } from './rateLimitFields.js';
+import { forbidden, holderReads, invalidKey, type Checked } from './holderReads.js';
 import { SIGN_DOCUMENTS_MAX } from './receipt.js';
-import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest, rateLimited } from './replies.js';
+import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
 import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageLimit, pageOf, pageQueryFields } from './paging.js';
-import { bearer, ImzaTipi, isInstant, LicenseKey, licenseKeyParam, queryParser } from './schemas.js';
+import { ImzaTipi, isInstant, LicenseKey, queryParser } from './schemas.js';
 
 /**
  * ?limit=1..500 and the cursor the previous page handed out: the base64url of an instant
@@ -22,10 +19,6 @@ const HistoryQuery = Type.Object({
   limit: pageQueryFields.limit,
   cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{82}$', description: pageQueryFields.cursor.description })),
 });
-
-//                    status  code                  message
-const invalidKey = coded(400, ...INVALID_LICENSE_KEY);
-const forbidden = coded(403, 'FORBIDDEN', 'Bu lisansın geçmişine erişim yetkiniz yok');
 
 function encodeCursor(c: Cursor): string {
   return encodeParts(c.usedAt, c.tokenId);
@@ -59,21 +52,6 @@ const HistoryPage = Type.Object({
     nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'null on the last page' }),
   }, { additionalProperties: false }),
 }, { additionalProperties: false });
-
-/**
- * The answers that carry the RateLimit fields: those that passed the count, which comes after
- * every check that needs no look-up and after the license check (a token of another license
- * spends nothing of this one's), and before Postgres is read (src/openapi/routeDoc.ts RateLimitDoc).
- */
-const LIMIT = {
-  per: 'license', setting: 'RATE_HISTORY_PER_MIN',
-  statuses: {
-    200: 'every',
-    401: 'INVALID_TOKEN for an access token revoked by a password change or a deactivation (not for one missing, malformed '
-      + 'or expired: refused before any look-up)',
-    429: 'every',
-  },
-} as const;
 
 const doc: RouteDoc = {
   summary: 'List a license\'s redemptions, newest first',
@@ -112,25 +90,17 @@ const doc: RouteDoc = {
   },
 };
 
-/** How long a refusal by the history limit is held before it is answered (not when the window ends sooner). */
-const REFUSAL_HOLD_MS = 1_000;
-
-/**
- * History pages read and built at once per process: a burst of full pages (500 rows each)
- * waits its turn, a page or two at a time, between other customers' redemptions.
- */
-const PAGES_AT_ONCE = 2;
-
 /** GET /api/License/history/{licenseKey}: the license's redemptions, newest first. */
 export function historyRoute(ctx: RouteContext): Route {
   const parseQuery = queryParser(HistoryQuery);
-  const limit = ctx.config.rate.history;
-  const fields = new RateLimitFields('history', limit);
-  const refusals = new HoldBack(0, REFUSAL_HOLD_MS);
-  const pages = new Turns(PAGES_AT_ONCE);
-  /** One Redis call counts the request against its license's limit; null: the limit is off, nothing counted. */
-  const count = (firmaId: string) => (limit === 0 ? null
-    : runScript(ctx.redis, scripts.count(ctx.keys.forLicense(firmaId).rateHistory, limit, RATE_WINDOW_MS)));
+  const gate = holderReads(ctx);
+  const check = (raw: string): Checked<{ pageSize: number; cursor: Cursor | null }> => {
+    const query = parseQuery(raw);
+    if (!query.ok) return { ok: false, refusal: invalidRequest(query.field) };
+    const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
+    if (query.value.cursor !== undefined && cursor === null) return { ok: false, refusal: invalidRequest('cursor') };
+    return { ok: true, value: { pageSize: pageLimit(query.value.limit), cursor } };
+  };
   return {
     method: 'get',
     path: '/api/license/history/:licenseKey',
@@ -139,43 +109,16 @@ export function historyRoute(ctx: RouteContext): Route {
     needsQuery: true,
     cors: true,
     noStore: true,
-    doc: { ...doc, rateLimits: [fields.describe(LIMIT)] },
-    async handler(req) {
-      const token = bearer(req.authorization);
-      const claims = token === null ? null : ctx.tokens.verifyAccessToken(token);
-      if (claims === null) return authReplies.INVALID_TOKEN;
-      const licenseKey = licenseKeyParam(req.params[0]);
-      if (licenseKey === null) return invalidKey;
-      const query = parseQuery(req.query);
-      if (!query.ok) return invalidRequest(query.field);
-      const pageSize = pageLimit(query.value.limit);
-      const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
-      if (query.value.cursor !== undefined && cursor === null) return invalidRequest('cursor');
-      if ((await ctx.hot.firmaIdOf(licenseKey)) !== claims.firma_id) return forbidden;
-      // counted before Postgres is read: a client paging past its limit costs the database nothing
-      const counted = await count(claims.firma_id);
-      const rate = counted?.rate ?? null;
-      if (counted?.outcome === Outcome.OVER_RATE_LIMIT) {
-        // held back before it is answered (HoldBack): a client paging in a loop slows itself down
-        const held = counted.rate.resetMs > REFUSAL_HOLD_MS ? refusals.wait() : null;
-        if (held !== null) await held;
-        // the figures as counted, a second before the answer: the client waits up to a second longer, never too little
-        return fields.on(rateLimited(counted.rate.resetMs), rate);
-      }
-      return pages.run(async () => {
-        const [generation, rows] = await Promise.all([
-          ctx.store.tokenGeneration(claims.firma_id), ctx.store.redemptions(claims.firma_id, pageSize + 1, cursor),
-        ]);
-        // Postgres holds every admin change before any instance applies it: a token of an older generation is revoked
-        if (generation !== claims.gen) return fields.on(authReplies.INVALID_TOKEN, rate);
-        const page = pageOf(rows, pageSize, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
-        const items = page.items.map((r) => ({
-          tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin,
-          ...(r.documents === null ? {} : { documents: r.documents }),
-          ...(r.releasedAt === null ? {} : { releasedAt: r.releasedAt.toISOString() }),
-        }));
-        return fields.on(reply(200, { success: true, data: { items, nextCursor: page.nextCursor } }), rate);
-      });
-    },
+    doc: { ...doc, rateLimits: [gate.describe()] },
+    handler: (req) => gate.serve(req, check, async (firmaId, { pageSize, cursor }) => {
+      const rows = await ctx.store.redemptions(firmaId, pageSize + 1, cursor);
+      const page = pageOf(rows, pageSize, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
+      const items = page.items.map((r) => ({
+        tokenId: r.tokenId, imzaTipi: r.imzaTipi, usedAt: r.usedAt.toISOString(), origin: r.origin,
+        ...(r.documents === null ? {} : { documents: r.documents }),
+        ...(r.releasedAt === null ? {} : { releasedAt: r.releasedAt.toISOString() }),
+      }));
+      return reply(200, { success: true, data: { items, nextCursor: page.nextCursor } });
+    }),
   };
 }

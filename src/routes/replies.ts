@@ -65,5 +65,5 @@ export const timestampedErrors: TransportErrors = (failure) => {
   return reply(status, { success: false, error: { code: failure, message }, timestamp: new Date().toISOString() });
 };
 
-/** A {licenseKey} path parameter that is not a UUID (check-quota, history). */
+/** A {licenseKey} path parameter that is not a UUID (check-quota, history, ledger). */
 export const INVALID_LICENSE_KEY = ['INVALID_LICENSE_KEY', 'Geçersiz lisans anahtarı formatı (UUID bekleniyor)'] as const;

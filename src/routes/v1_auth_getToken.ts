@@ -42,7 +42,7 @@ const TokenPair = Type.Object({
 
 const doc: RouteDoc = {
   summary: 'Issue an access token and a sign token',
-  description: 'Trades the license key and password for an access token (15 minutes, for sign-token and history) and a ' +
+  description: 'Trades the license key and password for an access token (15 minutes, for sign-token, history and the ledger) and a ' +
     'single-use sign token (5 minutes) for the desktop signing application. Every call issues a new sign token. Limits: ' +
     'tokens issued per license key (RATE_GET_TOKEN_PER_MIN, counting only logins whose password checked out; RateLimit policy ' +
     '"get-token"); failed attempts per license key from addresses not trusted there, and per key for each trusted address ' +

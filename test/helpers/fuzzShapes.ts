@@ -6,7 +6,7 @@ import { type Got, parseJson, type Sent } from './fuzzHttp.js';
 
 /**
  * coded: {success:false, error:{code, message}} (admin, unknown paths);
- * issue: coded, or the published 429 {success:false, message, retryAfter} (get-token, sign-token, history);
+ * issue: coded, or the published 429 {success:false, message, retryAfter} (get-token, sign-token, history, ledger);
  * message: {success:false, message} (validate; 429 adds retryAfter, quota exhausted remainingQuota 0);
  * timestamped: {success:false, error:{code, message}, timestamp} plus optional data, retryAfter (check-quota).
  */
@@ -19,13 +19,13 @@ export function shapesFor(path: string, body: Buffer | null = null, status = 400
   // but for what the HTTP layer answers before the body is read (413: the path's, validate's shape)
   if (p === '/api/license/validate' && status !== 413 && asksForLicenseToken(body)) return ['issue'];
   if (p === '/api/v1/auth/get-token' || p === '/api/v1/auth/sign-token') return ['issue'];
-  if (/^\/api\/license\/history\/[^/]+\/?$/.test(p)) return ['issue'];
+  if (/^\/api\/license\/(?:history|ledger)\/[^/]+\/?$/.test(p)) return ['issue'];
   if (p === '/api/license/validate' || p === '/api/signature/sign') return ['message'];
   if (/^\/api\/license\/check-quota\/[^/]+\/?$/.test(p)) return ['timestamped'];
   // near misses that a normalising router may send to the endpoint: its shape or the 404 shape
   const norm = p.replace(/\/{2,}/g, '/').replace(/\/+$/, '');
   if (norm === '/api/license/validate' || norm === '/api/signature/sign') return ['message', 'coded'];
-  if (norm === '/api/v1/auth/get-token' || norm === '/api/v1/auth/sign-token' || /^\/api\/license\/history(\/|$)/.test(norm)) return ['issue'];
+  if (norm === '/api/v1/auth/get-token' || norm === '/api/v1/auth/sign-token' || /^\/api\/license\/(?:history|ledger)(\/|$)/.test(norm)) return ['issue'];
   if (/^\/api\/license\/check-quota(\/|$)/.test(norm)) return ['timestamped', 'coded'];
   return ['coded'];
 }
@@ -154,8 +154,8 @@ export function controlCharacterIn(sent: Sent): string | null {
   const [rawPath = '', query = ''] = sent.path.split('?', 2) as [string?, string?];
   const path = rawPath.toLowerCase();
   for (const segment of rawPath.split('/')) if (C0.test(decoded(segment))) return `path segment ${JSON.stringify(segment)}`;
-  // the paged lists: history, the admin lists of licenses and of a license's tokens, the audit log
-  if (/^\/api\/license\/history\/|^\/admin\/v1\/licenses(\/[^/]+\/tokens)?\/?$|^\/admin\/v1\/audit\/?$/.test(path)) {
+  // the paged lists: history, the ledger, the admin lists of licenses and of a license's tokens, the audit log
+  if (/^\/api\/license\/(?:history|ledger)\/|^\/admin\/v1\/licenses(\/[^/]+\/tokens)?\/?$|^\/admin\/v1\/audit\/?$/.test(path)) {
     for (const pair of query.split('&')) {
       const [name = '', value = ''] = pair.split('=', 2) as [string?, string?];
       const read = ['limit', 'cursor', 'status', 'licenseKey', 'since'];

@@ -154,6 +154,12 @@ export class Harness implements Client {
     });
   }
 
+  ledger(licenseKey: string, accessToken: string, query = ''): Promise<Answer> {
+    return this.request('GET', `/api/License/ledger/${licenseKey}${query}`, undefined, {
+      authorization: `Bearer ${accessToken}`,
+    });
+  }
+
   /**
    * Waits until the usage worker has moved every event to Postgres: the streams' lag as the
    * worker reads it (src/usage/lag.ts), through the test's own Redis client when the worker

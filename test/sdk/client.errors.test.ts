@@ -118,6 +118,17 @@ t.test('history: INVALID_TOKEN, FORBIDDEN, INVALID_LICENSE_KEY, INVALID_REQUEST'
   await apiError(t, sdk.history(theirs.licenseKey, access).next(), 403, 'FORBIDDEN', 'Bu lisansın geçmişine erişim yetkiniz yok');
 });
 
+t.test('ledger: INVALID_TOKEN, FORBIDDEN, INVALID_LICENSE_KEY, INVALID_REQUEST, as history', async (t) => {
+  const mine = await h.createLicense();
+  const theirs = await h.createLicense();
+  const access = (await getTokenPair(h, mine)).accessToken;
+  await apiError(t, sdk.ledger(mine.licenseKey, 'x.y.z'), 401, 'INVALID_TOKEN', 'Geçersiz veya süresi dolmuş erişim tokenı');
+  await apiError(t, sdk.ledger(theirs.licenseKey, access), 403, 'FORBIDDEN', 'Bu lisansın geçmişine erişim yetkiniz yok');
+  await apiError(t, sdk.ledger('nope', access), 400, 'INVALID_LICENSE_KEY', 'Geçersiz lisans anahtarı formatı (UUID bekleniyor)');
+  await apiError(t, sdk.ledger(mine.licenseKey, access, { limit: 0 }), 400, 'INVALID_REQUEST', 'Geçersiz istek parametresi: limit');
+  await apiError(t, sdk.ledger(mine.licenseKey, access, { cursor: 'bm90LWEtY3Vyc29y' }), 400, 'INVALID_REQUEST', 'Geçersiz istek parametresi: cursor');
+});
+
 t.test('the HTTP layer\'s own answers (unknown path) in each shape', async (t) => {
   const elsewhere = new LicenseClient({ baseUrl: `${h.url}/elsewhere/` });
   await apiError(t, elsewhere.checkQuota(randomUUID()), 404, 'NOT_FOUND', 'Kaynak bulunamadı');

@@ -68,6 +68,28 @@ t.test('getToken, signToken, validate, checkQuota: the published bodies, running
   t.equal((await adminView(h, lic.licenseKey)).usedQuota, 2, 'what the admin API sees');
 });
 
+t.test('ledger: the packages, a page of entries and the totals, as the service sent them; the same from the CommonJS build', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 4 });
+  const added = await h.admin('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 6, expiresAt: new Date(Date.now() + 86_400_000).toISOString(), note: 'not' });
+  t.equal(added.status, 200, added.text);
+  const sdk = new LicenseClient({ baseUrl: h.url });
+  const { accessToken } = await sdk.getToken({ licenseKey: lic.licenseKey, password: lic.password, imzaTipi: 0 });
+  const raw = await h.ledger(lic.licenseKey, accessToken);
+  t.equal(raw.status, 200, raw.text);
+  const page = await sdk.ledger(lic.licenseKey, accessToken);
+  t.strictSame(page, raw.body.data, 'the answer\'s data');
+  t.same(page.packages.map((p) => [p.id, p.amount, p.remaining]), [[2, 6, 6], [1, 4, 4]], 'newest first');
+  t.same(page.items.map((i) => [i.kind, i.amount, i.packageId]), [['purchase', 6, 2], ['purchase', 4, 1]]);
+  t.same(page.totals, { purchased: 10, corrected: 0, forfeited: 0, released: 0, redeemed: 0, totalQuota: 10, usedQuota: 0 });
+  const first = await sdk.ledger(lic.licenseKey, accessToken, { limit: 1 });
+  t.same(first.items, page.items.slice(0, 1));
+  const next = await sdk.ledger(lic.licenseKey, accessToken, { limit: 1, cursor: first.nextCursor ?? undefined });
+  t.same(next.items, page.items.slice(1), 'the cursor of the page before');
+  t.equal(next.nextCursor, null);
+  const { LicenseClient: Required } = createRequire(import.meta.url)('@license-service/client') as { LicenseClient: typeof LicenseClient };
+  t.strictSame(await new Required({ baseUrl: h.url }).ledger(lic.licenseKey, accessToken), page, 'the CommonJS build\'s ledger');
+});
+
 t.test('history follows nextCursor: every page fetched once, every item once, newest first', async (t) => {
   const lic = await h.createLicense({ totalQuota: 10 });
   const sdk = new LicenseClient({ baseUrl: h.url });

@@ -8,7 +8,7 @@ import { pollUntil } from '../helpers/wait.js';
 
 // The public API against its document, on the service as `npm start` runs it with default
 // settings (every limit at its default: get-token 10 tokens a minute per key, 10 failed attempts a
-// minute per key and 30 per address, sign-token and validate 100, check-quota 10, history 60): every row of each
+// minute per key and 30 per address, sign-token and validate 100, check-quota 10, history and the ledger 60): every row of each
 // endpoint's error table, each answer's status, body and headers checked against
 // /openapi.json, and for each answer whose RateLimit fields (or Retry-After) only some
 // answers of its status carry, whether this one does. 405, 413, 503 and the preflights:
@@ -35,6 +35,8 @@ const sign = (token: unknown, origin?: string, headers: Record<string, string> =
 const checkQuota = (key: string) => (c: Client) => c.request('GET', `/api/License/check-quota/${key}`);
 const history = (key: string, accessToken: string | null, query = '') => (c: Client) =>
   c.request('GET', `/api/License/history/${key}${query}`, undefined, accessToken === null ? {} : bearer(accessToken));
+const ledger = (key: string, accessToken: string | null, query = '') => (c: Client) =>
+  c.request('GET', `/api/License/ledger/${key}${query}`, undefined, accessToken === null ? {} : bearer(accessToken));
 
 const COUNTED = { rateLimit: true };
 const UNCOUNTED = { rateLimit: false };
@@ -195,6 +197,31 @@ t.test('history', async (t) => {
     'the published 429 body');
 });
 
+t.test('ledger', async (t) => {
+  const lic = await k.license({ totalQuota: 5 });
+  const { accessToken } = await getTokenPair(k.c, lic);
+  t.equal((await k.admin('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 3, note: 'ikinci paket' })).status, 200, 'a second package');
+  const page = await k.expect(t, 200, 'the first page', ledger(lic.licenseKey, accessToken, '?limit=1'), COUNTED);
+  t.type(page.body.data.nextCursor, 'string', 'a page with a cursor');
+  t.equal(page.headers.get('ratelimit-policy'), '"history";q=60;w=60', 'history\'s policy: one count for both');
+  await k.expect(t, 200, 'the next page', ledger(lic.licenseKey, accessToken, `?limit=1&cursor=${page.body.data.nextCursor}`), COUNTED);
+  await k.expect(t, 400, 'key not a UUID', ledger('nope', accessToken), UNCOUNTED);
+  await k.expect(t, 400, 'limit 501', ledger(lic.licenseKey, accessToken, '?limit=501'), UNCOUNTED);
+  await k.expect(t, 400, 'a cursor not handed out', ledger(lic.licenseKey, accessToken, `?cursor=${'A'.repeat(82)}`), UNCOUNTED);
+  await k.expect(t, 401, 'no token', ledger(lic.licenseKey, null), UNCOUNTED);
+  await k.expect(t, 401, 'a malformed access token', ledger(lic.licenseKey, 'not.a.jwt'), UNCOUNTED);
+  await k.expect(t, 403, 'another license\'s token', ledger((await k.license()).licenseKey, accessToken), UNCOUNTED);
+  await k.expect(t, 403, 'a key no license has', ledger(randomUUID(), accessToken), UNCOUNTED);
+  const revoked = await k.license();
+  const revokedToken = (await getTokenPair(k.c, revoked)).accessToken;
+  await k.admin('PATCH', `/admin/v1/licenses/${revoked.licenseKey}`, { password: 'a new password' });
+  await k.expect(t, 401, 'revoked by a password change: INVALID_TOKEN', ledger(revoked.licenseKey, revokedToken), COUNTED);
+  const over = await k.untilLimited(t, 'ledger', ledger(lic.licenseKey, accessToken, '?limit=1'), 200, 60);
+  t.match(over.headers.get('ratelimit'), /^"history";r=0;t=\d+$/, 'over the limit');
+  t.same(over.body, { success: false, message: 'Çok fazla istek. Lütfen bekleyiniz.', retryAfter: Number(over.headers.get('retry-after')) },
+    'the published 429 body');
+});
+
 // last: it spends this address's budget of failed get-tokens. Past the budget (30) an attempt
 // is held for its turn (one every 2 s, up to 10 s), so one at a time never meets a 429: a
 // burst at once does
@@ -209,7 +236,7 @@ t.test('get-token: an address past its budget of failed attempts', async (t) => 
 
 t.test('every answer matched the document, and every documented status was seen', async (t) => {
   const PUBLIC = ['/api/v1/auth/get-token', '/api/v1/auth/sign-token', '/api/license/validate', '/api/signature/sign', '/api/license/check-quota/{licenseKey}',
-    '/api/license/history/{licenseKey}'];
+    '/api/license/history/{licenseKey}', '/api/license/ledger/{licenseKey}'];
   k.finish(t, (op) => {
     const [method, path, status] = op.split(' ') as [string, string, string?];
     return method !== 'options' && PUBLIC.includes(path) && !['405', '413', '503'].includes(status ?? '');

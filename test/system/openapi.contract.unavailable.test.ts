@@ -31,6 +31,7 @@ const requests: Record<string, (c: Client) => Promise<unknown>> = {
   'post /api/signature/sign': (c) => c.request('POST', '/api/Signature/sign', { token: signToken, documents: [{ name: 'belge.pdf', sha256: 'a'.repeat(64) }] }),
   'get /api/license/check-quota/{licenseKey}': (c) => c.request('GET', `/api/License/check-quota/${lic.licenseKey}`),
   'get /api/license/history/{licenseKey}': (c) => c.request('GET', `/api/License/history/${lic.licenseKey}`, undefined, bearer(accessToken)),
+  'get /api/license/ledger/{licenseKey}': (c) => c.request('GET', `/api/License/ledger/${lic.licenseKey}`, undefined, bearer(accessToken)),
   // their answer may be up to a second old: asked until it is the outage's
   'get /healthz': (c) => pollUntil(() => c.request('GET', '/healthz'), (r) => r.status !== 200, { timeoutMs: 10_000, intervalMs: 100 }),
   'get /readyz': (c) => pollUntil(() => c.request('GET', '/readyz'), (r) => r.status !== 200, { timeoutMs: 10_000, intervalMs: 100 }),

@@ -138,6 +138,8 @@ const secret = 'w'.repeat(16);
 const cursorOf = (...parts: string[]) => Buffer.from(parts.join('|'), 'utf8').toString('base64url');
 const historyCursors = fc.tuple(fc.date({ min: new Date(0), max: new Date('9999-12-31'), noInvalidDate: true }), fc.uuid()).map(([d, id]) => cursorOf(d.toISOString(), id));
 const adminCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.string({ unit: fc.constantFrom(...'aZ09-_é😀| '), minLength: 1, maxLength: 40 })).map(([m, id]) => cursorOf(String(m), id));
+/** The holder's ledger cursors: a time and an entry's reference ("e" and its zero-padded id). */
+const ledgerCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.bigInt({ min: 1n, max: 10n ** 18n - 1n })).map(([m, id]) => cursorOf(String(m), `e${String(id).padStart(19, '0')}`));
 /** The audit log's cursors: a time and a record id (a positive integer). */
 const auditCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.bigInt({ min: 1n, max: 10n ** 18n - 1n })).map(([m, id]) => cursorOf(String(m), String(id)));
 const handedOut = new Set<string>();
@@ -175,6 +177,12 @@ const PROBES: Record<string, Probe> = {
   'get /api/license/history/{licenseKey} query.cursor': {
     send: (v) => c.request('GET', `/api/License/history/${lic.licenseKey}?cursor=${encodeURIComponent(String(v))}`, undefined, bearer(accessToken)), refused: naming('cursor'), skip: notInQuery,
     values: cursors(historyCursors, { type: 'string', pattern: '^[A-Za-z0-9_-]{82}$' }), alsoAdmits: (v) => handedOut.has(v as string),
+  },
+  'get /api/license/ledger/{licenseKey} path.licenseKey': { send: (v) => c.request('GET', `/api/License/ledger/${pathValue(v)}`, undefined, bearer(accessToken)), refused: invalidKey, skip: notInPath },
+  'get /api/license/ledger/{licenseKey} query.limit': { send: (v) => c.request('GET', `/api/License/ledger/${lic.licenseKey}?limit=${encodeURIComponent(String(v))}`, undefined, bearer(accessToken)), refused: naming('limit'), skip: notInQuery },
+  'get /api/license/ledger/{licenseKey} query.cursor': {
+    send: (v) => c.request('GET', `/api/License/ledger/${lic.licenseKey}?cursor=${encodeURIComponent(String(v))}`, undefined, bearer(accessToken)), refused: naming('cursor'), skip: notInQuery,
+    values: cursors(ledgerCursors, { type: 'string', pattern: '^[A-Za-z0-9_-]{1,256}$' }), alsoAdmits: (v) => handedOut.has(v as string),
   },
   'post /admin/v1/licenses body.organizationName': { send: adminBody('POST', '/admin/v1/licenses', newLicense, 'organizationName'), refused: naming('organizationName'), runs: 40 },
   'post /admin/v1/licenses body.password': { send: adminBody('POST', '/admin/v1/licenses', newLicense, 'password'), refused: naming('password'), runs: 40 },

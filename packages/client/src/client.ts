@@ -1,6 +1,6 @@
 import { apiErrorOf, LicenseApiError, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError } from './errors.js';
 import type {
-  CheckQuotaAnswer, GetTokenRequest, HistoryItem, HistoryOptions, HistoryPage, LicenseTokenAnswer, LicenseValidationRequest,
+  CheckQuotaAnswer, GetTokenRequest, HistoryItem, HistoryOptions, HistoryPage, LedgerOptions, LedgerPage, LicenseTokenAnswer, LicenseValidationRequest,
   SignAnswer, SignOptions, SignRequest, SignTokenAnswer, SignTokenRequest, TokenPair, ValidateAnswer, ValidateOptions, ValidateRequest,
 } from './types.js';
 
@@ -65,6 +65,14 @@ function parse(text: string): unknown {
 
 function bearer(accessToken: string): Record<string, string> {
   return { authorization: `Bearer ${accessToken}` };
+}
+
+/** The query of a paged list (history, the ledger): "?limit=..&cursor=..", or "" when neither is given. */
+function pageSearch(options: { limit?: number; cursor?: string }): string {
+  const query = new URLSearchParams();
+  if (options.limit !== undefined) query.set('limit', String(options.limit));
+  if (options.cursor !== undefined) query.set('cursor', options.cursor);
+  return query.toString() === '' ? '' : `?${query.toString()}`;
 }
 
 /**
@@ -155,12 +163,8 @@ export class LicenseClient {
 
   /** GET /api/License/history/{licenseKey}: one page of the license's redemptions, newest first. */
   async historyPage(licenseKey: string, accessToken: string, options: HistoryOptions = {}): Promise<HistoryPage> {
-    const query = new URLSearchParams();
-    if (options.limit !== undefined) query.set('limit', String(options.limit));
-    if (options.cursor !== undefined) query.set('cursor', options.cursor);
-    const search = query.toString() === '' ? '' : `?${query.toString()}`;
     const answer = await this.send<{ success: true; data: HistoryPage }>({
-      method: 'GET', path: `/api/License/history/${encodeURIComponent(licenseKey)}${search}`, headers: bearer(accessToken), replay: 'any',
+      method: 'GET', path: `/api/License/history/${encodeURIComponent(licenseKey)}${pageSearch(options)}`, headers: bearer(accessToken), replay: 'any',
     });
     return answer.data;
   }
@@ -179,6 +183,18 @@ export class LicenseClient {
   /** Every redemption of the license, newest first, following nextCursor page by page. */
   async *history(licenseKey: string, accessToken: string, options: HistoryOptions = {}): AsyncGenerator<HistoryItem, void, undefined> {
     for await (const page of this.historyPages(licenseKey, accessToken, options)) yield* page.items;
+  }
+
+  /**
+   * GET /api/License/ledger/{licenseKey}: the license's packages with their expiry, one page of
+   * its ledger's entries (purchases, forfeits, releases, corrections), newest first, and the
+   * totals. Shares history's rate limit.
+   */
+  async ledger(licenseKey: string, accessToken: string, options: LedgerOptions = {}): Promise<LedgerPage> {
+    const answer = await this.send<{ success: true; data: LedgerPage }>({
+      method: 'GET', path: `/api/License/ledger/${encodeURIComponent(licenseKey)}${pageSearch(options)}`, headers: bearer(accessToken), replay: 'any',
+    });
+    return answer.data;
   }
 
   // ---- one call: attempts, waits ----------------------------------------------------------

@@ -148,6 +148,58 @@ export interface HistoryOptions {
   cursor?: string;
 }
 
+/** A package of the license: one purchase (or the opening balance of a license older than packages), with its own expiry. */
+export interface LedgerPackage {
+  /** 1, 2, 3... in the order of purchase */
+  id: number;
+  amount: number;
+  used: number;
+  /** amount - used - forfeited: 0 once it has forfeited */
+  remaining: number;
+  /** what it left unspent when it expired */
+  forfeited: number;
+  /** ISO 8601, UTC: when its units left are forfeited */
+  expiresAt: string;
+  /** ISO 8601, UTC */
+  createdAt: string;
+}
+
+/** An entry of the license's ledger: a change to its balance. */
+export interface LedgerEntry {
+  kind: 'purchase' | 'forfeit' | 'release' | 'correction';
+  /** ISO 8601, UTC */
+  at: string;
+  /** what it added to the balance: a forfeit is negative */
+  amount: number;
+  packageId: number | null;
+}
+
+/** What the ledger sums to, beside the license's figures: totalQuota = purchased + corrected - forfeited, usedQuota = redeemed - released. */
+export interface LedgerTotals {
+  purchased: number;
+  corrected: number;
+  forfeited: number;
+  released: number;
+  redeemed: number;
+  totalQuota: number;
+  usedQuota: number;
+}
+
+/** One page of the ledger: every package (newest first), a page of entries (newest first), the totals. */
+export interface LedgerPage {
+  packages: LedgerPackage[];
+  items: LedgerEntry[];
+  nextCursor: string | null;
+  totals: LedgerTotals;
+}
+
+export interface LedgerOptions {
+  /** entries per page, 1-500 (the service's default: 50) */
+  limit?: number;
+  /** start after this cursor (a page's nextCursor) instead of at the newest */
+  cursor?: string;
+}
+
 // ---- artefacts verified offline (./verify.ts) -----------------------------------------------
 
 /** One key of a JWKS, as GET /.well-known/jwks.json serves it (kty OKP, crv Ed25519, alg EdDSA, use sig). */
