@@ -1,8 +1,10 @@
-// Talking to the service: check-quota and history, same origin (dashboard.js).
+// Talking to the service: check-quota, history and the ledger, same origin (dashboard.js).
 
 /** history pages: their size, and at most how many to follow back into the chart's window */
 const PAGE_SIZE = 100;
 const MAX_PAGES = 20;
+/** the ledger's newest entries shown (one page: the packages and totals come with every page) */
+const LEDGER_ENTRIES = 20;
 
 /** One GET: {status, body, retryAfter}, or {status: 0} when no answer came. */
 export async function getJson(url, headers) {
@@ -31,4 +33,11 @@ export async function loadHistory(key, token, since) {
     if (!cursor || !last || Date.parse(last.usedAt) < since) return { items, truncated: false };
     if (page === MAX_PAGES) return { items, truncated: true };
   }
+}
+
+/** The license's packages and its newest ledger entries: {data} or {failed}. */
+export async function loadLedger(key, token) {
+  const got = await getJson(`/api/License/ledger/${encodeURIComponent(key)}?limit=${LEDGER_ENTRIES}`, { Authorization: `Bearer ${token}` });
+  if (got.status !== 200 || !got.body || !got.body.data) return { failed: got };
+  return { data: got.body.data };
 }

@@ -1,16 +1,16 @@
 // The quota dashboard's script (served at /dashboard/dashboard.js; the page is index.html).
-// It calls the public check-quota endpoint, and with an access token the history endpoint,
-// of the same origin, and asks again every data-refresh-seconds (the route derives it from
+// It calls the public check-quota endpoint, and with an access token the history and ledger
+// endpoints, of the same origin, and asks again every data-refresh-seconds (the route derives it from
 // QUOTA_CACHE_SECONDS). The access token stays in this module's memory: never in the URL,
 // storage or the DOM.
-import { getJson, errorOf, loadHistory } from './api.js';
+import { getJson, errorOf, loadHistory, loadLedger } from './api.js';
 import { chartStart, drawChart } from './chart.js';
-import { $, drawTable, failureText, show, showCheckQuota } from './view.js';
+import { $, drawEntries, drawPackages, drawTable, failureText, show, showCheckQuota } from './view.js';
 
 const refreshSeconds = Math.max(1, Number(document.body.dataset.refreshSeconds) || 30);
 const state = { key: '', token: '', timer: 0, generation: 0, history: null };
 
-/** A history failure: a token refused (401, 403) is forgotten; anything else is tried again later. */
+/** A history or ledger failure: a token refused (401, 403) is forgotten; anything else is tried again later. */
 function historyFailed(got) {
   const published = errorOf(got.body).message;
   if (got.status === 401 || got.status === 403) {
@@ -28,6 +28,7 @@ function forgetToken() {
   state.history = null;
   $('token-state').hidden = true;
   $('history').hidden = true;
+  $('ledger').hidden = true;
 }
 
 // ---- the refresh loop -----------------------------------------------------------------
@@ -40,9 +41,10 @@ async function refresh() {
   if (key === '') return;
   $('quota').setAttribute('aria-busy', 'true');
   const since = chartStart();
-  const [quota, history] = await Promise.all([
+  const [quota, history, ledger] = await Promise.all([
     getJson(`/api/License/check-quota/${encodeURIComponent(key)}`, {}),
     token === '' ? null : loadHistory(key, token, since),
+    token === '' ? null : loadLedger(key, token),
   ]);
   if (generation !== state.generation) return; // a newer refresh (another key) took over
   $('quota').removeAttribute('aria-busy');
@@ -53,16 +55,21 @@ async function refresh() {
     show($('notice'), failureText(quota, 'Kota bilgisi alınamadı', refreshSeconds));
     wait = Math.max(wait, quota.retryAfter);
   }
-  if (history && token === state.token) {
-    if (history.failed) {
-      historyFailed(history.failed);
-      if (history.failed.status === 429) wait = Math.max(wait, history.failed.retryAfter);
+  if (history && ledger && token === state.token) {
+    // both share the license's limit and its token: one failure says it for both
+    const failed = history.failed || ledger.failed;
+    if (failed) {
+      historyFailed(failed);
+      if (failed.status === 429) wait = Math.max(wait, failed.retryAfter);
     } else {
       show($('history-message'), '');
       $('history').hidden = false; // visible first: the chart is drawn to its width
       state.history = history;
       drawChart(history.items, history.truncated);
       drawTable(history.items);
+      drawPackages(ledger.data.packages);
+      drawEntries(ledger.data.items);
+      $('ledger').hidden = false;
     }
   }
   state.timer = setTimeout(refresh, wait * 1000);

@@ -1,9 +1,11 @@
-// What the page shows of check-quota's answers and of the redemptions (dashboard.js). Every
+// What the page shows of check-quota's answers, the redemptions and the ledger (dashboard.js). Every
 // text is set with textContent, never parsed as HTML.
 import { errorOf } from './api.js';
 
 const DAY_MS = 86_400_000;
 const TABLE_ROWS = 20;
+/** a package expiring within this many days is marked as such: time to spend it or buy more */
+const EXPIRING_DAYS = 30;
 const SIGNATURE_TYPES = { 0: 'Medula', 1: 'İBYS' };
 
 export const $ = (id) => document.getElementById(id);
@@ -12,6 +14,7 @@ const percentFormat = new Intl.NumberFormat('tr-TR', { maximumFractionDigits: 2 
 const dateFormat = new Intl.DateTimeFormat('tr-TR', { dateStyle: 'long', timeStyle: 'short' });
 const timeFormat = new Intl.DateTimeFormat('tr-TR', { timeStyle: 'medium' });
 const stampFormat = new Intl.DateTimeFormat('tr-TR', { dateStyle: 'short', timeStyle: 'medium' });
+const dayFormat = new Intl.DateTimeFormat('tr-TR', { dateStyle: 'medium', timeStyle: 'short' });
 
 /** Writes a text only when it changed: a refresh that changes nothing announces nothing (aria-live). */
 export function setText(el, text) {
@@ -122,32 +125,105 @@ export function failureText(got, what, retrySeconds) {
   return `${what}: ${published || 'beklenmeyen yanıt'} (${got.status}); yeniden denenecek.`;
 }
 
-const COLUMNS = ['Zaman', 'İmza tipi', 'Origin', 'Token'];
+/** A table's column headers, as index.html writes them: the labels of its cells in the narrow layout. */
+const columnsOf = (table) => [...table.tHead.rows[0].cells].map((th) => th.textContent);
 
 /** A cell, labelled with its column for the narrow layout (rows shown as cards, dashboard.css). */
-function cell(row, content) {
+function cell(row, content, columns) {
   const td = row.insertCell();
-  td.dataset.label = COLUMNS[td.cellIndex];
+  td.dataset.label = columns[td.cellIndex];
   if (content instanceof Node) td.appendChild(content);
   else td.textContent = content;
+  return td;
+}
+
+function timeOf(iso, format) {
+  const time = document.createElement('time');
+  time.setAttribute('datetime', iso);
+  time.textContent = format.format(new Date(iso));
+  return time;
 }
 
 export function drawTable(items) {
-  const body = $('redemptions').tBodies[0];
+  const table = $('redemptions');
+  const columns = columnsOf(table);
+  const body = table.tBodies[0];
   body.replaceChildren();
   for (const item of items.slice(0, TABLE_ROWS)) {
     const row = body.insertRow();
-    const time = document.createElement('time');
-    time.setAttribute('datetime', item.usedAt);
-    time.textContent = stampFormat.format(new Date(item.usedAt));
-    cell(row, time);
-    cell(row, `${item.imzaTipi} · ${SIGNATURE_TYPES[item.imzaTipi] ?? '?'}`);
-    cell(row, item.origin === null ? '—' : item.origin);
+    cell(row, timeOf(item.usedAt, stampFormat), columns);
+    cell(row, `${item.imzaTipi} · ${SIGNATURE_TYPES[item.imzaTipi] ?? '?'}`, columns);
+    cell(row, item.origin === null ? '—' : item.origin, columns);
     const code = document.createElement('code');
     code.textContent = item.tokenId;
-    cell(row, code);
+    cell(row, code, columns);
     row.dataset.tokenId = item.tokenId;
   }
   $('history-empty').hidden = items.length > 0;
   $('redemptions').hidden = items.length === 0;
+}
+
+/**
+ * A package's state: expired (its units left forfeited, or about to be), expiring within
+ * EXPIRING_DAYS, or neither; and what to say of it beside its expiry.
+ */
+function packageState(p, now) {
+  const days = Math.floor((Date.parse(p.expiresAt) - now) / DAY_MS);
+  if (Date.parse(p.expiresAt) <= now) {
+    return { state: 'expired', text: p.forfeited > 0 ? `süresi doldu, ${numberFormat.format(p.forfeited)} kontör yandı` : 'süresi doldu' };
+  }
+  if (p.remaining > 0 && days < EXPIRING_DAYS) {
+    return { state: 'expiring', text: days === 0 ? 'bugün sona eriyor' : `${numberFormat.format(days)} gün içinde sona eriyor` };
+  }
+  return { state: '', text: '' };
+}
+
+/** The license's packages (the ledger's, newest first): amount, used, remaining, expiry, and whether it expires soon or has. */
+export function drawPackages(packages, now = Date.now()) {
+  const table = $('packages');
+  const columns = columnsOf(table);
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  for (const p of packages) {
+    const row = body.insertRow();
+    const { state, text } = packageState(p, now);
+    row.dataset.packageId = String(p.id);
+    row.dataset.state = state;
+    cell(row, `#${p.id}`, columns);
+    cell(row, numberFormat.format(p.amount), columns).dataset.value = String(p.amount);
+    cell(row, numberFormat.format(p.used), columns).dataset.value = String(p.used);
+    cell(row, numberFormat.format(p.remaining), columns).dataset.value = String(p.remaining);
+    const expiry = document.createElement('span');
+    expiry.append(timeOf(p.expiresAt, dayFormat));
+    if (text !== '') {
+      const note = document.createElement('strong');
+      note.className = 'package-state';
+      note.textContent = ` (${text})`;
+      expiry.append(note);
+    }
+    cell(row, expiry, columns);
+  }
+  $('packages-empty').hidden = packages.length > 0;
+  table.hidden = packages.length === 0;
+}
+
+const ENTRY_KINDS = { purchase: 'Satın alma', forfeit: 'Süresi doldu, yandı', release: 'İade', correction: 'Düzeltme' };
+
+/** The ledger's newest entries: purchases, forfeits (and releases, corrections), each with its package. */
+export function drawEntries(items) {
+  const table = $('entries');
+  const columns = columnsOf(table);
+  const body = table.tBodies[0];
+  body.replaceChildren();
+  for (const item of items) {
+    const row = body.insertRow();
+    row.dataset.kind = item.kind;
+    cell(row, timeOf(item.at, stampFormat), columns);
+    cell(row, ENTRY_KINDS[item.kind] ?? item.kind, columns);
+    const amount = cell(row, `${item.amount > 0 ? '+' : ''}${numberFormat.format(item.amount)}`, columns);
+    amount.dataset.value = String(item.amount);
+    cell(row, item.packageId === null ? '—' : `#${item.packageId}`, columns);
+  }
+  $('entries').hidden = items.length === 0;
+  $('entries-heading').hidden = items.length === 0;
 }

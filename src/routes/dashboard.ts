@@ -11,8 +11,8 @@ import { codedErrors } from './replies.js';
 
 // GET /dashboard: the quota dashboard, a page, its scripts, style sheet and icon, read from
 // src/dashboard/ once at start (from the source tree and from dist/ alike: projectRoot is the
-// checkout either way) and answered from memory. The page calls the public check-quota and
-// history endpoints of the same origin; nothing here reads a license.
+// checkout either way) and answered from memory. The page calls the public check-quota,
+// history and ledger endpoints of the same origin; nothing here reads a license.
 
 export const DASHBOARD_DIR = path.join(projectRoot, 'src', 'dashboard');
 const PAGE = 'index.html';
@@ -40,16 +40,17 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * How often the page asks check-quota (and, given an access token, history) again: once per
- * cache window (QUOTA_CACHE_SECONDS; 10 s when the cache is off), and never more than half
- * of either rate limit allows (check-quota's per key and client address, history's per
- * license, at one page a refresh), so that a second tab or the web application itself still
- * gets answers.
+ * How often the page asks check-quota (and, given an access token, history and the ledger)
+ * again: once per cache window (QUOTA_CACHE_SECONDS; 10 s when the cache is off), and never
+ * more than half of either rate limit allows (check-quota's per key and client address;
+ * history's per license, which the ledger shares, at a history page and a ledger page a
+ * refresh), so that a second tab or the web application itself still gets answers.
  */
 export function refreshSeconds(config: Pick<Config, 'quotaCacheSeconds' | 'rate'>): number {
   const window = config.quotaCacheSeconds > 0 ? config.quotaCacheSeconds : 10;
-  const halfOf = (perMinute: number): number => (perMinute > 0 ? Math.ceil(120 / perMinute) : 0);
-  return Math.max(1, window, halfOf(config.rate.checkQuota), halfOf(config.rate.history));
+  /** seconds between refreshes that spend half of `perMinute` at `each` requests a refresh */
+  const halfOf = (perMinute: number, each: number): number => (perMinute > 0 ? Math.ceil((120 * each) / perMinute) : 0);
+  return Math.max(1, window, halfOf(config.rate.checkQuota, 1), halfOf(config.rate.history, 2));
 }
 
 /** The page with this instance's settings in data- attributes of <body> (read by the script; no inline script). */
@@ -69,7 +70,7 @@ const notFound = codedErrors('NOT_FOUND');
 const DASHBOARD_PAGE_DOC = pageDoc({
   summary: 'The quota dashboard (a page for license holders)',
   description: 'A license key shows its quota, expiry and status (check-quota); an access token adds its redemptions '
-    + '(history). Plain HTML and scripts from this service only (Content-Security-Policy); answers HEAD too.',
+    + '(history) and its packages with their expiry, purchases and forfeits (ledger). Plain HTML and scripts from this service only (Content-Security-Policy); answers HEAD too.',
   tag: 'dashboard',
   example: { summary: 'the page', value: '<!doctype html>\n<html lang="tr">…<main id="dashboard">…</main>…</html>' },
   headers: ['Cache-Control', 'Content-Security-Policy'],

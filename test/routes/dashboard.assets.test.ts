@@ -86,19 +86,20 @@ t.test('the dashboard and its assets', async (t) => {
   });
 });
 
-t.test('the refresh interval: the cache window, never over half the per-key check-quota limit nor half the history limit', async (t) => {
+t.test('the refresh interval: the cache window, never over half the per-key check-quota limit nor half the history limit (which the ledger shares)', async (t) => {
   const config = (cache: string, rate: string, history = '0') =>
     loadConfig(testEnv('x', { QUOTA_CACHE_SECONDS: cache, RATE_CHECK_QUOTA_PER_MIN: rate, RATE_HISTORY_PER_MIN: history }));
-  t.equal(refreshSeconds(loadConfig(testEnv('x'))), 30, 'defaults: the 30 s cache window (2 of 10 check-quotas, 2 of 60 history pages a minute)');
+  t.equal(refreshSeconds(loadConfig(testEnv('x'))), 30, 'defaults: the 30 s cache window (2 of 10 check-quotas, 4 of 60 history and ledger pages a minute)');
   t.equal(refreshSeconds(config('30', '10')), 30, 'the 30 s cache window (2 of 10 a minute)');
   t.equal(refreshSeconds(config('1', '0')), 1, 'no limit: the cache window');
   t.equal(refreshSeconds(config('0', '0')), 10, 'no cache: every 10 s');
   t.equal(refreshSeconds(config('5', '10')), 12, '5 s would be 12 a minute: slowed to 5 a minute');
   t.equal(refreshSeconds(config('1', '1000')), 1, 'a high limit leaves the window as it is');
   t.equal(refreshSeconds(config('1', '7')), 18, 'whole seconds, rounded up');
-  t.equal(refreshSeconds(config('1', '0', '60')), 2, 'history\'s default 60 a minute: at most 30 refreshes a minute, one page each');
-  t.equal(refreshSeconds(config('5', '0', '10')), 12, 'history 10 a minute: slowed to 5 refreshes a minute');
-  t.equal(refreshSeconds(config('5', '60', '12')), 10, 'the slower of the two limits wins');
+  t.equal(refreshSeconds(config('1', '0', '60')), 4, 'history\'s default 60 a minute: at most 15 refreshes a minute, a history and a ledger page each');
+  t.equal(refreshSeconds(config('5', '0', '10')), 24, 'history 10 a minute: slowed to 2.5 refreshes a minute');
+  t.equal(refreshSeconds(config('5', '60', '24')), 10, 'the slower of the two limits wins');
+  t.equal(refreshSeconds(config('5', '10', '48')), 12, 'the slower of the two limits wins, either way');
 });
 
 t.test('renderPage refuses a placeholder it does not know (a typo would reach the browser)', async (t) => {

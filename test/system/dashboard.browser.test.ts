@@ -13,7 +13,7 @@ import { pollUntil } from '../helpers/wait.js';
 // playwright-core as in cors.browser.test.ts) loads /dashboard from the service, a key is
 // typed in, and what the page shows is compared with what the API answers: check-quota's
 // figures, status and expiry; with an access token, history's redemptions in the table and
-// per day in the chart. Then an admin change and a new redemption reach the open page
+// per day in the chart, and the ledger's packages (expiring, expired) and entries. Then an admin change and a new redemption reach the open page
 // without a reload, within QUOTA_CACHE_SECONDS. Screenshots go to dist/screenshots/.
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -283,6 +283,64 @@ async function browserTests(): Promise<void> {
     await screenshot(t, small, 'dashboard-narrow.png', false);
     t.same(narrowSeen.problems, [], 'no CSP violation, page error or token in a URL');
     await narrow.close();
+  });
+
+  t.test('an access token: the packages table is the ledger\'s, one expiring within 30 days and one expired marked; purchases and forfeits listed', async (t) => {
+    const pk = await h.createLicense({ totalQuota: 10, organizationName: 'Paketli Eczane' });
+    const short = await h.admin('POST', `/admin/v1/licenses/${pk.licenseKey}/quota`, { add: 5, expiresAt: new Date(Date.now() + 3000).toISOString(), note: 'kısa' });
+    t.equal(short.status, 200, short.text);
+    const soon = await h.admin('POST', `/admin/v1/licenses/${pk.licenseKey}/quota`, {
+      add: 20, expiresAt: new Date(Date.now() + 10 * DAY_MS).toISOString(), note: 'Fatura gizli not',
+    });
+    t.equal(soon.status, 200, soon.text);
+    const { accessToken: pkAccess } = await getTokenPair(h, pk);
+    await redeemMany(h, pkAccess, 2); // from the package expiring first, which then forfeits its 3 left
+    const api = await pollUntil(() => h.ledger(pk.licenseKey, pkAccess), (r) => r.body?.data?.items?.[0]?.kind === 'forfeit',
+      { timeoutMs: 20_000, intervalMs: 250 });
+    const ledger = api.body.data as { packages: { id: number; amount: number; used: number; remaining: number; forfeited: number; expiresAt: string }[];
+      items: { kind: string; amount: number; packageId: number | null }[] };
+    t.same(ledger.packages.map((p) => [p.id, p.used, p.remaining, p.forfeited]), [[3, 0, 20, 0], [2, 2, 0, 3], [1, 0, 10, 0]], 'the API: three packages');
+
+    await showKey(page, pk.licenseKey);
+    t.equal(await attrBecomes(page, '#status', 'data-status', 'active'), 'active');
+    secret = pkAccess;
+    await page.fill('#access-token', pkAccess);
+    await page.click('#token-form button[type=submit]');
+    const rows = await pollUntil(() => page.$$eval('#packages tbody tr', (trs) => trs.length), (n) => n === 3, { intervalMs: 100 });
+    t.equal(rows, 3, 'a row per package');
+    t.equal(await hidden(page, '#ledger'), false, 'the packages card shown');
+    t.equal(await text(page, '#ledger-heading'), 'Paketler');
+    t.same(await page.$$eval('#packages thead th', (ths) => ths.map((th) => [th.getAttribute('scope'), (th.textContent ?? '').trim()])),
+      [['col', 'Paket'], ['col', 'Miktar'], ['col', 'Kullanılan'], ['col', 'Kalan'], ['col', 'Bitiş']], 'column headers');
+    t.equal(await text(page, '#packages caption'), 'Paketler, en yenisi önce', 'the table is labelled');
+    const shown = await page.$$eval('#packages tbody tr', (trs) => trs.map((tr) => ({
+      id: (tr as HTMLElement).dataset.packageId, state: (tr as HTMLElement).dataset.state,
+      values: [...tr.querySelectorAll('td[data-value]')].map((td) => Number((td as HTMLElement).dataset.value)),
+      expiresAt: tr.querySelector('time')?.getAttribute('datetime'), text: (tr.lastElementChild?.textContent ?? '').trim(),
+      labels: [...tr.querySelectorAll('td')].map((td) => (td as HTMLElement).dataset.label),
+    })));
+    t.same(shown.map((r) => ({ id: r.id, values: r.values, expiresAt: r.expiresAt })),
+      ledger.packages.map((p) => ({ id: String(p.id), values: [p.amount, p.used, p.remaining], expiresAt: p.expiresAt })),
+      'each row: the package\'s amount, used, remaining and expiry, newest first');
+    t.same(shown.map((r) => r.state), ['expiring', 'expired', ''], 'in 10 days: expiring; past: expired; in a year: neither');
+    t.match(shown[0]?.text, /\(9 gün içinde sona eriyor\)$/, `the expiring one says so (${shown[0]?.text})`);
+    t.match(shown[1]?.text, /\(süresi doldu, 3 kontör yandı\)$/, `the expired one, with its forfeit (${shown[1]?.text})`);
+    t.notMatch(shown[2]?.text ?? '', /\(/, 'the other, its expiry alone');
+    t.same(shown[0]?.labels, ['Paket', 'Miktar', 'Kullanılan', 'Kalan', 'Bitiş'], 'cells labelled for the narrow layout');
+
+    const entries = await page.$$eval('#entries tbody tr', (trs) => trs.map((tr) => ({
+      kind: (tr as HTMLElement).dataset.kind, amount: Number((tr.querySelector('td[data-value]') as HTMLElement | null)?.dataset.value),
+      cells: [...tr.querySelectorAll('td')].slice(1).map((td) => (td.textContent ?? '').trim()),
+    })));
+    t.same(entries.map((e) => [e.kind, e.amount]), ledger.items.map((i) => [i.kind, i.amount]), 'the entries: the ledger\'s, newest first');
+    t.same(entries.map((e) => e.cells[0]), ['Süresi doldu, yandı', 'Satın alma', 'Satın alma', 'Satın alma']);
+    t.same(entries.map((e) => e.cells[2]), ['#2', '#3', '#2', '#1'], 'each with its package');
+    t.equal(entries[1]?.cells[1], '+20');
+    t.notOk((await page.content()).includes('gizli not'), 'no purchase note on the page');
+    const ledgerCalls = seen.requests.filter((r) => r.url.includes('/api/License/ledger/'));
+    t.ok(ledgerCalls.length >= 1 && ledgerCalls.every((r) => r.headers.authorization === `Bearer ${pkAccess}` || r.headers.authorization === `Bearer ${accessToken}`),
+      'the ledger asked with the token in the Authorization header');
+    await screenshot(t, page, 'dashboard-packages.png');
   });
 
   t.test('the page broke no rule along the way', async (t) => {

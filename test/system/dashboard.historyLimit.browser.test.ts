@@ -33,16 +33,16 @@ async function historyLimitTest(): Promise<void> {
     const { accessToken } = await getTokenPair(h, lic);
     await page.goto(`${h.url}/dashboard?key=${lic.licenseKey}`);
     await pollUntil(() => attr(page, '#status', 'data-status').catch(() => null), (s) => s === 'active', { intervalMs: 100 });
-    t.equal(await attr(page, 'body', 'data-refresh-seconds'), '2', `${LIMIT} history pages a minute: the page asks every 2 s (half of them)`);
+    t.equal(await attr(page, 'body', 'data-refresh-seconds'), '4', `${LIMIT} history and ledger pages a minute: the page asks every 4 s (half of them, two a refresh)`);
 
     // the license's requests of this window spent elsewhere (another tab, the web application),
-    // and the window shortened to 5 s: Retry-After is longer than the page's refresh, and short
+    // and the window shortened to 6 s: Retry-After is longer than the page's refresh, and short
     for (let i = 0; i < LIMIT; i++) t.equal((await h.history(lic.licenseKey, accessToken, '?limit=1')).status, 200, `request ${i + 1} elsewhere`);
-    t.equal(await h.redis.pexpire(h.keys.forLicense(lic.firmaId).rateHistory, 5000), 1, 'the license\'s counter');
+    t.equal(await h.redis.pexpire(h.keys.forLicense(lic.firmaId).rateHistory, 6000), 1, 'the license\'s counter (history\'s and the ledger\'s)');
     await page.fill('#access-token', accessToken);
     await page.click('#token-form button[type=submit]');
     const message = await pollUntil(() => text(page, '#history-message'), (m) => m !== '', { intervalMs: 50 });
-    t.match(message, /^Çok fazla istek\. Lütfen bekleyiniz\. [1-5] saniye sonra yeniden denenecek \(429\)\.$/,
+    t.match(message, /^Çok fazla istek\. Lütfen bekleyiniz\. [1-6] saniye sonra yeniden denenecek \(429\)\.$/,
       `the published message, Retry-After and the status (${message})`);
     t.equal(await hidden(page, '#token-state'), false, 'the token is kept');
 
