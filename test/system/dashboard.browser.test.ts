@@ -337,8 +337,8 @@ async function browserTests(): Promise<void> {
     t.same(entries.map((e) => e.cells[2]), ['#2', '#3', '#2', '#1'], 'each with its package');
     t.equal(entries[1]?.cells[1], '+20');
     t.notOk((await page.content()).includes('gizli not'), 'no purchase note on the page');
-    const ledgerCalls = seen.requests.filter((r) => r.url.includes('/api/License/ledger/'));
-    t.ok(ledgerCalls.length >= 1 && ledgerCalls.every((r) => r.headers.authorization === `Bearer ${pkAccess}` || r.headers.authorization === `Bearer ${accessToken}`),
+    const ledgerCalls = seen.requests.filter((r) => r.url.includes(`/api/License/ledger/${pk.licenseKey}`));
+    t.ok(ledgerCalls.length >= 1 && ledgerCalls.every((r) => r.headers.authorization === `Bearer ${pkAccess}`),
       'the ledger asked with the token in the Authorization header');
     await screenshot(t, page, 'dashboard-packages.png');
   });

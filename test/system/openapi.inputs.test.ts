@@ -140,6 +140,11 @@ const historyCursors = fc.tuple(fc.date({ min: new Date(0), max: new Date('9999-
 const adminCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.string({ unit: fc.constantFrom(...'aZ09-_é😀| '), minLength: 1, maxLength: 40 })).map(([m, id]) => cursorOf(String(m), id));
 /** The holder's ledger cursors: a time and an entry's reference ("e" and its zero-padded id). */
 const ledgerCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.bigInt({ min: 1n, max: 10n ** 18n - 1n })).map(([m, id]) => cursorOf(String(m), `e${String(id).padStart(19, '0')}`));
+/** The admin ledger's cursors: a time and a line's reference (an entry's "e" and zero-padded id, a day's "s" and date). */
+const adminLedgerCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.oneof(
+  fc.bigInt({ min: 1n, max: 10n ** 18n - 1n }).map((id) => `e${String(id).padStart(19, '0')}`),
+  fc.date({ min: new Date('2000-01-01'), max: new Date('2999-12-31'), noInvalidDate: true }).map((d) => `s${d.toISOString().slice(0, 10)}`),
+)).map(([m, ref]) => cursorOf(String(m), ref));
 /** The audit log's cursors: a time and a record id (a positive integer). */
 const auditCursors = fc.tuple(fc.bigInt({ min: 0n, max: 10n ** 17n - 1n }), fc.bigInt({ min: 1n, max: 10n ** 18n - 1n })).map(([m, id]) => cursorOf(String(m), String(id)));
 const handedOut = new Set<string>();
@@ -229,6 +234,18 @@ const PROBES: Record<string, Probe> = {
     send: (v) => c.request('GET', `${keyPath}/tokens?cursor=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('cursor'), skip: notInQuery,
     values: cursors(adminCursors, { type: 'string', pattern: '^[A-Za-z0-9_-]{1,256}$' }), alsoAdmits: (v) => handedOut.has(v as string),
   },
+  'get /admin/v1/licenses/{licenseKey}/ledger path.licenseKey': { send: (v) => c.request('GET', `/admin/v1/licenses/${pathValue(v)}/ledger`, undefined, admin), refused: notFound, skip: unjudgedKey, values: adminKeys },
+  'get /admin/v1/licenses/{licenseKey}/ledger query.limit': { send: (v) => c.request('GET', `${keyPath}/ledger?limit=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('limit'), skip: notInQuery },
+  'get /admin/v1/licenses/{licenseKey}/ledger query.cursor': {
+    send: (v) => c.request('GET', `${keyPath}/ledger?cursor=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('cursor'), skip: notInQuery,
+    values: cursors(adminLedgerCursors, { type: 'string', pattern: '^[A-Za-z0-9_-]{1,256}$' }), alsoAdmits: (v) => handedOut.has(v as string),
+  },
+  'post /admin/v1/licenses/{licenseKey}/quota body.expiresAt': {
+    send: adminBody('POST', `${keyPath}/quota`, { add: 1 }, 'expiresAt'), refused: naming('expiresAt'),
+    // an instant already past is refused: a package that could not be spent
+    alsoAdmits: (v) => v === null || Date.parse(v as string) > Date.now(),
+  },
+  'post /admin/v1/licenses/{licenseKey}/quota body.note': { send: adminBody('POST', `${keyPath}/quota`, { add: 1 }, 'note'), refused: naming('note') },
   'get /admin/v1/licenses/{licenseKey}/tokens query.status': { send: (v) => c.request('GET', `${keyPath}/tokens?status=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('status'), skip: notInQuery },
   'get /admin/v1/audit query.licenseKey': { send: (v) => c.request('GET', `/admin/v1/audit?licenseKey=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('licenseKey'), skip: notInQuery },
   'get /admin/v1/audit query.since': { send: (v) => c.request('GET', `/admin/v1/audit?since=${encodeURIComponent(String(v))}`, undefined, admin), refused: naming('since'), skip: notInQuery },
