@@ -8,16 +8,18 @@
 
     KEYS[1] rate-limit counter  {k:<licenseKey>}:rq:<address bucket> (one per client and key;
             {k:<licenseKey>}:rq for clients whose address is unknown)
-    KEYS[2] credentials hash    {k:<licenseKey>}:c   field v version of the license row, z fence
+    KEYS[2] credentials hash    {k:<licenseKey>}:c   field v version of the license row, z fence,
+            lq the license's own limit ("" or none: ARGV[1])
     KEYS[3] cached answer       {k:<licenseKey>}:qa  fields v version, s status line, b body head
 
-    ARGV[1] limit per window (0 = off)
+    ARGV[1] limit per window (0 = off) unless the license has its own (ownLimit in
+            includes/rateLimit.lua): read from the copy, so a change is in force at once
     ARGV[2] window, ms
     ARGV[3] "1": the cache is on (QUOTA_CACHE_SECONDS > 0); "0": off, nothing is read from it
 
-  Returns {outcome, left, reset, version, now, status, head}: left and reset are what the
-  rate-limit step counted (requests the window still allows, ms until it resets; 0, 0 when
-  the limit is off); version is "" when there is no copy or it is fenced (the caller
+  Returns {outcome, left, reset, limit, version, now, status, head}: left, reset and limit
+  are what the rate-limit step counted (requests the window still allows, ms until it
+  resets, the limit applied; 0, 0, 0 when the limit is off); version is "" when there is no copy or it is fenced (the caller
   reloads), and when the outcome is OVER_RATE_LIMIT (names: src/redis/scripts.ts). On a hit
   status and head are the cached answer (the body up to its timestamp's value) and now is
   0; on a miss they are "" and now is Redis's time in ms, read after the version: the stamp
@@ -26,19 +28,23 @@
 -- @include outcomes
 -- @include rateLimit
 
-local limit = tonumber(ARGV[1])
+-- the copy first: it holds the license's own limit (a copy Redis lost counts the request
+-- at the default: the caller reloads it for the next)
+local copy = redis.call('HMGET', KEYS[2], 'v', 'z', 'lq')
+local limit = ownLimit(copy[3], tonumber(ARGV[1]))
 local left, reset = 0, 0
 if limit > 0 then
   local over
   over, left, reset = rateStep(KEYS[1], limit, ARGV[2])
-  if over then return {OVER_RATE_LIMIT, 0, reset, '', 0, '', ''} end
+  if over then return {OVER_RATE_LIMIT, 0, reset, limit, '', 0, '', ''} end
+else
+  limit = 0
 end
-local copy = redis.call('HMGET', KEYS[2], 'v', 'z')
 local version = copy[1]
 if not version or copy[2] then version = '' end
 if ARGV[3] == '1' and version ~= '' then
   local cached = redis.call('HMGET', KEYS[3], 'v', 's', 'b')
-  if cached[1] == version then return {DONE, left, reset, version, 0, cached[2], cached[3]} end
+  if cached[1] == version then return {DONE, left, reset, limit, version, 0, cached[2], cached[3]} end
 end
 local t = redis.call('TIME')
-return {DONE, left, reset, version, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), '', ''}
+return {DONE, left, reset, limit, version, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), '', ''}

@@ -12,10 +12,11 @@
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
     ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
-    ARGV[7i-3..7i+3] token i: rate limit (0 = off), token id, firma id, imza tipi,
+    ARGV[7i-3..7i+3] token i: rate limit (the deployment's, 0 = off, unless the license has its
+             own; below 0 = not counted), token id, firma id, imza tipi,
              token expiry ms, marker hash expiry ms, token generation ("" = not checked)
 
-  Returns {code1, a1, b1, left1, reset1, code2, ...}: issueToken's result for each token,
+  Returns {code1, a1, b1, left1, reset1, limit1, code2, ...}: issueToken's result for each token,
   in order (codes listed in includes/issueToken.lua).
 ]]
 -- @include outcomes
@@ -26,7 +27,7 @@
 -- @include issueToken
 -- @include batch
 
-return eachToken(7, 5, function(k, v, mark)
+return eachToken(7, 6, function(k, v, mark)
   return issueToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
     ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], mark, ARGV[v + 6])
 end)

@@ -16,13 +16,14 @@
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
     ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
-    ARGV[9i-5..9i+3] token i: rate limit (0 = off), origin host ("" = none), token id,
+    ARGV[9i-5..9i+3] token i: rate limit (the deployment's, 0 = off, unless the license has its own;
+             below 0 = not counted), origin host ("" = none), token id,
              firma id, imza tipi, token iat ms, origin prefixed "+" ("" = none), its
              Idempotency-Key's field in the record hashes ("" = sent without a key), the
              receipt's prefix (sign; "" for validate)
 
-  Returns {code1, a1, b1, left1, reset1, receipt1, code2, ...}: redeemToken's result for
-  each token, in order, six values each (codes listed in includes/redeemToken.lua; the
+  Returns {code1, a1, b1, left1, reset1, limit1, receipt1, code2, ...}: redeemToken's result
+  for each token, in order, seven values each (codes listed in includes/redeemToken.lua; the
   receipt "" but for a sign's DONE).
 ]]
 -- @include outcomes
@@ -36,7 +37,7 @@
 -- @include batch
 
 local nextIdem = 3 + 4 * tokenCount(9)
-return eachToken(9, 6, function(k, v, mark)
+return eachToken(9, 7, function(k, v, mark)
   local origin = ARGV[v + 6]
   if origin == '' then origin = nil else origin = string.sub(origin, 2) end
   local field, current, previous = ARGV[v + 7], nil, nil

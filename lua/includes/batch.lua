@@ -6,8 +6,8 @@
   eachToken(argsPerToken, width, step): calls step(k, v, mark) for every token in order, k
   the index of its first key in KEYS, v of its first argument in ARGV, mark the issued
   marker of this epoch; returns the steps' results (code, a, b, rate remaining, rate reset
-  ms, and with width 6 one value more, "" when the step gave none) flattened into one
-  list, width per token. Past the deadline (includes/deadline.lua) it changes nothing and
+  ms, the rate limit applied, and with width 7 one value more, "" when the step gave none)
+  flattened into one list, width per token. Past the deadline (includes/deadline.lua) it changes nothing and
   returns {PAST_DEADLINE}.
 ]]
 local function tokenCount(argsPerToken)
@@ -19,14 +19,15 @@ local function eachToken(argsPerToken, width, step)
   local mark = issuedMark(KEYS[2])
   local out = {}
   for i = 1, tokenCount(argsPerToken) do
-    local code, a, b, left, reset, extra = step(4 * i - 1, argsPerToken * (i - 1) + 4, mark)
+    local code, a, b, left, reset, limit, extra = step(4 * i - 1, argsPerToken * (i - 1) + 4, mark)
     out[#out + 1] = code
     out[#out + 1] = a
     out[#out + 1] = b
     out[#out + 1] = left
     out[#out + 1] = reset
     -- a nil would end the reply there (Lua tables end at their first nil)
-    if width == 6 then out[#out + 1] = extra or '' end
+    out[#out + 1] = limit or 0
+    if width == 7 then out[#out + 1] = extra or '' end
   end
   return out
 end

@@ -4,9 +4,10 @@
 
   redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId,
               imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
-    -> code, a, b, left, reset, receipt
+    -> code, a, b, left, reset, limit, receipt
     license  license hash        {b}:l:<firmaId>   fields q bought, f forfeited, u used, a active, x expiry ms,
-                                 d domains, z fence, pn pe pl pm the packages (includes/packages.lua)
+                                 d domains, z fence, pn pe pl pm the packages (includes/packages.lua),
+                                 lv the license's own validate limit ("" or none: limit)
     packages package hash        {b}:pk:<firmaId>  (includes/packages.lua)
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued,
                                  "u<package>:<ms>" used (earlier versions: "u"), "r" released
@@ -15,7 +16,8 @@
     stream   usage stream        {b}:ev   event "u" (EventValues.used in src/redis/scripts.ts), with
                                  the number of the package it spent (field p), and "f" forfeits
     now      ms since epoch, as a string (it is the event's time)
-    limit    rate limit per window, a number (0 = off)
+    limit    the deployment's rate limit per window, a number (0 = off), unless the license
+             has its own (ownLimit in includes/rateLimit.lua); below 0: not counted
     host     origin host name, normalised ("" = none)
     origin   origin as the client sent it (nil = none)
     prefix   sign: the receipt's payload up to its documents, '{"typ":"receipt",...,"documents":[...]'
@@ -37,9 +39,10 @@
              documents (a receipt that does not start with the prefix sent), is refused while
              the record lives.
 
-  Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none); left and reset
-  are what the rate-limit step counted (requests the window still allows, ms until it
-  resets; 0, 0 when the limit is off):
+  Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none); left, reset and
+  limit are what the rate-limit step counted (requests the window still allows, ms until it
+  resets, the limit it applied: the RateLimit fields of the answer; 0, 0, 0 when the limit
+  is off or nothing was counted):
     DONE                a = used quota, b = remaining quota, receipt (sign; "" for validate);
                         for a retry with the key of this token's redemption, what that
                         redemption answered (it spends nothing)
@@ -49,7 +52,7 @@
     OVER_RATE_LIMIT     a = ms until the window resets
     COPY_MISSING        no license copy, one fenced by an admin change (fence.lua), or one
                         written before packages (no pm): the caller hydrates from Postgres
-                        and retries (checked first)
+                        and retries (checked first, before the count: the retry counts)
     MARKER_MISSING      no marker for a token we signed: Redis lost it, and perhaps its
                         redemption with it (the caller refuses it: fail closed)
     TOKEN_SPENT         used, or issued in an earlier epoch: Redis came back from a restart
@@ -81,50 +84,53 @@ local function sameRequest(receipt, prefix)
 end
 
 -- A refusal of a token sent with a key that serves another token says so instead.
-local function refused(code, field, current, previous, now, left, reset)
-  if field and keyHolder(field, current, previous, now) then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset end
-  return code, 0, 0, left, reset
+local function refused(code, field, current, previous, now, left, reset, applied)
+  if field and keyHolder(field, current, previous, now) then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied end
+  return code, 0, 0, left, reset, applied
 end
 
 local function redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
-  local left, reset = 0, 0
+  -- the license first: a token of a company Redis does not hold is not "unknown" until
+  -- Postgres has been asked about the company, and the copy holds the limit to count with
+  -- (a request is counted by the call that finds the copy: the caller's retry after a repair)
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd', 'z', 'f', 'pn', 'pe', 'pl', 'pm', 'lv')
+  if not lic[1] or lic[6] or not lic[11] then return COPY_MISSING, 0, 0, 0, 0, 0 end
+
+  local left, reset, applied = 0, 0, 0
+  limit = ownLimit(lic[12], limit)
   if limit > 0 then
     local over
     over, left, reset = rateStep(rate, limit, windowMs)
-    if over then return OVER_RATE_LIMIT, reset, 0, 0, reset end
+    applied = limit
+    if over then return OVER_RATE_LIMIT, reset, 0, 0, reset, applied end
   end
 
-  -- the license first: a token of a company Redis does not hold is not "unknown" until
-  -- Postgres has been asked about the company
-  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd', 'z', 'f', 'pn', 'pe', 'pl', 'pm')
-  if not lic[1] or lic[6] or not lic[11] then return COPY_MISSING, 0, 0, left, reset end
-
   local marker = redis.call('HGET', markers, tokenId)
-  if not marker then return MARKER_MISSING, 0, 0, left, reset end
+  if not marker then return MARKER_MISSING, 0, 0, left, reset, applied end
   if marker ~= issuedMark then
     -- spent: a retry with the key its redemption claimed gets that redemption's figures again
     if idem then
       local holder, used, remaining, receipt = keyHolder(idem, current, previous, now)
-      if holder == tokenId and sameRequest(receipt, prefix) then return DONE, tonumber(used), tonumber(remaining), left, reset, receipt end
-      if holder then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset end
+      if holder == tokenId and sameRequest(receipt, prefix) then return DONE, tonumber(used), tonumber(remaining), left, reset, applied, receipt end
+      if holder then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied end
     end
-    return TOKEN_SPENT, 0, 0, left, reset
+    return TOKEN_SPENT, 0, 0, left, reset, applied
   end
-  if tonumber(lic[4]) <= tonumber(now) then return refused(LICENSE_EXPIRED, idem, current, previous, now, left, reset) end
-  if lic[3] ~= '1' then return refused(LICENSE_INACTIVE, idem, current, previous, now, left, reset) end
+  if tonumber(lic[4]) <= tonumber(now) then return refused(LICENSE_EXPIRED, idem, current, previous, now, left, reset, applied) end
+  if lic[3] ~= '1' then return refused(LICENSE_INACTIVE, idem, current, previous, now, left, reset, applied) end
 
   local domains = lic[5]
-  if domains and domains ~= '' and not originAllowed(domains, host) then return refused(ORIGIN_NOT_ALLOWED, idem, current, previous, now, left, reset) end
+  if domains and domains ~= '' and not originAllowed(domains, host) then return refused(ORIGIN_NOT_ALLOWED, idem, current, previous, now, left, reset, applied) end
 
   local total = tonumber(lic[1]) - tonumber(lic[7] or '0')
   local used = tonumber(lic[2])
-  if used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset) end
+  if used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset, applied) end
   local pn, pl = lic[8], tonumber(lic[10] or '0')
   if mustSettle(lic[9], lic[10], now) then
     local pe
     pn, pe, pl = settle(license, packages, stream, firmaId, now)
     total = tonumber(lic[1]) - tonumber(redis.call('HGET', license, 'f') or '0')
-    if pn == '' or used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset) end
+    if pn == '' or used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset, applied) end
   end
 
   -- the script runs alone: the HSET below makes used + 1, the figures the record and receipt keep
@@ -134,7 +140,7 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
       .. ',"remaining_quota":' .. (total - used - 1) .. '}'
   end
   if idem and not claimKey(idem, current, previous, tokenId, iat, now, used + 1, total - used - 1, receipt) then
-    return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset
+    return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied
   end
   used = used + 1
   redis.call('HSET', license, 'u', used, 'pl', pl - 1)
@@ -149,5 +155,5 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   else
     redis.call('XADD', stream, '*', 'u', values, 'p', pn, 'r', receipt)
   end
-  return DONE, used, total - used, left, reset, receipt
+  return DONE, used, total - used, left, reset, applied, receipt
 end

@@ -1,12 +1,14 @@
 import type postgres from 'postgres';
 import type { Sql } from '../db/pg.js';
+import { RATE_LIMIT_COLUMNS } from './rateLimits.js';
 
 // The admin audit log (sql/008_admin_audit.sql): who changed which license, how, from where.
 // A change and its record are one transaction (src/licenses/store.ts): the license row is
 // read before and after the change in that transaction, and the fields that differ are
 // written. The fields are read generically (every column of the row but the bookkeeping
 // ones), so a column added to licenses is audited without a change here; a column holding
-// a secret must be named in SECRET_COLUMNS.
+// a secret must be named in SECRET_COLUMNS, and one the admin API shows inside an object in
+// GROUPED_COLUMNS.
 
 /** The admin change recorded. */
 export type AuditAction = 'create' | 'update' | 'add-quota';
@@ -28,6 +30,15 @@ const NOT_AUDITED = ['firma_id', 'license_key', 'used_quota', 'forfeited_quota',
 /** Columns holding a secret, by the name the admin API gives the field: recorded only as "changed". */
 const SECRET_COLUMNS: Record<string, string> = { password_hash: 'password', webhook_secret: 'webhookSecret' };
 
+/**
+ * Columns the admin API shows as members of one object field, by column: the field and the
+ * member. The record shows the whole object before and after when any member changed, as
+ * the admin sent it (rateLimits: {getToken, signToken, validate, checkQuota}).
+ */
+const GROUPED_COLUMNS: Record<string, [field: string, member: string]> = Object.fromEntries(
+  Object.entries(RATE_LIMIT_COLUMNS).map(([member, column]) => [column, ['rateLimits', member]]),
+);
+
 /** What a secret that changed reads in a record. */
 export const CHANGED = 'changed';
 
@@ -41,8 +52,12 @@ function camel(column: string): string {
 /** The row's audited fields under the admin API's names, instants as the API writes them. */
 function snapshotOf(row: Record<string, unknown>): Snapshot {
   const out: Snapshot = {};
+  // the groups' members in the order they are declared, whatever order the row's columns come in
+  for (const [field, member] of Object.values(GROUPED_COLUMNS)) out[field] = { ...(out[field] as object | undefined), [member]: null };
   for (const [column, value] of Object.entries(row)) {
-    out[SECRET_COLUMNS[column] ?? camel(column)] = typeof value === 'string' && PG_INSTANT.test(value) ? new Date(value).toISOString() : value;
+    const grouped = GROUPED_COLUMNS[column];
+    if (grouped !== undefined) (out[grouped[0]] as Record<string, unknown>)[grouped[1]] = value ?? null;
+    else out[SECRET_COLUMNS[column] ?? camel(column)] = typeof value === 'string' && PG_INSTANT.test(value) ? new Date(value).toISOString() : value;
   }
   return out;
 }

@@ -7,6 +7,7 @@ import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
 import { decodeDomains, encodeDomains } from './origin.js';
+import { copiedLimit } from './rateLimits.js';
 import { forfeitOf, redemptionOf, releaseOf } from '../usage/events.js';
 import type { LicenseRow, LicenseStore } from './store.js';
 
@@ -70,7 +71,14 @@ const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5
 function licenseFields(row: LicenseRow): (string | number)[] {
   return [L.totalQuota, row.totalQuota + row.forfeitedQuota, L.isActive, row.isActive ? '1' : '0', L.expiryMs, row.expiryDate.getTime(),
     L.domains, encodeDomains(row.domains), L.organizationName, row.organizationName, L.licenseKey, row.licenseKey,
-    L.generation, row.tokenGeneration, L.releasesPerDay, row.releasesPerDay];
+    L.generation, row.tokenGeneration, L.releasesPerDay, row.releasesPerDay,
+    L.rateValidate, copiedLimit(row.rateLimits.validate), L.rateSignToken, copiedLimit(row.rateLimits.signToken)];
+}
+
+/** A row's fields in the credentials hash. */
+function credentialsFields(row: LicenseRow): (string | number)[] {
+  return [C.firmaId, row.firmaId, C.passwordHash, row.passwordHash, C.generation, row.tokenGeneration,
+    C.rateGetToken, copiedLimit(row.rateLimits.getToken), C.rateCheckQuota, copiedLimit(row.rateLimits.checkQuota)];
 }
 
 /** What the events still queued in a license's stream did that Postgres may not have written yet. */
@@ -164,8 +172,7 @@ export class HotLicenses {
     const [, [outcome, licenseFenced], [, credentialsFenced]] = await Promise.all([
       this.redis.del(this.keys.unknownKey(row.licenseKey)),
       runScript(this.redis, scripts.syncLicense(k, row.version, completes, settledMs, updateOf(row), licenseFields(row))),
-      runScript(this.redis, scripts.sync(this.keys.credentials(row.licenseKey), row.version, 'none', completes, settledMs,
-        [C.firmaId, row.firmaId, C.passwordHash, row.passwordHash, C.generation, row.tokenGeneration])),
+      runScript(this.redis, scripts.sync(this.keys.credentials(row.licenseKey), row.version, 'none', completes, settledMs, credentialsFields(row))),
     ]);
     this.firmaIds.set(row.licenseKey, row.firmaId);
     this.known.add(row.licenseKey);

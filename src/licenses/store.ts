@@ -3,6 +3,9 @@ import postgres from 'postgres';
 import type { Sql } from '../db/pg.js';
 import * as audit from './audit.js';
 import type { AuditActor } from './audit.js';
+import { DEFAULT_RATE_LIMITS, RATE_LIMIT_COLUMNS, type RateLimits } from './rateLimits.js';
+
+export type { RateLimits } from './rateLimits.js';
 
 /** A license row as Postgres holds it (the source of truth). */
 export interface LicenseRow {
@@ -30,6 +33,8 @@ export interface LicenseRow {
   packages: PackageRow[];
   /** units a day the holder may give back after a failed signing (0: none) */
   releasesPerDay: number;
+  /** its own limits per minute (null: the deployment's RATE_*_PER_MIN; 0: none) */
+  rateLimits: RateLimits;
 }
 
 /** A package: one purchase (or the opening balance of a license older than packages), with its own expiry. */
@@ -54,6 +59,7 @@ export const LICENSE_COLUMNS = `firma_id, license_key, organization_name, passwo
   used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version,
   token_generation::float8 as token_generation, webhook_url, webhook_secret is not null as webhook_secret_set,
   forfeited_quota::float8 as forfeited_quota, packages_made, releases_per_day,
+  rate_get_token_per_min, rate_sign_token_per_min, rate_validate_per_min, rate_check_quota_per_min,
   (select coalesce(json_agg(json_build_object('no', p.package_no, 'amount', p.amount::float8, 'used', p.used::float8,
      'forfeited', p.forfeited::float8, 'expiresAt', p.expires_at, 'createdAt', p.created_at, 'note', p.note) order by p.package_no), '[]')
    from license_packages p where p.firma_id = licenses.firma_id) as packages`;
@@ -82,6 +88,12 @@ export function licenseRowOf(r: Record<string, unknown>): LicenseRow {
       no: p.no, amount: p.amount, used: p.used, forfeited: p.forfeited, expiresAt: new Date(p.expiresAt), createdAt: new Date(p.createdAt),
       note: p.note,
     })),
+    rateLimits: {
+      getToken: (r.rate_get_token_per_min as number | null) ?? null,
+      signToken: (r.rate_sign_token_per_min as number | null) ?? null,
+      validate: (r.rate_validate_per_min as number | null) ?? null,
+      checkQuota: (r.rate_check_quota_per_min as number | null) ?? null,
+    },
   };
 }
 
@@ -96,6 +108,8 @@ export interface NewLicense {
   webhookUrl?: string | null;
   webhookSecret?: string | null;
   releasesPerDay?: number;
+  /** absent: every limit the deployment's */
+  rateLimits?: RateLimits;
 }
 
 export interface LicenseChange {
@@ -108,6 +122,18 @@ export interface LicenseChange {
   webhookUrl?: string | null;
   webhookSecret?: string;
   releasesPerDay?: number;
+  /** the limits given (a limit absent keeps its value; null: back to the deployment's) */
+  rateLimits?: Partial<RateLimits>;
+}
+
+/**
+ * The SET of the limits from a JSON object of those given (param, a jsonb): a limit named
+ * takes its value, null included (back to the default); one not named keeps its own.
+ */
+function rateLimitsSet(param: string): string {
+  return Object.entries(RATE_LIMIT_COLUMNS)
+    .map(([field, column]) => `${column} = case when ${param}::jsonb ? '${field}' then (${param}::jsonb ->> '${field}')::integer else ${column} end`)
+    .join(',\n           ');
 }
 
 /** A change only of these fields touches nothing the request path reads (no Redis copy to change). */
@@ -220,16 +246,18 @@ export class LicenseStore {
 
   /** null when the license key is taken. The creation and its audit record (./audit.ts) are one transaction. */
   async create(input: NewLicense, actor: AuditActor): Promise<LicenseRow | null> {
+    const limits = { ...DEFAULT_RATE_LIMITS, ...input.rateLimits };
     return this.sql.begin(async (tx) => {
       const rows = await tx.unsafe(
         `insert into licenses (firma_id, license_key, organization_name, password_hash, total_quota, expiry_date, is_active, domains,
-                               webhook_url, webhook_secret, releases_per_day)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                               webhook_url, webhook_secret, releases_per_day, rate_get_token_per_min, rate_sign_token_per_min,
+                               rate_validate_per_min, rate_check_quota_per_min)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
          on conflict (license_key) do nothing
          returning ${LICENSE_COLUMNS}`,
         [LicenseStore.newFirmaId(), input.licenseKey, input.organizationName, input.passwordHash,
           input.totalQuota, input.expiryDate, input.isActive, input.domains as never, input.webhookUrl ?? null, input.webhookSecret ?? null,
-          input.releasesPerDay ?? 0],
+          input.releasesPerDay ?? 0, limits.getToken, limits.signToken, limits.validate, limits.checkQuota],
       );
       if (!rows[0]) return null;
       const firmaId = rows[0].firma_id as string;
@@ -291,12 +319,13 @@ export class LicenseStore {
            webhook_url = case when $8::boolean then null else coalesce($9, webhook_url) end,
            webhook_secret = case when $8::boolean then null else coalesce($10, webhook_secret) end,
            releases_per_day = coalesce($11::int, releases_per_day),
+           ${rateLimitsSet('$12')},
            version = version + 1, updated_at = now()
          where license_key = $1 and ($7::float8 is null or clock_timestamp() < to_timestamp($7::float8 / 1000))
          returning ${LICENSE_COLUMNS}`,
         [licenseKey, change.organizationName ?? null, change.passwordHash ?? null, change.expiryDate ?? null,
           change.isActive ?? null, (change.domains ?? null) as never, deadlineMs, change.webhookUrl === null,
-          change.webhookUrl ?? null, change.webhookSecret ?? null, change.releasesPerDay ?? null],
+          change.webhookUrl ?? null, change.webhookSecret ?? null, change.releasesPerDay ?? null, (change.rateLimits ?? {}) as never],
       );
       if (!rows[0]) return null;
       await audit.record(tx, licenseKey, 'update', before, await audited(tx, licenseKey), actor);

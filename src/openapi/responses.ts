@@ -63,13 +63,20 @@ function rateLimitHeaders(limits: RateLimitDoc[], status: number): Record<string
   if (on.length === 0) return {};
   const policies = describeCases(on.map((l) => {
     const which = l.statuses[status] === 'every' ? 'on every answer of this status' : `only on ${l.statuses[status]}`;
-    return `"${l.policy}" (${l.limit} requests per ${WINDOW_SECONDS} s per ${l.per}, ${l.setting}): ${which}`;
+    const own = l.perLicense === true ? '; a license with a limit of its own (the admin API\'s rateLimits) is held to that one, which q then shows, and one whose own limit is 0 gets neither field' : '';
+    return `"${l.policy}" (${l.limit} requests per ${WINDOW_SECONDS} s per ${l.per}, ${l.setting}${own}): ${which}`;
   }));
   const required = on.some((l) => l.statuses[status] === 'every');
   // the very values this instance sends: the policy as configured, the figures left of it
   const names = on.map((l) => l.policy.replace(/[^a-z-]/g, (c) => `\\${c}`)).join('|');
+  // a policy a license may set says its own q: any figure
+  const policyPatterns = on.map((l) => (l.perLicense === true
+    ? `"${l.policy.replace(/[^a-z-]/g, (c) => `\\${c}`)}";q=\\d+;w=${WINDOW_SECONDS}`
+    : l.policyField.replace(/[^a-z0-9"=;-]/g, (c) => `\\${c}`)));
+  const policySchema = on.some((l) => l.perLicense === true) ? { type: 'string', pattern: `^(?:${policyPatterns.join('|')})$` }
+    : on.length === 1 ? { type: 'string', const: (on[0] as RateLimitDoc).policyField } : { type: 'string', enum: on.map((l) => l.policyField) };
   const schemas: Record<string, unknown> = {
-    'RateLimit-Policy': on.length === 1 ? { type: 'string', const: (on[0] as RateLimitDoc).policyField } : { type: 'string', enum: on.map((l) => l.policyField) },
+    'RateLimit-Policy': policySchema,
     RateLimit: { type: 'string', pattern: `^"(?:${names})";r=\\d+;t=\\d+$` },
   };
   return Object.fromEntries(['RateLimit-Policy', 'RateLimit'].map((h) => {

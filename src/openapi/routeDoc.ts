@@ -62,6 +62,8 @@ export interface RateLimitDoc {
   per: string;
   /** the variable that sets the limit */
   setting: string;
+  /** a license may have its own limit instead (the admin API's rateLimits): its answers' policy shows that one */
+  perLicense?: boolean;
   /**
    * By status, which answers carry the fields: 'every' answer of that status, or only those
    * a phrase names (and why the others do not). A status not named never carries them.

@@ -67,6 +67,11 @@ export function timestampedErrorOf(bodies: unknown[], extra: Record<string, TSch
   }, closed);
 }
 
+/** One of a license's own limits: its figure, or null for the deployment's. */
+function LimitPerMin(what: string): TSchema {
+  return Type.Union([Type.Integer({ minimum: 0, maximum: 1e9 }), Type.Null()], { description: `${what}; null: the deployment's` });
+}
+
 /** A license as the admin API shows it: never the password or its hash. */
 export const License = Type.Object({
   licenseKey: Uuid,
@@ -95,6 +100,16 @@ export const License = Type.Object({
     description: 'every purchase, oldest first, each with its own expiry: redemptions spend the one that expires first, and a '
       + 'package that expires with units left forfeits them (totalQuota falls by as much). Its figures are as the usage worker '
       + 'has written them, behind the license\'s own figures by the worker lag',
+  }),
+  rateLimits: Type.Object({
+    getToken: LimitPerMin('tokens issued per license key a minute (RATE_GET_TOKEN_PER_MIN)'),
+    signToken: LimitPerMin('sign tokens a minute (RATE_SIGN_TOKEN_PER_MIN)'),
+    validate: LimitPerMin('validations and signs a minute, together (RATE_VALIDATE_PER_MIN)'),
+    checkQuota: LimitPerMin('check-quota look-ups a minute per client address (RATE_CHECK_QUOTA_PER_MIN)'),
+  }, {
+    ...closed,
+    description: 'the license\'s own rate limits (docs/api.md#limits): null where the deployment\'s default applies, 0 where '
+      + 'the license has no limit; the RateLimit-Policy of its answers shows the one applied',
   }),
 }, closed);
 

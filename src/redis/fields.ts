@@ -31,6 +31,15 @@ export const LicenseField = {
   packagesMade: 'pm',
   /** releases a day the license allows (lua/release.lua; 0 or absent: none) */
   releasesPerDay: 'ra',
+  /**
+   * The license's own limits per window, read where the request is counted (ownLimit in
+   * lua/includes/rateLimit.lua), so an admin change is in force on the next request of every
+   * process: validate and sign (lua/includes/redeemToken.lua), sign-token
+   * (lua/includes/issueToken.lua). "" = the deployment's RATE_*_PER_MIN: sync.lua writes only
+   * the fields it is given, so a reset to the default is written, not deleted.
+   */
+  rateValidate: 'lv',
+  rateSignToken: 'ls',
 } as const;
 
 /** Credentials hash {k:<licenseKey>}:c: what get-token needs, found by license key. */
@@ -41,6 +50,9 @@ export const CredentialsField = {
   generation: LicenseField.generation,
   fences: LicenseField.fences,
   fenceDeadline: LicenseField.fenceDeadline,
+  /** the license's own limits, as LicenseField's: get-token's tokens per key (lua/credentials.lua, lua/loginGranted.lua), check-quota (lua/checkQuota.lua) */
+  rateGetToken: 'lg',
+  rateCheckQuota: 'lq',
 } as const;
 
 /** check-quota's answer {k:<licenseKey>}:qa, shared by every process (lua/quotaAnswer.lua). */

@@ -59,7 +59,22 @@ export enum Outcome {
 export interface RateCount {
   remaining: number;
   resetMs: number;
+  /**
+   * The limit the step applied, where a license may have its own (ownLimit in
+   * lua/includes/rateLimit.lua; 0: off, or nothing counted); absent: the deployment's, as
+   * the RateLimitFields were made with (src/routes/rateLimitFields.ts).
+   */
+  limit?: number;
 }
+
+/**
+ * A script's limit argument that counts nothing, whatever the license's own limit says: a
+ * plain look-up, get-token's issuance (counted per key, not per license).
+ */
+export const NOT_COUNTED = -1;
+
+/** What an answer says of a request no step counted: no RateLimit fields (the limit 0). */
+export const NOTHING_COUNTED: RateCount = { remaining: 0, resetMs: 0, limit: 0 };
 
 /** "local DONE = 0" and so on, for the scripts. */
 function luaOutcomes(): string {
@@ -154,7 +169,7 @@ export interface CredentialsFound {
 
 /** What credentials.lua is asked beyond the look-up (every field 0 or "": a plain look-up). */
 export interface LoginAttempt {
-  /** tokens per window (RATE_GET_TOKEN_PER_MIN; 0: off) */
+  /** tokens per window (RATE_GET_TOKEN_PER_MIN; 0: off) unless the license has its own; NOT_COUNTED: not read */
   tokensLimit: number;
   windowMs: number;
   /** the client's address bucket ("" = unknown) */
@@ -169,7 +184,7 @@ export interface LoginAttempt {
 
 /** A look-up that counts nothing (check-quota and history find a key's firma id). */
 export const LOOK_UP_ONLY: LoginAttempt = {
-  tokensLimit: 0, windowMs: 60_000, address: '', keyBudget: 0, trustMs: 0, maxDelayMs: 0, addressRefused: false,
+  tokensLimit: NOT_COUNTED, windowMs: 60_000, address: '', keyBudget: 0, trustMs: 0, maxDelayMs: 0, addressRefused: false,
 };
 
 /** A rendered check-quota answer: its status line and its body up to the timestamp's value (`...,"timestamp":"`). */
@@ -200,7 +215,8 @@ export interface QuotaStored {
 }
 
 const outcomeOf = (value: unknown): Outcome => Number(value) as Outcome;
-const rateOf = (r: Reply, at: number): RateCount => ({ remaining: Number(r[at]), resetMs: Number(r[at + 1]) });
+/** A rate count from position `at`: remaining, reset ms, the limit applied. */
+const rateOf = (r: Reply, at: number): RateCount => ({ remaining: Number(r[at]), resetMs: Number(r[at + 1]), limit: Number(r[at + 2]) });
 
 /** A slow-down budget's answer from position `at`: delay (< 0: refused for -delay ms; "": no budget), remaining, ms until whole. */
 function gateOf(r: Reply, at: number): FailureGate {
@@ -215,8 +231,8 @@ function readCredentials(reply: unknown): CredentialsFound {
   const outcome = outcomeOf(r[0]) as CredentialsFound['outcome'];
   return {
     outcome, rate: rateOf(r, 1),
-    firmaId: String(r[3] ?? ''), passwordHash: String(r[4] ?? ''), generation: String(r[5] ?? '0'),
-    trusted: Number(r[6]) === 1, gate: outcome === Outcome.DONE ? gateOf(r, 7) : NO_GATE,
+    firmaId: String(r[4] ?? ''), passwordHash: String(r[5] ?? ''), generation: String(r[6] ?? '0'),
+    trusted: Number(r[7]) === 1, gate: outcome === Outcome.DONE ? gateOf(r, 8) : NO_GATE,
   };
 }
 
@@ -242,13 +258,17 @@ export interface Counted {
 }
 
 const readCounted = (reply: unknown): Counted => ({ outcome: outcomeOf((reply as Reply)[0]) as Counted['outcome'], rate: rateOf(reply as Reply, 1) });
+/** count.lua's answer: its limit is the caller's own (no license has one of history's). */
+const readCountedPlain = (reply: unknown): Counted => ({
+  outcome: outcomeOf((reply as Reply)[0]) as Counted['outcome'], rate: { remaining: Number((reply as Reply)[1]), resetMs: Number((reply as Reply)[2]) },
+});
 
 function readQuotaChecked(reply: unknown): QuotaChecked {
   const r = reply as Reply;
-  const status = String(r[5] ?? '');
+  const status = String(r[6] ?? '');
   return {
-    outcome: outcomeOf(r[0]) as QuotaChecked['outcome'], rate: rateOf(r, 1), version: String(r[3] ?? ''), stampMs: Number(r[4]),
-    answer: status === '' ? null : { status, head: String(r[6] ?? '') },
+    outcome: outcomeOf(r[0]) as QuotaChecked['outcome'], rate: rateOf(r, 1), version: String(r[4] ?? ''), stampMs: Number(r[5]),
+    answer: status === '' ? null : { status, head: String(r[7] ?? '') },
   };
 }
 
@@ -308,14 +328,14 @@ export const scripts = {
   /** lua/loginGranted.lua: the password checked out: the token counted, the failure place given back, the address trusted */
   loginGranted: (keys: KeySpace, licenseKey: string, a: LoginAttempt, trusted: boolean, mostTrusted: number): ScriptCall<LoginGranted> => ({
     name: 'loginGranted',
-    args: [3, keys.rateGetToken(licenseKey), trusted ? keys.pairFailures(licenseKey, a.address) : keys.keyFailures(licenseKey),
-      keys.trustedAddresses(licenseKey), a.tokensLimit, a.windowMs, a.keyBudget, a.address, a.trustMs, mostTrusted],
+    args: [4, keys.rateGetToken(licenseKey), trusted ? keys.pairFailures(licenseKey, a.address) : keys.keyFailures(licenseKey),
+      keys.trustedAddresses(licenseKey), keys.credentials(licenseKey), a.tokensLimit, a.windowMs, a.keyBudget, a.address, a.trustMs, mostTrusted],
     read: readCounted,
   }),
 
   /** lua/count.lua: one request counted against a limit (> 0) on its counter, and nothing else (history) */
   count: (counter: string, limit: number, windowMs: number): ScriptCall<Counted> => ({
-    name: 'count', args: [1, counter, limit, windowMs], read: readCounted,
+    name: 'count', args: [1, counter, limit, windowMs], read: readCountedPlain,
   }),
 
   /** lua/failures.lua: a place in a failed-login budget (a client address's: KeySpace.failures), or the refusal */
@@ -415,7 +435,7 @@ export interface SlotItem {
 /** One redemption (lua/includes/redeemToken.lua). */
 export interface Redemption extends SlotItem {
   markers: string;
-  /** rate limit per window (0: not counted) */
+  /** rate limit per window (0: off) unless the license has its own; NOT_COUNTED: not counted */
   limit: number;
   /** origin host, normalised ("" = none) */
   host: string;
@@ -435,6 +455,7 @@ export interface Redemption extends SlotItem {
 export interface Issuance extends SlotItem {
   markers: string;
   markersExpireAt: number;
+  /** rate limit per window (0: off) unless the license has its own; NOT_COUNTED: not counted (get-token) */
   limit: number;
   tokenId: string;
   firmaId: string;
@@ -444,10 +465,10 @@ export interface Issuance extends SlotItem {
   generation: string;
 }
 
-/** DONE: used, remaining; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted; then a sign's receipt (DONE; else "") */
-export type Redeemed = [outcome: Outcome, a: number, b: number, rateRemaining: number, rateResetMs: number, receipt: string];
-/** DONE: remaining quota, organization name; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted */
-export type Issued = [outcome: Outcome, a: number, b: string, rateRemaining: number, rateResetMs: number];
+/** DONE: used, remaining; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted and the limit it applied; then a sign's receipt (DONE; else "") */
+export type Redeemed = [outcome: Outcome, a: number, b: number, rateRemaining: number, rateResetMs: number, rateLimit: number, receipt: string];
+/** DONE: remaining quota, organization name; OVER_RATE_LIMIT: ms to wait; then what the rate-limit step counted and the limit it applied */
+export type Issued = [outcome: Outcome, a: number, b: string, rateRemaining: number, rateResetMs: number, rateLimit: number];
 
 /**
  * A batch script's layout (lua/includes/batch.lua): KEYS = the slot's stream and epoch,
@@ -457,7 +478,7 @@ export type Issued = [outcome: Outcome, a: number, b: string, rateRemaining: num
 export interface BatchLayout<T extends SlotItem, R> {
   name: 'redeem' | 'issue';
   /** values per item in the reply (eachToken's width) */
-  width: 5 | 6;
+  width: 6 | 7;
   pushKeys(into: Args, item: T): void;
   /** keys beyond the four, pushed after every item's four */
   pushExtraKeys?(into: Args, item: T): void;
@@ -468,24 +489,24 @@ export interface BatchLayout<T extends SlotItem, R> {
 
 export const redeemLayout: BatchLayout<Redemption, Redeemed> = {
   name: 'redeem',
-  width: 6,
+  width: 7,
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate, r.keys.packages),
   pushExtraKeys: (into, r) => {
     if (r.idempotency !== null) into.push(r.idempotency.current, r.idempotency.previous);
   },
   pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`,
     r.idempotency === null ? '' : r.idempotency.field, r.receiptPrefix),
-  result: (out, i) => [outcomeOf(out[6 * i]), Number(out[6 * i + 1]), Number(out[6 * i + 2]),
-    Number(out[6 * i + 3]), Number(out[6 * i + 4]), String(out[6 * i + 5] ?? '')],
+  result: (out, i) => [outcomeOf(out[7 * i]), Number(out[7 * i + 1]), Number(out[7 * i + 2]),
+    Number(out[7 * i + 3]), Number(out[7 * i + 4]), Number(out[7 * i + 5]), String(out[7 * i + 6] ?? '')],
 };
 
 export const issueLayout: BatchLayout<Issuance, Issued> = {
   name: 'issue',
-  width: 5,
+  width: 6,
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateSign, r.keys.packages),
   pushArgs: (into, r) => into.push(r.limit, r.tokenId, r.firmaId, r.imzaTipi, r.expMs, r.markersExpireAt, r.generation),
-  result: (out, i) => [outcomeOf(out[5 * i]), Number(out[5 * i + 1]), String(out[5 * i + 2] ?? ''),
-    Number(out[5 * i + 3]), Number(out[5 * i + 4])],
+  result: (out, i) => [outcomeOf(out[6 * i]), Number(out[6 * i + 1]), String(out[6 * i + 2] ?? ''),
+    Number(out[6 * i + 3]), Number(out[6 * i + 4]), Number(out[6 * i + 5])],
 };
 
 /** The arguments of a batch script's call (key count first) for `count` items of one slot, item(i) giving each. */
@@ -502,7 +523,7 @@ export function batchArgs<T extends SlotItem>(
   return args;
 }
 
-const PAST_DEADLINE_REPLY: Reply = [Outcome.PAST_DEADLINE, 0, 0, 0, 0, ''];
+const PAST_DEADLINE_REPLY: Reply = [Outcome.PAST_DEADLINE, 0, 0, 0, 0, 0, ''];
 
 /** Item i's result in a batch script's reply of `count` items; a reply shorter than `width` per item came too late. */
 export function batchResult<R>(layout: Pick<BatchLayout<never, R>, 'result' | 'width'>, reply: unknown, i: number, count: number): R {

@@ -146,7 +146,7 @@ const doc: RouteDoc = {
 export function checkQuotaRoute(ctx: RouteContext): Route {
   const limit = ctx.config.rate.checkQuota;
   const lifetimeMs = ctx.config.quotaCacheSeconds * 1000;
-  const fields = new RateLimitFields('check-quota', limit);
+  const fields = new RateLimitFields('check-quota', limit, true);
   const invalidKey = failure('INVALID_LICENSE_KEY');
 
   /**
@@ -178,7 +178,7 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
    */
   async function answer(licenseKey: string, client: string): Promise<Reply> {
     const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, client, limit, RATE_WINDOW_MS, lifetimeMs > 0));
-    const counted = limit === 0 ? undefined : fields.headers(checked.rate);
+    const counted = fields.headers(checked.rate);
     if (checked.outcome === Outcome.DONE) {
       return checked.answer !== null ? send(checked.answer, counted) : load(licenseKey, checked.version, checked.stampMs, counted);
     }

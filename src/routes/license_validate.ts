@@ -88,7 +88,7 @@ function withLicenseValidation(d: RouteDoc, rateLimits: RouteDoc['rateLimits']):
 
 /** POST /api/license/validate: redeem a sign token, spending one unit of quota; or license validation. */
 export function validateRoute(ctx: RouteContext): Route {
-  const fields = new RateLimitFields('validate', ctx.config.rate.validate);
+  const fields = new RateLimitFields('validate', ctx.config.rate.validate, true);
   const licenseValidation = new LicenseValidation(ctx);
   return {
     method: 'post',

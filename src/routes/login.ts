@@ -52,7 +52,7 @@ export class Login {
   constructor(ctx: RouteContext) {
     this.#ctx = ctx;
     const { rate } = ctx.config;
-    this.#tokenFields = new RateLimitFields('get-token', rate.getToken);
+    this.#tokenFields = new RateLimitFields('get-token', rate.getToken, true);
     this.#addressFields = new RateLimitFields('failed-logins', rate.getTokenFailures);
     this.#keyFields = new RateLimitFields('failed-logins-key', rate.getTokenKeyFailures);
   }

@@ -12,31 +12,38 @@ import type { RateCount } from '../redis/scripts.js';
  *   RateLimit: "validate";r=42;t=17             requests left in this window, seconds until it resets
  *
  * The figures come from the same script call that counts the request (RateCount), never
- * from a call of their own. A limit that is off (0) sends neither field.
+ * from a call of their own, and so does the limit where a license may have its own
+ * (RateCount.limit): the policy is the one this license is held to. A limit that is off (0)
+ * sends neither field.
  */
 export class RateLimitFields {
   private readonly policy: readonly [string, string];
   private readonly name: string;
 
-  constructor(private readonly policyName: string, readonly limit: number) {
+  /** perLicense: a license may have its own limit (the scripts' RateCount.limit), which its answers then show */
+  constructor(private readonly policyName: string, readonly limit: number, private readonly perLicense = false) {
     this.name = `"${policyName}"`;
     this.policy = ['RateLimit-Policy', `${this.name};q=${limit};w=${RATE_WINDOW_MS / 1000}`];
   }
 
   /** What /openapi.json says of this limit: its name and figures, and which answers carry the fields. */
   describe(where: Omit<RateLimitDoc, 'policy' | 'limit' | 'policyField'>): RateLimitDoc {
-    return { policy: this.policyName, limit: this.limit, policyField: this.policy[1], ...where };
+    return { policy: this.policyName, limit: this.limit, policyField: this.policy[1], ...(this.perLicense ? { perLicense: true } : {}), ...where };
   }
 
-  /** The two fields for what the step counted. */
-  headers(rate: RateCount): Headers {
-    return [this.policy, ['RateLimit', `${this.name};r=${rate.remaining};t=${Math.max(0, Math.ceil(rate.resetMs / 1000))}`]];
+  /** The two fields for what the step counted (none when its limit is off: the license's own, or the deployment's). */
+  headers(rate: RateCount): Headers | undefined {
+    const limit = rate.limit ?? this.limit;
+    if (limit === 0) return undefined;
+    const policy = limit === this.limit ? this.policy : ['RateLimit-Policy', `${this.name};q=${limit};w=${RATE_WINDOW_MS / 1000}`] as const;
+    return [policy, ['RateLimit', `${this.name};r=${rate.remaining};t=${Math.max(0, Math.ceil(rate.resetMs / 1000))}`]];
   }
 
   /** The reply with the fields added (the reply itself when the limit is off, or nothing was counted). */
   on(reply: Reply, rate: RateCount | null): Reply {
-    if (this.limit === 0 || rate === null) return reply;
+    if (rate === null) return reply;
     const fields = this.headers(rate);
+    if (fields === undefined) return reply;
     return { status: reply.status, body: reply.body, headers: reply.headers ? [...reply.headers, ...fields] : fields };
   }
 }

@@ -93,6 +93,22 @@ export const WebhookUrl = Type.Union([Type.String({ format: 'webhook-url', maxLe
     + 'accepted: every delivery resolves and checks it again',
 });
 export const WebhookSecret = Text({ minLength: 16, maxLength: 256 });
+/** One of a license's own limits per minute: 0 none for this license, null the deployment's (RATE_*_PER_MIN) */
+const RateLimitPerMin = Type.Union([Type.Integer({ minimum: 0, maximum: 1e9 }), Type.Null()]);
+/** A license's own limits (src/licenses/rateLimits.ts); a limit not given: the default on create, unchanged on a PATCH */
+export const RateLimitsInput = Type.Object({
+  getToken: Type.Optional(RateLimitPerMin),
+  signToken: Type.Optional(RateLimitPerMin),
+  validate: Type.Optional(RateLimitPerMin),
+  checkQuota: Type.Optional(RateLimitPerMin),
+}, {
+  additionalProperties: false,
+  description: 'the license\'s own rate limits per minute, over the deployment\'s (docs/api.md#limits): getToken (tokens per license '
+    + 'key, RATE_GET_TOKEN_PER_MIN), signToken (RATE_SIGN_TOKEN_PER_MIN), validate (validate and sign together, '
+    + 'RATE_VALIDATE_PER_MIN), checkQuota (per license key and client address, RATE_CHECK_QUOTA_PER_MIN). Each an integer '
+    + '0..1000000000 (0: no limit for this license) or null (the deployment\'s); on a PATCH a limit not given keeps its value. '
+    + 'In force on the next request, on every instance',
+});
 
 /**
  * The name of the offending field, for "INVALID_REQUEST naming the field": the top-level

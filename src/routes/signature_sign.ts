@@ -111,7 +111,7 @@ function docOf(issuer: string): RouteDoc {
 
 /** POST /api/Signature/sign: redeem a sign token, spending one unit of quota, and sign a receipt of the documents. */
 export function signRoute(ctx: RouteContext): Route {
-  const fields = new RateLimitFields('validate', ctx.config.rate.validate);
+  const fields = new RateLimitFields('validate', ctx.config.rate.validate, true);
   const prefix = new ReceiptPrefix(ctx.config.jwtIssuer);
   const parse = valueParser(SignBody);
   return {

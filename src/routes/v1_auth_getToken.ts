@@ -3,7 +3,7 @@ import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { Credentials } from '../licenses/hot.js';
 import type { Count as MetricCount } from '../metrics/cells.js';
-import { Outcome } from '../redis/scripts.js';
+import { NOT_COUNTED, Outcome } from '../redis/scripts.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { ACCESS_TOKEN_SECONDS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import { EXAMPLE } from '../openapi/examples.js';
@@ -88,7 +88,8 @@ export function getTokenRoute(ctx: RouteContext): Route {
 
   /** The token pair, once the password checked out and the login was counted. */
   async function issue(cred: Credentials, imzaTipi: 0 | 1): Promise<Reply> {
-    const issued = await ctx.issuer.issue(cred.firmaId, imzaTipi, 0, cred.generation);
+    // counted per license key by the login (RATE_GET_TOKEN_PER_MIN), not per license here
+    const issued = await ctx.issuer.issue(cred.firmaId, imzaTipi, NOT_COUNTED, cred.generation);
     if (issued.outcome === Outcome.OVER_RATE_LIMIT) return rateLimited(issued.waitMs);
     if (issued.outcome !== Outcome.DONE) return refusals[issued.outcome];
     (issuedCount[imzaTipi] as MetricCount).inc();

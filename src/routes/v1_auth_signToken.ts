@@ -71,7 +71,7 @@ const doc: RouteDoc = {
 export function signTokenRoute(ctx: RouteContext): Route {
   const parse = bodyParser(SignTokenBody);
   const limit = ctx.config.rate.signToken;
-  const fields = new RateLimitFields('sign-token', limit);
+  const fields = new RateLimitFields('sign-token', limit, true);
   const issuedCount = [0, 1].map((t) => ctx.metrics.tokensIssued.series({ route: 'sign-token', imza_tipi: String(t) }));
   return {
     method: 'post',

@@ -1,7 +1,7 @@
 import { ServiceUnavailable } from '../errors.js';
 import type { HotLicenses } from '../licenses/hot.js';
 import type { KeySpace } from '../redis/keys.js';
-import { Outcome, type Issuance, type Issued, type RateCount } from '../redis/scripts.js';
+import { Outcome, type Issuance, type Issued, NOTHING_COUNTED, type RateCount } from '../redis/scripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
 import { retryRepaired } from './retryRepaired.js';
 import { newTokenId } from './tokenId.js';
@@ -32,7 +32,8 @@ export class SignTokenIssuer {
   ) {}
 
   /**
-   * One sign token for a license; rateLimit per window (0: not counted here); generation:
+   * One sign token for a license; rateLimit per window (0: off) unless the license has its own
+   * (NOT_COUNTED: not counted here, whatever the license says); generation:
    * the token generation of the caller's credentials ("": not checked; an older one than
    * the license's is TOKEN_REVOKED).
    */
@@ -48,13 +49,14 @@ export class SignTokenIssuer {
       generation,
     };
     let result = await this.batcher.call(issuance);
-    // the first call counted the request: a retry after a repair is not counted again
-    const rate: RateCount = { remaining: result[3], resetMs: result[4] };
     if (result[0] === Outcome.COPY_MISSING) {
       const repaired = await retryRepaired(this.hot, this.batcher, issuance);
-      if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE, rate };
+      // no copy, so nothing counted
+      if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE, rate: NOTHING_COUNTED };
       result = repaired;
     }
+    // the call that found the copy counted the request, with the license's limit
+    const rate: RateCount = { remaining: result[3], resetMs: result[4], limit: result[5] };
     const [outcome, a, b] = result;
     switch (outcome) {
       case Outcome.DONE: {

@@ -2,7 +2,7 @@ import { ServiceUnavailable } from '../errors.js';
 import type { HotLicenses } from '../licenses/hot.js';
 import { originHost } from '../licenses/origin.js';
 import type { KeySpace } from '../redis/keys.js';
-import { Outcome, type RateCount, type Redeemed, type Redemption } from '../redis/scripts.js';
+import { Outcome, NOTHING_COUNTED, type RateCount, type Redeemed, type Redemption } from '../redis/scripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
 import { retryRepaired } from './retryRepaired.js';
 import type { SignClaims } from './jwt.js';
@@ -28,7 +28,7 @@ export class SignTokenRedeemer {
   ) {}
 
   /**
-   * Redeems a verified token; rateLimit per window (0: not counted). idempotencyKey: the
+   * Redeems a verified token; rateLimit per window (0: off), unless the license has its own. idempotencyKey: the
    * client's Idempotency-Key (null: none); a retry with it gets the first answer again.
    * receiptPrefix: a sign's receipt up to its documents ("" for validate).
    */
@@ -43,14 +43,15 @@ export class SignTokenRedeemer {
       idempotency: idempotencyKey === null ? null : k.idempotency(idempotencyKey, Date.now()), receiptPrefix,
     };
     let result = await this.batcher.call(redemption);
-    // the first call counted the request: a retry after a repair is not counted again
-    const rate: RateCount = { remaining: result[3], resetMs: result[4] };
     if (result[0] === Outcome.COPY_MISSING) {
       const repaired = await retryRepaired(this.hot, this.batcher, redemption);
-      if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE, rate };
+      // no copy, so nothing counted
+      if (repaired === null) return { outcome: Outcome.NO_SUCH_LICENSE, rate: NOTHING_COUNTED };
       result = repaired;
     }
-    const [outcome, a, b, , , receipt] = result;
+    // the call that found the copy counted the request, with the license's limit
+    const rate: RateCount = { remaining: result[3], resetMs: result[4], limit: result[5] };
+    const [outcome, a, b, , , , receipt] = result;
     switch (outcome) {
       case Outcome.DONE:
         return { outcome, usedQuota: a, remainingQuota: b, receipt, rate };

@@ -9,7 +9,7 @@ import type { Asserts } from './shapes.js';
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const LICENSE_FIELDS = [
   'licenseKey', 'firmaId', 'organizationName', 'totalQuota', 'usedQuota', 'remainingQuota',
-  'quotaPercentage', 'expiryDate', 'isActive', 'domains', 'webhookUrl', 'webhookSecretSet', 'packages', 'releasesPerDay',
+  'quotaPercentage', 'expiryDate', 'isActive', 'domains', 'webhookUrl', 'webhookSecretSet', 'packages', 'releasesPerDay', 'rateLimits',
 ].sort();
 export const PASSWORD = 'admin-test-password-42';
 export const inAYear = (): string => new Date(Date.now() + 365 * 86400_000).toISOString();

@@ -57,6 +57,8 @@ export interface LicenseInput {
   isActive?: boolean;
   domains?: string[];
   licenseKey?: string;
+  /** the license's own limits per minute (null: the deployment's) */
+  rateLimits?: Record<string, number | null>;
 }
 
 export interface TestLicense {

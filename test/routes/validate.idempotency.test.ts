@@ -113,7 +113,7 @@ t.test('one batch holding one key twice (redeem.lua called directly)', async (t)
     const lic = await h.createLicense({ totalQuota: 10 });
     const [token] = (await mintTokens(h, lic, 1)).tokens as [string];
     const out = await run([item(token, 'K'), item(token, 'K')]);
-    t.same(out, [[Outcome.DONE, 1, 9, 0, 0, ''], [Outcome.DONE, 1, 9, 0, 0, '']], 'both DONE, used 1, remaining 9');
+    t.same(out, [[Outcome.DONE, 1, 9, 0, 0, 0, ''], [Outcome.DONE, 1, 9, 0, 0, 0, '']], 'both DONE, used 1, remaining 9');
     t.equal(await usedOf(lic), 1, 'one unit spent');
     const retry = await validate(token, 'K');
     t.same([retry.status, retry.body?.usedQuota, retry.body?.remainingQuota], [200, 1, 9], 'a retry over HTTP finds the same record');
@@ -123,7 +123,7 @@ t.test('one batch holding one key twice (redeem.lua called directly)', async (t)
     const lic = await h.createLicense({ totalQuota: 10 });
     const [a, b] = (await mintTokens(h, lic, 2)).tokens as [string, string];
     const out = await run([item(a, 'K'), item(b, 'K')]);
-    t.same(out[0], [Outcome.DONE, 1, 9, 0, 0, ''], 'A redeemed');
+    t.same(out[0], [Outcome.DONE, 1, 9, 0, 0, 0, ''], 'A redeemed');
     t.equal(out[1]?.[0], Outcome.IDEMPOTENCY_KEY_REUSED, 'B: IDEMPOTENCY_KEY_REUSED');
     t.equal(await usedOf(lic), 1, 'B spent nothing');
     const again = await validate(b, 'K');
@@ -141,8 +141,8 @@ t.test('one batch holding one key twice (redeem.lua called directly)', async (t)
     const boundary = Math.floor(claimsOf(a).iat * 1000 / IDEMPOTENCY_WINDOW_MS) * IDEMPOTENCY_WINDOW_MS;
     const after = boundary + 1_000;
     t.not(item(a, 'edge', boundary - 1).idempotency?.current, item(a, 'edge', after).idempotency?.current, 'two windows');
-    t.same(await run([item(a, 'edge', boundary - 1)], boundary - 1), [[Outcome.DONE, 1, 9, 0, 0, '']], 'A redeemed in the window before');
-    t.same(await run([item(a, 'edge', after)], after), [[Outcome.DONE, 1, 9, 0, 0, '']], 'A retried in the next window: the first figures');
+    t.same(await run([item(a, 'edge', boundary - 1)], boundary - 1), [[Outcome.DONE, 1, 9, 0, 0, 0, '']], 'A redeemed in the window before');
+    t.same(await run([item(a, 'edge', after)], after), [[Outcome.DONE, 1, 9, 0, 0, 0, '']], 'A retried in the next window: the first figures');
     t.equal((await run([item(b, 'edge', after)], after))[0]?.[0], Outcome.IDEMPOTENCY_KEY_REUSED, 'B with the key: refused');
     t.equal(await usedOf(lic), 1, 'one unit spent');
   });
@@ -153,13 +153,13 @@ t.test('one batch holding one key twice (redeem.lua called directly)', async (t)
     const life = SIGN_TOKEN_SECONDS * 1000;
     const iatA = claimsOf(a).iat * 1000;
     const iatB = claimsOf(b).iat * 1000;
-    t.same(await run([item(a, 'short', iatA)], iatA), [[Outcome.DONE, 1, 9, 0, 0, '']], 'A claims the key');
+    t.same(await run([item(a, 'short', iatA)], iatA), [[Outcome.DONE, 1, 9, 0, 0, 0, '']], 'A claims the key');
     const aLast = iatA + life - 1;
     t.equal((await run([item(b, 'short', aLast)], aLast))[0]?.[0], Outcome.IDEMPOTENCY_KEY_REUSED, 'B in A\'s last ms: refused');
     const aGone = iatA + life;
-    t.same(await run([item(b, 'short', aGone)], aGone), [[Outcome.DONE, 2, 8, 0, 0, '']], 'B once A has expired: redeemed');
+    t.same(await run([item(b, 'short', aGone)], aGone), [[Outcome.DONE, 2, 8, 0, 0, 0, '']], 'B once A has expired: redeemed');
     const bGone = Math.max(aGone, iatB + life) + 1_000;
-    t.same(await run([item(c, 'short', bGone)], bGone), [[Outcome.DONE, 3, 7, 0, 0, '']], 'C once B has expired: redeemed');
+    t.same(await run([item(c, 'short', bGone)], bGone), [[Outcome.DONE, 3, 7, 0, 0, 0, '']], 'C once B has expired: redeemed');
     t.equal(await usedOf(lic), 3);
   });
 });

@@ -99,14 +99,14 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
 
   const burst = await Promise.all(tokens.slice(0, 130).map(redeem));
   t.same(calls, [64, 64, 2], '130 tokens of one turn: three calls (64 + 64 + 2)');
-  // [outcome, used, remaining, rate-limit remaining, reset, receipt]: the limit is off here (0, 0), no receipt (validate)
-  t.same(burst, Array.from({ length: 130 }, (_, i) => [Outcome.DONE, i + 1, 1000 - i - 1, 0, 0, '']), 'each token redeemed, in the order given');
+  // [outcome, used, remaining, rate-limit remaining, reset, limit, receipt]: the limit is off here (0, 0, 0), no receipt (validate)
+  t.same(burst, Array.from({ length: 130 }, (_, i) => [Outcome.DONE, i + 1, 1000 - i - 1, 0, 0, 0, '']), 'each token redeemed, in the order given');
 
   const lone = await redeem(tokens[130] as string);
   t.same(calls, [64, 64, 2, 1], 'a lone redemption is a call of the same script, a batch of one');
-  t.same(lone, [Outcome.DONE, 131, 869, 0, 0, '']);
+  t.same(lone, [Outcome.DONE, 131, 869, 0, 0, 0, '']);
   const again = await Promise.all([redeem(tokens[130] as string), redeem(tokens[0] as string)]);
-  t.same(again, [[Outcome.TOKEN_SPENT, 0, 0, 0, 0, ''], [Outcome.TOKEN_SPENT, 0, 0, 0, 0, '']], 'spent tokens are refused in a batch too');
+  t.same(again, [[Outcome.TOKEN_SPENT, 0, 0, 0, 0, 0, ''], [Outcome.TOKEN_SPENT, 0, 0, 0, 0, 0, '']], 'spent tokens are refused in a batch too');
 });
 
 t.test('sign-token bursts in one slot: each token issued as if alone, refusals where due', async (t) => {

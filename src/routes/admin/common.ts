@@ -139,5 +139,9 @@ export function licenseData(license: LicenseView): Record<string, unknown> {
       id: p.no, amount: p.amount, used: p.used, remaining: Math.max(0, p.amount - p.used - p.forfeited), forfeited: p.forfeited,
       expiresAt: p.expiresAt.toISOString(), createdAt: p.createdAt.toISOString(), note: p.note,
     })),
+    rateLimits: {
+      getToken: license.rateLimits.getToken, signToken: license.rateLimits.signToken, validate: license.rateLimits.validate,
+      checkQuota: license.rateLimits.checkQuota,
+    },
   };
 }

@@ -19,6 +19,7 @@ const exampleView: LicenseView = {
     no: 1, amount: EXAMPLE.totalQuota, used: EXAMPLE.usedQuota, forfeited: 0, expiresAt: new Date(EXAMPLE.expiryDate),
     createdAt: new Date('2025-01-02T09:30:00.000Z'), note: null,
   }],
+  rateLimits: { getToken: null, signToken: null, validate: 500, checkQuota: null },
 };
 
 /** The example license (with changes) as an admin answer of that status (with `extra` beside its data). */

@@ -128,8 +128,13 @@ export function schemaRefusal(root: TSchema, value: unknown, error: ErrorObject 
     return refusal('body', 'bir JSON nesnesi değil', expectationOf(root));
   }
   const fields = Object.keys((schema.properties ?? {}) as object);
-  if (error.keyword === 'additionalProperties' && error.instancePath === '') {
-    return refusal(fieldName(String(error.params.additionalProperty)), 'bilinmeyen alan', `şu alanlardan biri: ${fields.join(', ')}`);
+  if (error.keyword === 'additionalProperties') {
+    // at the top or inside an object field (rateLimits.x): named by its path, with the object's own fields
+    const inner = at(schema, value, error.instancePath).schema ?? schema;
+    const known = Object.keys((inner.properties ?? {}) as object);
+    const name = fieldName(String(error.params.additionalProperty));
+    const path = error.instancePath === '' ? name : `${pathOf(error.instancePath)}.${name}`;
+    return refusal(path, 'bilinmeyen alan', `şu alanlardan biri: ${known.join(', ')}`);
   }
   if (error.keyword === 'minProperties' && error.instancePath === '') {
     return refusal('body', 'boş nesne', `şu alanlardan en az biri: ${fields.join(', ')}`);

@@ -5,10 +5,11 @@ import type { Reply } from '../../http/reply.js';
 import { EXAMPLE } from '../../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
+import { DEFAULT_RATE_LIMITS } from '../../licenses/rateLimits.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import {
-  canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, ReleasesPerDay, WebhookSecret, WebhookUrl,
+  canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, RateLimitsInput, ReleasesPerDay, WebhookSecret, WebhookUrl,
 } from '../schemas.js';
 import {
   adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
@@ -28,6 +29,7 @@ const CreateLicenseBody = Type.Object(
     webhookUrl: Type.Optional(WebhookUrl),
     webhookSecret: Type.Optional(WebhookSecret),
     releasesPerDay: Type.Optional(ReleasesPerDay),
+    rateLimits: Type.Optional(RateLimitsInput),
   },
   { additionalProperties: false },
 );
@@ -54,6 +56,12 @@ const doc: RouteDoc = {
         organizationName: EXAMPLE.organizationName, password: EXAMPLE.password, totalQuota: EXAMPLE.totalQuota,
         expiryDate: EXAMPLE.expiryDate, domains: [...EXAMPLE.domains],
       },
+    }, {
+      summary: 'a hospital allowed 500 validations a minute',
+      value: {
+        organizationName: EXAMPLE.organizationName, password: EXAMPLE.password, totalQuota: EXAMPLE.totalQuota,
+        expiryDate: EXAMPLE.expiryDate, rateLimits: { validate: 500 },
+      },
     }],
   },
   responses: {
@@ -73,6 +81,7 @@ const doc: RouteDoc = {
         refusalOf(parse, { ...valid, totalQuota: 'abc' })],
       ['a field missing', refusalOf(parse, { ...valid, password: undefined })],
       ['a field unknown', refusalOf(parse, { ...valid, quota: 10 })],
+      ['a rate limit that is no integer 0..1000000000 or null', refusalOf(parse, { ...valid, rateLimits: { validate: -1 } })],
       ['a domain that is no host name', domainsOf(['https://']) as Reply],
       ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
       ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
@@ -108,6 +117,7 @@ export function createLicenseRoute(ctx: RouteContext, guard: AdminGuard): Route 
         webhookUrl,
         webhookSecret: body.webhookSecret ?? null,
         releasesPerDay: body.releasesPerDay ?? 0,
+        rateLimits: { ...DEFAULT_RATE_LIMITS, ...body.rateLimits },
       }, req, { admin: caller.name, address: caller.address, idempotencyKey: null });
       return license === null ? adminReplies.LICENSE_EXISTS : licenseReply(license, 201, { warnings: expiryWarnings(license.expiryDate) });
     }),

@@ -4,7 +4,7 @@ import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
-import { Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, ReleasesPerDay, WebhookSecret, WebhookUrl } from '../schemas.js';
+import { Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, RateLimitsInput, ReleasesPerDay, WebhookSecret, WebhookUrl } from '../schemas.js';
 import {
   adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
 } from './common.js';
@@ -21,6 +21,7 @@ const PatchLicenseBody = Type.Object(
     webhookUrl: Type.Optional(WebhookUrl),
     webhookSecret: Type.Optional(WebhookSecret),
     releasesPerDay: Type.Optional(ReleasesPerDay),
+    rateLimits: Type.Optional(RateLimitsInput),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -29,7 +30,8 @@ const parse = adminBodyParser(PatchLicenseBody);
 
 const doc: RouteDoc = {
   summary: 'Change a license (anything but its quota)',
-  description: 'A password change or a deactivation revokes the license\'s access tokens. In force for the very next public ' +
+  description: 'A password change or a deactivation revokes the license\'s access tokens. A rate limit given in rateLimits ' +
+    'takes its value (null: back to the deployment\'s); one not given keeps its own. In force for the very next public ' +
     'request, on every instance. An expiryDate already past is accepted with a warning (the license then serves nothing).',
   tags: ['admin'],
   auth: 'admin',
@@ -39,6 +41,7 @@ const doc: RouteDoc = {
     examples: [
       { summary: 'deactivate', value: { isActive: false } },
       { summary: 'extend and restrict to one domain', value: { expiryDate: '2027-12-31T23:59:59.000Z', domains: ['eczane.ornek.com.tr'] } },
+      { summary: 'more validations a minute, sign-token back to the default', value: { rateLimits: { validate: 500, signToken: null } } },
     ],
   },
   responses: {
@@ -48,6 +51,7 @@ const doc: RouteDoc = {
       ['a field of the wrong type or out of range: the message names its path, what was wrong and what is expected',
         refusalOf(parse, { expiryDate: 'tomorrow' })],
       ['an empty body', refusalOf(parse, {})],
+      ['a rate limit unknown, or no integer 0..1000000000 or null', refusalOf(parse, { rateLimits: { validate: 1.5 } })],
       ['a field unknown (the quota changes through POST .../quota)', refusalOf(parse, { totalQuota: 100 })],
       ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
       ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
@@ -81,6 +85,7 @@ export function patchLicenseRoute(ctx: RouteContext, guard: AdminGuard): Route {
         webhookUrl: body.webhookUrl,
         webhookSecret: body.webhookSecret,
         releasesPerDay: body.releasesPerDay,
+        rateLimits: body.rateLimits,
       }, req, { admin: caller.name, address: caller.address, idempotencyKey: null });
       if (license === 'unsigned') return secretRequired();
       if (license === null) return adminReplies.LICENSE_NOT_FOUND;
