@@ -66,10 +66,11 @@ t.test('licensectl commands', async (t) => {
     expectOk(t, human);
     const [block = '', packages = ''] = human.stdout.trimEnd().split('\n\n');
     const lines = block.split('\n');
-    t.equal(lines.length, 10);
+    t.equal(lines.length, 11);
     t.match(human.stdout, new RegExp(`License key\\s+${key}\\n`));
     t.match(human.stdout, /Total quota\s+25\nUsed\s+0\nRemaining\s+25 \(100%\)\n/);
     t.match(human.stdout, /\nWebhook\s+-\n/, 'no webhook yet');
+    t.match(human.stdout, /\nRate limits\s+the default\n/, 'no limits of its own yet');
     t.match(packages, /^Packages \(spent earliest expiry first\):\nID\s+AMOUNT\s+USED\s+LEFT\s+FORFEITED\s+EXPIRES\s+BOUGHT\s+NOTE\n1\s+25\s+0\s+25\s+0\s/,
       'its one package, as bought with the license');
     const valueColumn = lines.map((l) => /^(\S+(?: \S+)*\s+)/.exec(l)?.[1]?.length);
@@ -117,6 +118,24 @@ t.test('licensectl commands', async (t) => {
     expectOk(t, await runCli(h, ['set-domains', key, '']));
     t.same((await read()).domains, [], 'an empty list: any origin');
     expectFailure(t, await runCli(h, ['set-domains', key, 'not a domain!']), 1, /^licensectl: INVALID_REQUEST: domains\[0\]: "not a domain!" bir alan adı değil; beklenen: .+\n$/);
+  });
+
+  t.test('set-limits: the limits named change, "default" resets one; show lists the license\'s own', async (t) => {
+    const set = await runCli(h, ['set-limits', key, '--validate', '500', '--check-quota', '0', '--json']);
+    expectOk(t, set);
+    const limits = { getToken: null, signToken: null, validate: 500, checkQuota: 0 };
+    t.same(jsonOf(set).rateLimits, limits, '--json: the API\'s data');
+    t.same((await read()).rateLimits, limits);
+    const more = await runCli(h, ['set-limits', key, '--sign-token', '7', '--validate', 'default']);
+    expectOk(t, more);
+    t.match(more.stdout, /^Limits set:\n[\s\S]*\nRate limits\s+sign-token 7\/min, check-quota none; the others the default\n/);
+    t.same((await read()).rateLimits, { ...limits, validate: null, signToken: 7 }, 'validate back to the default, check-quota kept');
+    expectFailure(t, await runCli(h, ['set-limits', key]), 2, /give at least one of --get-token, --sign-token, --validate, --check-quota/);
+    expectFailure(t, await runCli(h, ['set-limits', key, '--validate', '1.5']), 2, /--validate must be a whole number from 0 to 10\^9, or "default"/);
+    expectFailure(t, await runCli(h, ['set-limits', key, '--check-quota=-1']), 2, /--check-quota must be a whole number/);
+    expectFailure(t, await runCli(h, ['set-limits', key, '--get-token', '1000000001']), 2, /--get-token must be a whole number/);
+    expectOk(t, await runCli(h, ['set-limits', key, '--sign-token', 'default', '--check-quota', 'DEFAULT']));
+    t.same((await read()).rateLimits, { getToken: null, signToken: null, validate: null, checkQuota: null }, 'every limit the default again');
   });
 
   t.test('set-password: from stdin or --password; the old one stops working', async (t) => {
@@ -208,7 +227,7 @@ t.test('licensectl commands', async (t) => {
   t.test('--help: the main help and each command\'s, exit 0', async (t) => {
     const main = await runCli(null, ['--help']);
     expectOk(t, main);
-    const commands = ['create', 'show', 'list', 'add-quota', 'activate', 'deactivate', 'set-domains', 'set-password', 'set-webhook', 'tokens', 'audit', 'import'];
+    const commands = ['create', 'show', 'list', 'add-quota', 'activate', 'deactivate', 'set-domains', 'set-limits', 'set-password', 'set-webhook', 'tokens', 'audit', 'import'];
     for (const c of commands) t.match(main.stdout, new RegExp(`\\n  ${c} +\\S`), `lists ${c}`);
     t.match(main.stdout, /Exit codes: 0 ok, 1 .*, 2 usage error/);
     expectOk(t, await runCli(null, []));

@@ -102,6 +102,19 @@ ${PASSWORD_HELP}`,
                        in the process list and kept in the shell history; avoid
   (none of them: the URL alone changes; a first URL needs a secret)`,
   },
+  'set-limits': {
+    args: ['key'],
+    options: { 'get-token': { type: 'string' }, 'sign-token': { type: 'string' }, validate: { type: 'string' }, 'check-quota': { type: 'string' } },
+    summary: 'set the license\'s own rate limits per minute ("default": the deployment\'s)',
+    help: `<licenseKey> [--get-token n|default] [--sign-token n|default] [--validate n|default] [--check-quota n|default]
+  --get-token <n>      tokens issued per license key a minute (RATE_GET_TOKEN_PER_MIN)
+  --sign-token <n>     sign tokens a minute (RATE_SIGN_TOKEN_PER_MIN)
+  --validate <n>       validations and signs a minute, together (RATE_VALIDATE_PER_MIN)
+  --check-quota <n>    check-quota look-ups a minute per client address (RATE_CHECK_QUOTA_PER_MIN)
+  Each a whole number from 0 to 10^9 (0: no limit for this license) or "default" (the
+  deployment's setting again); a limit not given keeps its value. In force on the next
+  request, on every instance.`,
+  },
   tokens: {
     args: ['key'],
     options: { status: { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' } },

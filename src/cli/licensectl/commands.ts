@@ -5,7 +5,7 @@ import {
   type Page,
 } from './output.js';
 import { hiddenValueFrom, passwordFrom } from './password.js';
-import { domainsOf, expiryOf, sinceOf, wholeNumberOf } from './values.js';
+import { domainsOf, expiryOf, rateLimitOf, sinceOf, wholeNumberOf } from './values.js';
 
 // Every command but import (import.ts): one call or a few to the admin API, and what to
 // print: `data` for --json (exactly the API's data), `human` otherwise.
@@ -74,6 +74,11 @@ function pageFooter(page: Page<unknown>, what: string, next: string): string {
   const count = `${page.items.length} ${what}${page.items.length === 1 ? '' : 's'}`;
   return page.nextCursor === null ? `(${count})\n` : `(${count}; next page: ${next} --cursor ${page.nextCursor})\n`;
 }
+
+/** set-limits' options and the limits they set (the License's rateLimits). */
+const LIMIT_OPTIONS: Record<string, string> = {
+  'get-token': 'getToken', 'sign-token': 'signToken', validate: 'validate', 'check-quota': 'checkQuota',
+};
 
 export const commands: Record<string, Command> = {
   async create(run) {
@@ -146,6 +151,20 @@ export const commands: Record<string, Command> = {
     const body: Record<string, unknown> = { webhookUrl: url === '' ? null : url };
     if (wantsSecret) body.webhookSecret = await hiddenValueFrom(o, 'secret');
     return license(await run.api.call('PATCH', licensePath(run.args.key as string), body), url === '' ? 'Webhook removed:' : 'Webhook set:');
+  },
+
+  async 'set-limits'(run) {
+    // the option of each limit, by the admin API's name: a limit not given keeps its value
+    const rateLimits: Record<string, number | null> = {};
+    for (const [option, field] of Object.entries(LIMIT_OPTIONS)) {
+      const text = str(run, option);
+      if (text === undefined) continue;
+      const limit = rateLimitOf(text);
+      if (limit === undefined) throw new UsageError(`--${option} must be a whole number from 0 to 10^9, or "default"`);
+      rateLimits[field] = limit;
+    }
+    if (Object.keys(rateLimits).length === 0) throw new UsageError(`give at least one of ${Object.keys(LIMIT_OPTIONS).map((o) => `--${o}`).join(', ')}`);
+    return license(await run.api.call('PATCH', licensePath(run.args.key as string), { rateLimits }), 'Limits set:');
   },
 
   async tokens(run) {

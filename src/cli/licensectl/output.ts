@@ -39,7 +39,26 @@ export interface License {
   webhookUrl: string | null;
   webhookSecretSet: boolean;
   packages: Package[];
+  /** the license's own limits per minute; null: the deployment's (docs/api.md "Limits") */
+  rateLimits: RateLimits;
 }
+
+export interface RateLimits {
+  getToken: number | null;
+  signToken: number | null;
+  validate: number | null;
+  checkQuota: number | null;
+}
+
+/** The license's own limits in a line: "validate 500/min, the others the default". */
+function limitsOf(l: License): string {
+  const own = Object.entries(l.rateLimits ?? {}).filter(([, v]) => v !== null)
+    .map(([name, v]) => `${LIMIT_NAMES[name] ?? name} ${v === 0 ? 'none' : `${v as number}/min`}`);
+  if (own.length === 0) return 'the default';
+  return own.length === 4 ? own.join(', ') : `${own.join(', ')}; the others the default`;
+}
+
+const LIMIT_NAMES: Record<string, string> = { getToken: 'get-token', signToken: 'sign-token', validate: 'validate', checkQuota: 'check-quota' };
 
 /** A package of a License: one purchase with its own expiry. */
 export interface Package {
@@ -82,6 +101,7 @@ export function licenseBlock(l: License): string {
     ['Active', l.isActive ? 'yes' : 'no'],
     ['Domains', domainsOf(l)],
     ['Webhook', l.webhookUrl === null ? '-' : `${l.webhookUrl} (secret ${l.webhookSecretSet ? 'set' : 'not set'})`],
+    ['Rate limits', limitsOf(l)],
   ]) + (l.packages.length === 0 ? '' : `\nPackages (spent earliest expiry first):\n${packageTable(l.packages)}`);
 }
 

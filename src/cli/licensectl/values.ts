@@ -20,6 +20,15 @@ export function wholeNumberOf(text: string, min = 0): number | null {
   return n >= min && n <= 1e12 ? n : null;
 }
 
+/** A rate limit per minute: a whole number 0..10^9 (0: none for the license), or "default" (null: the deployment's). */
+export function rateLimitOf(text: string): number | null | undefined {
+  const t = text.trim().toLowerCase();
+  if (t === 'default') return null;
+  if (!/^\d{1,10}$/.test(t)) return undefined;
+  const n = Number(t);
+  return n <= 1e9 ? n : undefined;
+}
+
 /** true/false, yes/no, 1/0 (any case); empty: the default. */
 export function flagOf(text: string, fallback: boolean): boolean | null {
   const t = text.trim().toLowerCase();
