@@ -3,7 +3,7 @@ import { retryHeaders, retrySeconds, reply, type Reply } from '../http/reply.js'
 import type { Route } from '../http/route.js';
 import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
-import { Count, messageErrorOf } from '../openapi/schemas.js';
+import { Count, messageErrorOf, RateLimitedError } from '../openapi/schemas.js';
 import { Outcome } from '../redis/scripts.js';
 import type { ReleaseOutcome, ReleaseRefusal } from '../tokens/releaseSignToken.js';
 import type { RouteContext } from './context.js';
@@ -81,7 +81,7 @@ const doc: RouteDoc = {
       ['the token expired more than the release window ago', redemptionReplies.TOKEN_EXPIRED],
       ['malformed, bad signature, or the license is inactive, expired or gone', redemptionReplies.TOKEN_INVALID],
       ['the Idempotency-Key was used for another token', redemptionReplies.KEY_REUSED],
-      ['the license\'s releases of the day are all used: again at the next UTC day', allowanceUsed(0)],
+      ['the license\'s releases of the day are all used: again at the next UTC day', allowanceUsed(0), RateLimitedError],
     ]),
   },
 };

@@ -29,8 +29,8 @@ const EXPECTED = {
   webhookSecret: TEXT(16, 256),
   add: '1 ile 1000000000000 arasında bir tam sayı',
 };
-const CREATE_FIELDS = 'organizationName, password, totalQuota, expiryDate, isActive, domains, licenseKey, webhookUrl, webhookSecret, releasesPerDay';
-const PATCH_FIELDS = 'organizationName, password, expiryDate, isActive, domains, webhookUrl, webhookSecret, releasesPerDay';
+const CREATE_FIELDS = 'organizationName, password, totalQuota, expiryDate, isActive, domains, licenseKey, webhookUrl, webhookSecret, releasesPerDay, rateLimits';
+const PATCH_FIELDS = 'organizationName, password, expiryDate, isActive, domains, webhookUrl, webhookSecret, releasesPerDay, rateLimits';
 
 const without = (field: string): Record<string, unknown> => {
   const body = createBody();
