@@ -182,8 +182,9 @@ export async function startWorker(
   const companions: Companion = {
     start: () => { webhooks.start(); sweep.start(); },
     stop: async (timeoutMs) => {
-      await Promise.all([webhooks.stop(timeoutMs), sweep.stop(timeoutMs)]);
-      await sweepSql.end({ timeout: 1 });
+      // a sweep pass holds nothing that must finish (the next worker sweeps again): it gets half a second at most
+      await Promise.all([webhooks.stop(timeoutMs), sweep.stop(Math.min(timeoutMs, 500))]);
+      await Promise.race([sweepSql.end({ timeout: 0 }).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 200).unref())]);
     },
   };
   const worker = new UsageWorker(connection, sql, keys,

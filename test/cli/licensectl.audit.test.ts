@@ -39,7 +39,7 @@ t.test('licensectl audit', async (t) => {
     t.match(lines[1], new RegExp(`^\\S+Z\\s+admin\\s+127\\.0\\.0\\.1\\s+update\\s+${key}\\s+password: changed -> changed$`));
     t.match(lines[2], new RegExp(`^\\S+Z\\s+bob\\s+127\\.0\\.0\\.1\\s+add-quota\\s+${key}\\s+totalQuota: 10 -> 15 \\(idempotency key order-9\\)$`));
     t.match(lines[3], /\sbob\s+127\.0\.0\.1\s+update\s+\S+\s+isActive: true -> false$/);
-    t.match(lines[4], /\sadmin\s+127\.0\.0\.1\s+create\s+\S+\s+domains=\[\], expiryDate=2031-01-31T23:59:59\.999Z, isActive=true, organizationName=Denetim A\.Ş\., password=changed, totalQuota=10, webhookSecret=null, webhookUrl=null$/);
+    t.match(lines[4], /\sadmin\s+127\.0\.0\.1\s+create\s+\S+\s+domains=\[\], expiryDate=2031-01-31T23:59:59\.999Z, isActive=true, organizationName=Denetim A\.Ş\., password=changed, rateLimits=\{"getToken":null,"validate":null,"signToken":null,"checkQuota":null\}, releasesPerDay=0, totalQuota=10, webhookSecret=null, webhookUrl=null$/);
     t.equal(lines[1]?.indexOf(key), lines[0]?.indexOf('LICENSE KEY'), 'columns aligned');
     t.equal(lines.at(-1), '(4 changes)');
   });

@@ -30,6 +30,7 @@ t.test('admin audit log', async (t) => {
       organizationName: 'Örnek Eczane Ltd.', password: 'changed', totalQuota: 5, expiryDate: res.body.data.expiryDate, isActive: true,
       domains: ['ornek.com.tr'], webhookUrl: 'https://hooks.example.com/imza', webhookSecret: 'changed',
       rateLimits: { getToken: null, signToken: null, validate: null, checkQuota: null },
+      releasesPerDay: 0,
     }, 'every field of the new license, the secrets as "changed", the limits as one field');
     t.ok(Math.abs((row?.at.getTime() ?? 0) - Date.now()) < 60_000, 'when: the server\'s time');
   });

@@ -22,7 +22,7 @@ t.test('admin create license', async (t) => {
     t.same(d, {
       licenseKey: d.licenseKey, firmaId: d.firmaId, organizationName: 'Örnek Eczane Ltd.', totalQuota: 7,
       usedQuota: 0, remainingQuota: 7, quotaPercentage: 100, expiryDate, isActive: true, domains: [],
-      webhookUrl: null, webhookSecretSet: false,
+      webhookUrl: null, webhookSecretSet: false, releasesPerDay: 0,
       packages: [{ id: 1, amount: 7, used: 0, remaining: 7, forfeited: 0, expiresAt: expiryDate, createdAt: d.packages[0]?.createdAt, note: null }],
       rateLimits: { getToken: null, signToken: null, validate: null, checkQuota: null },
     });
