@@ -1,7 +1,7 @@
 --[[
   Acknowledge a batch of one usage stream once Postgres has committed it, in one call:
   XACK its entries, trim the stream of every entry that no consumer still holds, and drop
-  the copies of licenses whose used count is below what Postgres now holds.
+  the copies of licenses whose count of redemptions is below what Postgres now holds.
 
   Trimming instead of deleting entry by entry: every entry below the oldest one still
   pending (read by some worker, not yet acknowledged), or when none is pending every entry
@@ -10,7 +10,8 @@
   yet read, stay.
 
   Dropping copies behind Postgres: Redis counts every redemption before Postgres does, so
-  its count is never legitimately lower; it is lower only after Redis lost data that the
+  its count of them (u + rr: used, and the units given back since, which only grows) is never
+  legitimately lower; it is lower only after Redis lost data that the
   worker still wrote afterwards (a batch held in memory across the loss, or an AOF that lost
   its last second). Such a copy is dropped with its packages, and rebuilt from Postgres and
   the stream when next used (src/licenses/hot.ts): raising the count alone would leave the
@@ -23,7 +24,9 @@
     ARGV[1]            consumer group
     ARGV[2]            k, the number of entry ids
     ARGV[3..k+2]       the batch's entry ids on this stream
-    ARGV[k+3..k+n+2]   used quota Postgres holds for license i
+    ARGV[k+3..k+n+2]   redemptions Postgres has counted for license i: its used quota plus
+                       the units given back (licenses.released_quota), which only grows, as
+                       Redis's u + rr (used, released) does: a release lowers u alone
 
   Returns the number of copies dropped.
 ]]
@@ -64,8 +67,8 @@ end
 
 local dropped = 0
 for i = 1, (#KEYS - 1) / 2 do
-  local used = redis.call('HGET', KEYS[2 * i], 'u')
-  if used and tonumber(used) < tonumber(ARGV[k + i + 2]) then
+  local counts = redis.call('HMGET', KEYS[2 * i], 'u', 'rr')
+  if counts[1] and tonumber(counts[1]) + tonumber(counts[2] or '0') < tonumber(ARGV[k + i + 2]) then
     redis.call('DEL', KEYS[2 * i], KEYS[2 * i + 1])
     dropped = dropped + 1
   end

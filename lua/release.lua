@@ -80,6 +80,7 @@ else
 end
 
 local used = redis.call('HINCRBY', license, 'u', -1)
+redis.call('HINCRBY', license, 'rr', 1)
 local remaining = tonumber(lic[8]) - tonumber(lic[9] or '0') - used
 redis.call('HSET', markers, tokenId, 'r')
 redis.call('INCR', today)

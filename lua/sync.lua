@@ -16,8 +16,9 @@
     KEYS[2] the license's package hash {b}:pk:<firmaId> (none for the credentials hash)
 
     ARGV[1] version of the row (licenses.version)
-    ARGV[2] used quota to start from when creating: a number; "" = not known yet (do not
-            create, answer 3); "-" = this hash has no used count (credentials)
+    ARGV[2] used quota to start from when creating: a number, or "<used>:<released>" with the
+            units given back so far (rr, lua/ack.lua); "" = not known yet (do not create, answer
+            3); "-" = this hash has no used count (credentials)
     ARGV[3] "1": this write completes one fenced admin change; "0" otherwise
     ARGV[4] ms since epoch by Postgres's clock when the row was read less a margin: fences
             whose deadline is before it are lifted ("0" = none)
@@ -56,7 +57,10 @@ local fields = {}
 for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
 if not current then
   if ARGV[2] ~= '-' then
-    for _, v in ipairs({'u', ARGV[2], 'f', ARGV[5], 'pm', ARGV[7], 'pn', '', 'pe', '', 'pl', '0'}) do fields[#fields + 1] = v end
+    local used, released = string.match(ARGV[2], '^(%d+):(%d+)$')
+    for _, v in ipairs({'u', used or ARGV[2], 'rr', released or '0', 'f', ARGV[5], 'pm', ARGV[7], 'pn', '', 'pe', '', 'pl', '0'}) do
+      fields[#fields + 1] = v
+    end
     redis.call('DEL', packages)
     addPackages(0)
   end

@@ -6,7 +6,10 @@
 alter table licenses
   -- releases a day the license allows (0: none): the service cannot tell a real signing
   -- failure from a claimed one, so this bounds what a client can take back
-  add column releases_per_day integer not null default 0 check (releases_per_day between 0 and 1000000);
+  add column releases_per_day integer not null default 0 check (releases_per_day between 0 and 1000000),
+  -- units given back: used_quota + released_quota only ever grows, as Redis's u + rr does, so the
+  -- worker can tell a Redis copy behind Postgres (lost writes) from one a release lowered (lua/ack.lua)
+  add column released_quota bigint not null default 0 check (released_quota >= 0);
 
 create table token_releases (
   token_id    uuid primary key,

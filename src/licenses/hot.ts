@@ -99,9 +99,11 @@ interface Queued {
 function copyOf(row: LicenseRow, queued: Queued, counted: Set<string>, released: Set<string>): LicenseCopy {
   const spentOf = new Map<number, number>();
   let spent = 0;
+  let unwrittenReleases = 0;
   for (const [tokenId, no] of queued.releases) {
     if (released.has(tokenId)) continue;
     spent--;
+    unwrittenReleases++;
     spentOf.set(no, (spentOf.get(no) ?? 0) - 1);
   }
   for (const [tokenId, packageNo] of queued.redemptions) {
@@ -120,14 +122,17 @@ function copyOf(row: LicenseRow, queued: Queued, counted: Set<string>, released:
     // a spent package stays until it expires: a release may give it a unit back
     if (left > 0 || p.expiresAt.getTime() > Date.now()) packages.push({ no: p.no, expiresMs: p.expiresAt.getTime(), left: Math.max(0, left) });
   }
-  return { usedQuota: row.usedQuota + spent, forfeitedQuota: row.forfeitedQuota + forfeited, packagesMade: row.packagesMade, packages };
+  return {
+    usedQuota: row.usedQuota + spent, releasedQuota: row.releasedQuota + unwrittenReleases, forfeitedQuota: row.forfeitedQuota + forfeited,
+    packagesMade: row.packagesMade, packages,
+  };
 }
 
 /** What an update of an existing hash sends: the packages with units left as Postgres has them (Redis adds only those it lacks). */
 function updateOf(row: LicenseRow): LicenseCopy {
   const packages = row.packages.filter((p) => p.used + p.forfeited < p.amount)
     .map((p) => ({ no: p.no, expiresMs: p.expiresAt.getTime(), left: p.amount - p.used - p.forfeited }));
-  return { usedQuota: 'unknown', forfeitedQuota: 0, packagesMade: row.packagesMade, packages };
+  return { usedQuota: 'unknown', releasedQuota: 0, forfeitedQuota: 0, packagesMade: row.packagesMade, packages };
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -33,6 +33,8 @@ export interface LicenseRow {
   packages: PackageRow[];
   /** units a day the holder may give back after a failed signing (0: none) */
   releasesPerDay: number;
+  /** units given back so far (used quota is net of them) */
+  releasedQuota: number;
   /** its own limits per minute (null: the deployment's RATE_*_PER_MIN; 0: none) */
   rateLimits: RateLimits;
 }
@@ -58,7 +60,7 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export const LICENSE_COLUMNS = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
   used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version,
   token_generation::float8 as token_generation, webhook_url, webhook_secret is not null as webhook_secret_set,
-  forfeited_quota::float8 as forfeited_quota, packages_made, releases_per_day,
+  forfeited_quota::float8 as forfeited_quota, packages_made, releases_per_day, released_quota::float8 as released_quota,
   rate_get_token_per_min, rate_sign_token_per_min, rate_validate_per_min, rate_check_quota_per_min,
   (select coalesce(json_agg(json_build_object('no', p.package_no, 'amount', p.amount::float8, 'used', p.used::float8,
      'forfeited', p.forfeited::float8, 'expiresAt', p.expires_at, 'createdAt', p.created_at, 'note', p.note) order by p.package_no), '[]')
@@ -84,6 +86,7 @@ export function licenseRowOf(r: Record<string, unknown>): LicenseRow {
     forfeitedQuota: r.forfeited_quota as number,
     packagesMade: r.packages_made as number,
     releasesPerDay: r.releases_per_day as number,
+    releasedQuota: r.released_quota as number,
     packages: (r.packages as PackageJson[]).map((p) => ({
       no: p.no, amount: p.amount, used: p.used, forfeited: p.forfeited, expiresAt: new Date(p.expiresAt), createdAt: new Date(p.createdAt),
       note: p.note,

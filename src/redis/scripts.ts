@@ -308,6 +308,8 @@ export interface PackageCopy {
  */
 export interface LicenseCopy {
   usedQuota: number | 'unknown';
+  /** units given back so far (licenses.released_quota and the releases still queued) */
+  releasedQuota: number;
   forfeitedQuota: number;
   packagesMade: number;
   packages: PackageCopy[];
@@ -388,7 +390,7 @@ export const scripts = {
    */
   syncLicense: (keys: LicenseKeys, version: number, completes: boolean, settledMs: number, copy: LicenseCopy, fields: Args): ScriptCall<[SyncOutcome, boolean]> => ({
     name: 'sync',
-    args: [2, keys.license, keys.packages, version, copy.usedQuota === 'unknown' ? '' : copy.usedQuota, completes ? '1' : '0', settledMs,
+    args: [2, keys.license, keys.packages, version, copy.usedQuota === 'unknown' ? '' : `${copy.usedQuota}:${copy.releasedQuota}`, completes ? '1' : '0', settledMs,
       copy.forfeitedQuota, copy.packages.map((p) => `${p.no}\t${p.expiresMs}\t${p.left}`).join('\n'), copy.packagesMade, ...fields],
     read: readSynced,
   }),

@@ -2,7 +2,7 @@ import type { Sql } from '../db/pg.js';
 import { EVENT_SEPARATOR } from '../redis/scripts.js';
 import type { UsageEvent } from './events.js';
 
-/** firma id -> licenses.used_quota after a write, for the licenses it changed */
+/** firma id -> licenses.used_quota + released_quota after a write (redemptions ever counted), for the licenses it changed */
 export type UsedCounts = Map<string, number>;
 
 /**
@@ -99,14 +99,15 @@ const STATEMENT = `
     on conflict (firma_id, day) do update set redeemed = d.redeemed + excluded.redeemed
   ), counted as (
     update licenses l set used_quota = l.used_quota + n.spent, total_quota = l.total_quota - n.forfeited,
-                          forfeited_quota = l.forfeited_quota + n.forfeited, updated_at = now()
-    from (select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited from (
-            select firma_id, 1 as spent, 0 as forfeited from spent
-            union all select firma_id, 0, units from forfeits
-            union all select firma_id, -1, 0 from released) as moves
+                          forfeited_quota = l.forfeited_quota + n.forfeited, released_quota = l.released_quota + n.released,
+                          updated_at = now()
+    from (select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited, sum(released)::int8 as released from (
+            select firma_id, 1 as spent, 0 as forfeited, 0 as released from spent
+            union all select firma_id, 0, units, 0 from forfeits
+            union all select firma_id, -1, 0, 1 from released) as moves
           group by 1) n
     where l.firma_id = n.firma_id
-    returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.expiry_date, l.webhook_url,
+    returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.released_quota, l.expiry_date, l.webhook_url,
               greatest(l.total_quota - l.used_quota, 0) as remaining,
               greatest(l.total_quota - l.used_quota + n.spent + n.forfeited, 0) as remaining_before
   ), crossings as (
@@ -124,7 +125,7 @@ const STATEMENT = `
     where c.webhook_url is not null and e.crossed
     on conflict (event_key) do nothing
   )
-  select firma_id, used_quota::float8 as used from counted`;
+  select firma_id, (used_quota + released_quota)::float8 as used from counted`;
 
 /**
  * Writes one batch as one statement (atomic by itself: no transaction to roll back on a

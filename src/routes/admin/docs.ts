@@ -14,7 +14,7 @@ const exampleView: LicenseView = {
   firmaId: EXAMPLE.firmaId, licenseKey: EXAMPLE.licenseKey, organizationName: EXAMPLE.organizationName, passwordHash: '',
   totalQuota: EXAMPLE.totalQuota, usedQuota: EXAMPLE.usedQuota, expiryDate: new Date(EXAMPLE.expiryDate), isActive: true,
   domains: [...EXAMPLE.domains], version: 1, tokenGeneration: 0,
-  webhookUrl: 'https://hooks.ornek.com.tr/imza', webhookSecretSet: true, forfeitedQuota: 0, packagesMade: 1, releasesPerDay: 5,
+  webhookUrl: 'https://hooks.ornek.com.tr/imza', webhookSecretSet: true, forfeitedQuota: 0, packagesMade: 1, releasesPerDay: 5, releasedQuota: 0,
   packages: [{
     no: 1, amount: EXAMPLE.totalQuota, used: EXAMPLE.usedQuota, forfeited: 0, expiresAt: new Date(EXAMPLE.expiryDate),
     createdAt: new Date('2025-01-02T09:30:00.000Z'), note: null,
