@@ -59,6 +59,8 @@ export interface LicenseInput {
   licenseKey?: string;
   /** the license's own limits per minute (null: the deployment's) */
   rateLimits?: Record<string, number | null>;
+  /** how many of its redeemed tokens a day the license may give back (POST /api/license/release); default 0, off */
+  releasesPerDay?: number;
 }
 
 export interface TestLicense {

@@ -47,6 +47,11 @@ t.test('admin create license errors', async (t) => {
       ['domains', createBody({ domains: ['ok.com', ''] })],
       ['domains', createBody({ domains: 'example.com' })],
       ['domains', createBody({ domains: [42] })],
+      ['releasesPerDay', createBody({ releasesPerDay: -1 })],
+      ['releasesPerDay', createBody({ releasesPerDay: 1.5 })],
+      ['releasesPerDay', createBody({ releasesPerDay: '3' })],
+      ['releasesPerDay', createBody({ releasesPerDay: 1_000_001 })],
+      ['releasesPerDay', createBody({ releasesPerDay: null })],
     ];
     for (const [field, body] of cases) {
       const licenseKey = randomUUID();

@@ -41,7 +41,7 @@ t.test('admin create license', async (t) => {
   t.test('a given licenseKey is kept, options honoured', async (t) => {
     const licenseKey = randomUUID();
     const res = await h.admin('POST', '/admin/v1/licenses', createBody({
-      licenseKey, isActive: false, domains: ['Example.COM', '*.eczane.com.tr'], totalQuota: 0,
+      licenseKey, isActive: false, domains: ['Example.COM', '*.eczane.com.tr'], totalQuota: 0, releasesPerDay: 1_000_000,
     }));
     expectLicenseView(t, res, 201);
     t.equal(res.body.data.licenseKey, licenseKey);
@@ -49,6 +49,9 @@ t.test('admin create license', async (t) => {
     t.equal(res.body.data.totalQuota, 0);
     t.equal(res.body.data.remainingQuota, 0);
     t.same(res.body.data.domains, ['example.com', '*.eczane.com.tr'], 'domains as host names, lower case');
+    t.equal(res.body.data.releasesPerDay, 1_000_000, 'releasesPerDay as given (its maximum)');
+    const plain = await h.admin('POST', '/admin/v1/licenses', createBody());
+    t.equal(plain.body.data.releasesPerDay, 0, 'releasesPerDay 0 when not given: releases off');
   });
 
   t.test('an expiry already past: created, with a warning naming expiryDate; PATCH warns likewise', async (t) => {

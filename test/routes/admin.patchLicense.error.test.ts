@@ -19,10 +19,15 @@ t.test('400 for an empty or bad body, 404 for an unknown key', async (t) => {
   expectInvalid(t, await h.admin('PATCH', path, { expiryDate: 'tomorrow' }), 'expiryDate');
   expectInvalid(t, await h.admin('PATCH', path, { organizationName: '' }), 'organizationName');
   expectInvalid(t, await h.admin('PATCH', path, { domains: ['not a domain'] }), 'domains');
+  expectInvalid(t, await h.admin('PATCH', path, { releasesPerDay: -1 }), 'releasesPerDay');
+  expectInvalid(t, await h.admin('PATCH', path, { releasesPerDay: 2.5 }), 'releasesPerDay');
+  expectInvalid(t, await h.admin('PATCH', path, { releasesPerDay: '1' }), 'releasesPerDay');
+  expectInvalid(t, await h.admin('PATCH', path, { releasesPerDay: 1_000_001 }), 'releasesPerDay');
   const unchanged = await h.admin('GET', path);
   t.equal(unchanged.body.data.totalQuota, 10, 'nothing changed');
   t.equal(unchanged.body.data.isActive, true);
   t.same(unchanged.body.data.domains, []);
+  t.equal(unchanged.body.data.releasesPerDay, 0);
 
   const missing = await h.admin('PATCH', `/admin/v1/licenses/${randomUUID()}`, { isActive: false });
   t.equal(missing.status, 404);
