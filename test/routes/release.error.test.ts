@@ -160,10 +160,8 @@ t.test('400 for a body that is not a JSON object, a field of the wrong type, a b
   ] as [string, unknown][]) {
     namesField(t, await release(h, real, reason), 'reason', `reason ${what}`);
   }
-  for (const key of ['x'.repeat(256), 'ünlü']) {
-    const res = await h.request('POST', RELEASE_PATH, { token: real }, { 'idempotency-key': key });
-    t.equal(res.status, 400, `Idempotency-Key ${JSON.stringify(key.length > 20 ? `${key.slice(0, 10)}…` : key)}: 400`);
-  }
+  const longKey = await h.request('POST', RELEASE_PATH, { token: real }, { 'idempotency-key': 'x'.repeat(256) });
+  namesField(t, longKey, 'Idempotency-Key', 'an Idempotency-Key of 256 characters');
   t.same(await liveQuota(h, lic), [1, 2], 'none of them gave anything');
   const longest = await release(h, real, 'ğ'.repeat(500));
   t.strictSame([longest.status, longest.body], [200, releasedBody(0, 3)], 'a reason of exactly 500 characters is taken');
