@@ -242,9 +242,9 @@ t.test('the millisecond of expiry (redeem.lua called directly): expiry - 1 spend
   const { tokens } = await mintTokens(h, lic, 2);
   const [a, b] = tokens as [string, string];
 
-  t.same(await redeemAt(a, expiry - 1), [Outcome.DONE, 1, 11, 0, 0, ''], 'at expiry - 1: redeemed, 11 left of 12');
+  t.same(await redeemAt(a, expiry - 1), [Outcome.DONE, 1, 11, 0, 0, 0, ''], 'at expiry - 1: redeemed, 11 left of 12');
   t.same(await redis.hmget(k.license, L.packageNo, L.packageLeft, L.forfeitedQuota), ['2', '1', '0'], 'package 2 funded it: 1 unit left');
-  t.same(await redeemAt(b, expiry), [Outcome.DONE, 2, 9, 0, 0, ''], 'at expiry: redeemed, total 11 (1 forfeited), 9 left');
+  t.same(await redeemAt(b, expiry), [Outcome.DONE, 2, 9, 0, 0, 0, ''], 'at expiry: redeemed, total 11 (1 forfeited), 9 left');
   t.same(await redis.hmget(k.license, L.packageNo, L.packageLeft, L.forfeitedQuota), ['1', '9', '1'],
     'package 2 forfeited its last unit; package 1 funded the redemption');
   t.equal(await redis.hget(k.packages, '2'), null, 'Redis holds no units of package 2');
