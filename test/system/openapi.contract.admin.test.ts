@@ -66,6 +66,12 @@ t.test('the lists', async (t) => {
   await k.expect(t, 400, 'tokens: a cursor not handed out', k.admin('GET', `${tokens}?cursor=zzz`));
   await k.expect(t, 404, 'tokens: unknown license', k.admin('GET', `/admin/v1/licenses/${randomUUID()}/tokens`));
   await k.expect(t, 401, 'tokens: no token', k.c.request('GET', tokens));
+
+  const ledger = `/admin/v1/licenses/${spender.licenseKey}/ledger`;
+  await k.expect(t, 200, 'ledger', k.admin('GET', ledger));
+  await k.expect(t, 400, 'ledger: a cursor not handed out', k.admin('GET', `${ledger}?cursor=zzz`));
+  await k.expect(t, 404, 'ledger: unknown license', k.admin('GET', `/admin/v1/licenses/${randomUUID()}/ledger`));
+  await k.expect(t, 401, 'ledger: no token', k.c.request('GET', ledger));
 });
 
 t.test('the audit log', async (t) => {

@@ -28,6 +28,7 @@ const requests: Record<string, (c: Client) => Promise<unknown>> = {
   'post /api/v1/auth/get-token': (c) => c.request('POST', '/api/v1/auth/get-token', { licenseKey: lic.licenseKey, password: lic.password, imzaTipi: 0 }),
   'post /api/v1/auth/sign-token': (c) => c.request('POST', '/api/v1/auth/sign-token', { imzaTipi: 0 }, bearer(accessToken)),
   'post /api/license/validate': (c) => c.request('POST', '/api/license/validate', { token: signToken }),
+  'post /api/license/release': (c) => c.request('POST', '/api/license/release', { token: signToken }),
   'post /api/signature/sign': (c) => c.request('POST', '/api/Signature/sign', { token: signToken, documents: [{ name: 'belge.pdf', sha256: 'a'.repeat(64) }] }),
   'get /api/license/check-quota/{licenseKey}': (c) => c.request('GET', `/api/License/check-quota/${lic.licenseKey}`),
   'get /api/license/history/{licenseKey}': (c) => c.request('GET', `/api/License/history/${lic.licenseKey}`, undefined, bearer(accessToken)),
@@ -41,6 +42,7 @@ const requests: Record<string, (c: Client) => Promise<unknown>> = {
   'post /admin/v1/licenses/{licenseKey}/quota': () => k.admin('POST', `${key}/quota`, { add: 1 }),
   'get /admin/v1/licenses': () => k.admin('GET', '/admin/v1/licenses'),
   'get /admin/v1/licenses/{licenseKey}/tokens': () => k.admin('GET', `${key}/tokens`),
+  'get /admin/v1/licenses/{licenseKey}/ledger': () => k.admin('GET', `${key}/ledger`),
   'get /admin/v1/audit': () => k.admin('GET', '/admin/v1/audit'),
 };
 

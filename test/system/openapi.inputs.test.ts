@@ -167,6 +167,11 @@ const PROBES: Record<string, Probe> = {
   'post /api/license/validate header.Idempotency-Key': {
     send: (v) => c.request('POST', '/api/license/validate', { token: 'x' }, { 'idempotency-key': String(v) }), refused: validateNaming('Idempotency-Key'), skip: notInHeader,
   },
+  'post /api/license/release body.token': { send: post('/api/license/release', {}, 'token'), refused: validateNaming('token') },
+  'post /api/license/release body.reason': { send: post('/api/license/release', { token: 'x' }, 'reason'), refused: validateNaming('reason') },
+  'post /api/license/release header.Idempotency-Key': {
+    send: (v) => c.request('POST', '/api/license/release', { token: 'x' }, { 'idempotency-key': String(v) }), refused: validateNaming('Idempotency-Key'), skip: notInHeader,
+  },
   'post /api/signature/sign body.token': { send: post('/api/signature/sign', { documents: SIGN_DOCS }, 'token'), refused: validateNaming('token') },
   'post /api/signature/sign body.origin': { send: post('/api/signature/sign', { token: 'x', documents: SIGN_DOCS }, 'origin'), refused: validateNaming('origin') },
   'post /api/signature/sign body.documents': {
@@ -203,6 +208,8 @@ const PROBES: Record<string, Probe> = {
     send: adminBody('POST', '/admin/v1/licenses', { ...newLicense, webhookSecret: secret }, 'webhookUrl'), refused: naming('webhookUrl'), runs: 40, alsoAdmits: allowedTarget,
   },
   'post /admin/v1/licenses body.webhookSecret': { send: adminBody('POST', '/admin/v1/licenses', newLicense, 'webhookSecret'), refused: naming('webhookSecret'), runs: 40 },
+  'post /admin/v1/licenses body.releasesPerDay': { send: adminBody('POST', '/admin/v1/licenses', newLicense, 'releasesPerDay'), refused: naming('releasesPerDay'), runs: 40 },
+  'post /admin/v1/licenses body.rateLimits': { send: adminBody('POST', '/admin/v1/licenses', newLicense, 'rateLimits'), refused: naming('rateLimits'), runs: 40 },
   'get /admin/v1/licenses/{licenseKey} path.licenseKey': {
     send: (v) => c.request('GET', `/admin/v1/licenses/${pathValue(v)}`, undefined, admin), refused: notFound, skip: unjudgedKey,
     // an unknown key is 404 as well: admitted keys are the license's own, in any case
@@ -220,6 +227,8 @@ const PROBES: Record<string, Probe> = {
   },
   'patch /admin/v1/licenses/{licenseKey} body.webhookUrl': { send: adminBody('PATCH', keyPath, { webhookSecret: secret }, 'webhookUrl'), refused: naming('webhookUrl'), alsoAdmits: allowedTarget },
   'patch /admin/v1/licenses/{licenseKey} body.webhookSecret': { send: adminBody('PATCH', keyPath, {}, 'webhookSecret'), refused: naming('webhookSecret') },
+  'patch /admin/v1/licenses/{licenseKey} body.releasesPerDay': { send: adminBody('PATCH', keyPath, {}, 'releasesPerDay'), refused: naming('releasesPerDay') },
+  'patch /admin/v1/licenses/{licenseKey} body.rateLimits': { send: adminBody('PATCH', keyPath, {}, 'rateLimits'), refused: naming('rateLimits') },
   'post /admin/v1/licenses/{licenseKey}/quota body.add': { send: adminBody('POST', `${keyPath}/quota`, {}, 'add'), refused: naming('add') },
   'post /admin/v1/licenses/{licenseKey}/quota header.Idempotency-Key': {
     send: (v) => c.request('POST', `${keyPath}/quota`, { add: 1 }, { ...admin, 'idempotency-key': String(v) }), refused: naming('Idempotency-Key'), skip: notInHeader,
