@@ -195,11 +195,15 @@ export class Harness implements Client {
     const firmaId = randomBytes(9).toString('base64url');
     const inserted = await this.sql`
       insert into licenses (firma_id, license_key, organization_name, password_hash, total_quota, used_quota,
-                            expiry_date, is_active, domains)
-      select ${firmaId}, ${licenseKey}, organization_name, password_hash, total_quota, 0, expiry_date, is_active, domains
+                            expiry_date, is_active, domains, packages_made)
+      select ${firmaId}, ${licenseKey}, organization_name, password_hash, total_quota, 0, expiry_date, is_active, domains, 1
       from licenses where license_key = ${copyOf}
       returning firma_id`;
     if (inserted.length !== 1) throw new Error('insertLicenseDirectly: no row copied');
+    // its quota as one package, as every license holds it (sql/010_packages_ledger.sql)
+    await this.sql`
+      insert into license_packages (firma_id, package_no, amount, expires_at)
+      select firma_id, 1, total_quota, expiry_date from licenses where firma_id = ${firmaId} and total_quota > 0`;
     return firmaId;
   }
 
