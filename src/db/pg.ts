@@ -34,6 +34,9 @@ async function ensureDatabase(url: string): Promise<void> {
 async function migrate(sql: Sql, schema: string): Promise<void> {
   const files = (await readdir(sqlDir)).filter((f) => /^\d+_.*\.sql$/.test(f)).sort();
   await sql.begin(async (tx) => {
+    // a starter waits for another's migrations however long they take: a lock_timeout set for
+    // the service's sessions (whose requests must not wait on a lock) does not apply here
+    await tx`set local lock_timeout = 0`;
     await tx`select pg_advisory_xact_lock(hashtext(${'license-migrations:' + schema}))`;
     await tx.unsafe(`create schema if not exists "${schema}"`);
     await tx.unsafe(
