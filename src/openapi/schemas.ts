@@ -113,6 +113,17 @@ export const License = Type.Object({
   }),
 }, closed);
 
+/** A ledger's sums beside the license's figures (the admin ledger and the holder's). */
+export const LedgerTotals = Type.Object({
+  purchased: Type.Integer({ minimum: 0 }),
+  corrected: Type.Integer(),
+  forfeited: Type.Integer({ minimum: 0 }),
+  released: Type.Integer({ minimum: 0 }),
+  redeemed: Type.Integer({ minimum: 0 }),
+  totalQuota: Type.Integer({ minimum: 0, description: '= purchased + corrected - forfeited' }),
+  usedQuota: Type.Integer({ minimum: 0, description: '= redeemed - released' }),
+}, { ...closed, description: 'the ledger\'s sums beside the license\'s figures, read together from Postgres (behind the live figures by the worker lag)' });
+
 /** A page of a paged admin list: its items and the cursor of the next page (null: the last). */
 export function PageAnswer(item: TSchema) {
   return Type.Object({

@@ -6,8 +6,9 @@ import type { RateLimitDoc } from '../openapi/routeDoc.js';
 import { Outcome, runScript, scripts } from '../redis/scripts.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
-import { authReplies, coded, INVALID_LICENSE_KEY, rateLimited } from './replies.js';
-import { bearer, licenseKeyParam } from './schemas.js';
+import { pageLimit } from './paging.js';
+import { authReplies, coded, INVALID_LICENSE_KEY, invalidRequest, rateLimited } from './replies.js';
+import { bearer, licenseKeyParam, type Parsed } from './schemas.js';
 
 // What a license holder reads of the license with an access token (GET /api/License/history
 // and GET /api/License/ledger) goes through one gate: the access token of that very license,
@@ -45,6 +46,22 @@ const PAGES_AT_ONCE = 2;
 
 /** A request's own checks that need no look-up (the query, the cursor): its value, or the refusal. */
 export type Checked<T> = { ok: true; value: T } | { ok: false; refusal: Reply };
+
+/**
+ * The check of a holder's paged read (history, ledger): its `limit` and `cursor` parsed by the
+ * route's query parser and cursor decoder, or the 400 naming the field.
+ */
+export function pageQueryCheck<C>(
+  parseQuery: (raw: string) => Parsed<{ limit?: string; cursor?: string }>, decodeCursor: (text: string) => C | null,
+): (raw: string) => Checked<{ pageSize: number; cursor: C | null }> {
+  return (raw) => {
+    const query = parseQuery(raw);
+    if (!query.ok) return { ok: false, refusal: invalidRequest(query.field) };
+    const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
+    if (query.value.cursor !== undefined && cursor === null) return { ok: false, refusal: invalidRequest('cursor') };
+    return { ok: true, value: { pageSize: pageLimit(query.value.limit), cursor } };
+  };
+}
 
 export class HolderReads {
   readonly fields: RateLimitFields;

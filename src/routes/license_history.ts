@@ -5,10 +5,10 @@ import type { RedemptionCursor as Cursor } from '../licenses/store.js';
 import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf, RateLimitedError, Timestamp, Uuid } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
-import { forbidden, holderReads, invalidKey, type Checked } from './holderReads.js';
+import { forbidden, holderReads, invalidKey, pageQueryCheck } from './holderReads.js';
 import { SIGN_DOCUMENTS_MAX } from './receipt.js';
 import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
-import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageLimit, pageOf, pageQueryFields } from './paging.js';
+import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageOf, pageQueryFields } from './paging.js';
 import { ImzaTipi, isInstant, LicenseKey, queryParser } from './schemas.js';
 
 /**
@@ -94,13 +94,7 @@ const doc: RouteDoc = {
 export function historyRoute(ctx: RouteContext): Route {
   const parseQuery = queryParser(HistoryQuery);
   const gate = holderReads(ctx);
-  const check = (raw: string): Checked<{ pageSize: number; cursor: Cursor | null }> => {
-    const query = parseQuery(raw);
-    if (!query.ok) return { ok: false, refusal: invalidRequest(query.field) };
-    const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
-    if (query.value.cursor !== undefined && cursor === null) return { ok: false, refusal: invalidRequest('cursor') };
-    return { ok: true, value: { pageSize: pageLimit(query.value.limit), cursor } };
-  };
+  const check = pageQueryCheck(parseQuery, decodeCursor);
   return {
     method: 'get',
     path: '/api/license/history/:licenseKey',

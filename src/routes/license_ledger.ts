@@ -4,10 +4,10 @@ import type { Route } from '../http/route.js';
 import { Ledger, type LedgerCursor, type LedgerLine } from '../licenses/ledger.js';
 import type { PackageRow } from '../licenses/store.js';
 import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
-import { codedErrorOf, RateLimitedError, Timestamp } from '../openapi/schemas.js';
+import { codedErrorOf, LedgerTotals, RateLimitedError, Timestamp } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
-import { forbidden, holderReads, invalidKey, type Checked } from './holderReads.js';
-import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageLimit, pageOf, pageQueryFields } from './paging.js';
+import { forbidden, holderReads, invalidKey, pageQueryCheck } from './holderReads.js';
+import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageOf, pageQueryFields } from './paging.js';
 import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
 import { LicenseKey, queryParser } from './schemas.js';
 
@@ -57,15 +57,6 @@ const EntrySchema = Type.Object({
   packageId: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'the package the entry concerns' }),
 }, closed);
 
-const Totals = Type.Object({
-  purchased: Type.Integer({ minimum: 0 }),
-  corrected: Type.Integer(),
-  forfeited: Type.Integer({ minimum: 0 }),
-  released: Type.Integer({ minimum: 0 }),
-  redeemed: Type.Integer({ minimum: 0 }),
-  totalQuota: Type.Integer({ minimum: 0, description: '= purchased + corrected - forfeited' }),
-  usedQuota: Type.Integer({ minimum: 0, description: '= redeemed - released' }),
-}, { ...closed, description: 'the ledger\'s sums beside the license\'s figures, read together from Postgres (behind check-quota\'s live figures by the worker lag)' });
 
 const LedgerPage = Type.Object({
   success: Type.Literal(true),
@@ -73,7 +64,7 @@ const LedgerPage = Type.Object({
     packages: Type.Array(PackageSchema, { description: 'every package of the license, newest first (on every page)' }),
     items: Type.Array(EntrySchema, { description: 'one page of the entries, newest first' }),
     nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'null on the last page' }),
-    totals: Totals,
+    totals: LedgerTotals,
   }, closed),
 }, closed);
 
@@ -147,13 +138,7 @@ export function holderLedgerRoute(ctx: RouteContext): Route {
   const parseQuery = queryParser(LedgerQuery);
   const ledger = new Ledger(ctx.sql);
   const gate = holderReads(ctx);
-  const check = (raw: string): Checked<{ pageSize: number; cursor: LedgerCursor | null }> => {
-    const query = parseQuery(raw);
-    if (!query.ok) return { ok: false, refusal: invalidRequest(query.field) };
-    const cursor = query.value.cursor === undefined ? null : decodeCursor(query.value.cursor);
-    if (query.value.cursor !== undefined && cursor === null) return { ok: false, refusal: invalidRequest('cursor') };
-    return { ok: true, value: { pageSize: pageLimit(query.value.limit), cursor } };
-  };
+  const check = pageQueryCheck(parseQuery, decodeCursor);
   return {
     method: 'get',
     path: '/api/license/ledger/:licenseKey',

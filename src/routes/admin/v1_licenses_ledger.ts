@@ -3,7 +3,7 @@ import { reply } from '../../http/reply.js';
 import type { Route } from '../../http/route.js';
 import { Ledger, type LedgerLine } from '../../licenses/ledger.js';
 import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
-import { codedErrorOf, Timestamp } from '../../openapi/schemas.js';
+import { codedErrorOf, LedgerTotals, Timestamp } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { encodeCursor, pageOf, pageQueryFields } from '../paging.js';
 import { codedErrors } from '../replies.js';
@@ -38,19 +38,10 @@ const LedgerLineSchema = Type.Object({
   day: nullable(Type.String({ format: 'date' }), 'a day\'s spending: the UTC day; null for an entry'),
 }, closed);
 
-const Totals = Type.Object({
-  purchased: Type.Integer({ minimum: 0 }),
-  corrected: Type.Integer(),
-  forfeited: Type.Integer({ minimum: 0 }),
-  released: Type.Integer({ minimum: 0 }),
-  redeemed: Type.Integer({ minimum: 0 }),
-  totalQuota: Type.Integer({ minimum: 0, description: '= purchased + corrected - forfeited' }),
-  usedQuota: Type.Integer({ minimum: 0, description: '= redeemed - released' }),
-}, { ...closed, description: 'the ledger\'s sums beside the license\'s figures, read together from Postgres (behind the live figures by the worker lag)' });
 
 const LedgerAnswer = Type.Object({
   success: Type.Literal(true),
-  data: Type.Object({ items: Type.Array(LedgerLineSchema), nextCursor: Type.Union([Type.String({ minLength: 1 }), Type.Null()]), totals: Totals }, closed),
+  data: Type.Object({ items: Type.Array(LedgerLineSchema), nextCursor: Type.Union([Type.String({ minLength: 1 }), Type.Null()]), totals: LedgerTotals }, closed),
 }, closed);
 
 const example = {
