@@ -49,7 +49,7 @@ async function changeLicense<T extends string, R extends LicenseRow = LicenseRow
   return outcome;
 }
 
-/** A license as the admin API shows it: the Postgres row, with the total and used counts of the Redis copy (ahead by the worker lag). */
+/** A license as the admin API shows it: the Postgres row, with the counts and package balances of the Redis copy (ahead by the worker lag). */
 export type LicenseView = LicenseRow;
 
 /** New license or changes as the admin sends them: a password, not its hash. */
@@ -115,6 +115,13 @@ export class LicenseAdmin {
 
   private async view(row: LicenseRow): Promise<LicenseView> {
     const live = await this.hot.liveCounts(row.firmaId);
-    return live === null ? row : { ...row, ...live };
+    if (live === null) return row;
+    // a package Redis still holds shows its live balance, so the packages add up to the live
+    // used count; one it no longer holds (expired) is as the worker wrote it
+    const packages = row.packages.map((p) => {
+      const left = live.packageLeft.get(p.no);
+      return left === undefined ? p : { ...p, used: Math.max(0, p.amount - p.forfeited - Math.max(0, left)) };
+    });
+    return { ...row, totalQuota: live.totalQuota, usedQuota: live.usedQuota, packages };
   }
 }

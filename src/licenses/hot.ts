@@ -141,6 +141,13 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * The Redis copy of the licenses: written from Postgres rows (hydration and admin changes,
  * both through sync.lua so they commute) and read back for check-quota and the admin API.
  */
+/** What a license's Redis copy holds now: its counts, and the units left of each package it still holds (by number). */
+export interface LiveCounts {
+  totalQuota: number;
+  usedQuota: number;
+  packageLeft: ReadonlyMap<number, number>;
+}
+
 export class HotLicenses {
   // license key -> firma id never changes once created, so it may be remembered forever
   private readonly firmaIds = new Map<string, string>();
@@ -296,11 +303,26 @@ export class HotLicenses {
     return firmaId;
   }
 
-  /** The total and used counts of a license's Redis copy (fenced or not: the counters are live either way); null: no copy written since packages. */
-  async liveCounts(firmaId: string): Promise<{ totalQuota: number; usedQuota: number } | null> {
-    const [q, u, f, pm] = await this.redis.hmget(this.keys.forLicense(firmaId).license, L.totalQuota, L.usedQuota, L.forfeitedQuota, L.packagesMade);
+  /**
+   * The counts and package balances of a license's Redis copy (fenced or not: they are live
+   * either way), ahead of Postgres by the worker lag; null: no copy written since packages.
+   */
+  async liveCounts(firmaId: string): Promise<LiveCounts | null> {
+    const keys = this.keys.forLicense(firmaId);
+    const answers = await this.redis.pipeline()
+      .hmget(keys.license, L.totalQuota, L.usedQuota, L.forfeitedQuota, L.packagesMade, L.packageNo, L.packageLeft)
+      .hgetall(keys.packages)
+      .exec();
+    const [copyError, copy] = answers?.[0] ?? [null, null];
+    const [othersError, others] = answers?.[1] ?? [null, null];
+    if (copyError || othersError) throw copyError ?? othersError;
+    const [q, u, f, pm, pn, pl] = copy as (string | null)[];
     if (q == null || u == null || pm == null) return null;
-    return { totalQuota: Number(q) - Number(f ?? 0), usedQuota: Number(u) };
+    // the package hash: number -> "expiry ms<TAB>units left" (lua/includes/packages.lua)
+    const left = new Map<number, number>();
+    for (const [no, entry] of Object.entries(others as Record<string, string>)) left.set(Number(no), Number(entry.split('\t')[1]));
+    if (pn != null && pn !== '' && pl != null) left.set(Number(pn), Number(pl));
+    return { totalQuota: Number(q) - Number(f ?? 0), usedQuota: Number(u), packageLeft: left };
   }
 
   /**

@@ -98,8 +98,8 @@ export const License = Type.Object({
     note: Type.Union([Type.String(), Type.Null()]),
   }, closed), {
     description: 'every purchase, oldest first, each with its own expiry: redemptions spend the one that expires first, and a '
-      + 'package that expires with units left forfeits them (totalQuota falls by as much). Its figures are as the usage worker '
-      + 'has written them, behind the license\'s own figures by the worker lag',
+      + 'package that expires with units left forfeits them (totalQuota falls by as much). A package not yet expired shows its live '
+      + 'balance (the packages add up to the license\'s own figures); an expired one\'s forfeit shows once the usage worker has written it',
   }),
   rateLimits: Type.Object({
     getToken: LimitPerMin('tokens issued per license key a minute (RATE_GET_TOKEN_PER_MIN)'),

@@ -8,15 +8,20 @@ import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
 // INVALID_REQUEST naming it (never a 5xx, whatever the value: NUL bytes, huge values, other
 // types); and an admin change that fails (400, 404, 409, 422) records nothing.
 
+// a value twice the front's 8 KiB header line (docs/deployment.md), sent here straight to the
+// service; a request head of more than about 60 KB that reaches uWebSockets.js in pieces is
+// closed without an answer (docs/security.md), which root.security tests on its own
+const HUGE = 16_000;
+
 const b64 = (text: string): string => Buffer.from(text).toString('base64url');
 
 const h = await startHarness(t, 'adminauditerr', TWO_ADMINS);
 
 t.test('400 INVALID_REQUEST naming the parameter, in the refusals form', async (t) => {
   const bad: [string, string[]][] = [
-    ['licenseKey', ['abc', '', '%00', `${randomUUID()}%00`, `${randomUUID()}x`, 'x'.repeat(100_000), '1', 'true', '[]', '%7B%7D', randomUUID().replace(/-/g, '')]],
+    ['licenseKey', ['abc', '', '%00', `${randomUUID()}%00`, `${randomUUID()}x`, 'x'.repeat(HUGE), '1', 'true', '[]', '%7B%7D', randomUUID().replace(/-/g, '')]],
     ['since', ['yesterday', '', '%00', '2030-02-30T00:00:00Z', '2030-01-01', '2030-01-01T00:00:00', '2030-12-31T23:59:60Z', '1969-12-31T23:59:59Z',
-      '10000-01-01T00:00:00Z', '1', 'null', `2030-01-01T00:00:00Z${'0'.repeat(100_000)}`, '2030-01-01T00:00:00Z%00']],
+      '10000-01-01T00:00:00Z', '1', 'null', `2030-01-01T00:00:00Z${'0'.repeat(HUGE)}`, '2030-01-01T00:00:00Z%00']],
     ['limit', ['0', '501', '-1', '1.5', 'abc', '', '%00', '1e2', '9'.repeat(10_000)]],
     ['cursor', ['!!!', '', 'a'.repeat(257), b64('x|y'), b64('12|abc'), b64('12|0'), b64('12|-1'), b64('12|1.5'), b64(`12|${'9'.repeat(19)}`),
       b64('12|1\u00002'), '%00', b64('|1')]],

@@ -57,7 +57,7 @@ function addQuota(h: Harness, lic: TestLicense, body: unknown, idempotencyKey?: 
 interface AdminPackage { id: number; amount: number; used: number; remaining: number; forfeited: number; expiresAt: string; note: string | null }
 interface AdminLicense { totalQuota: number; usedQuota: number; remainingQuota: number; expiryDate: string; packages: AdminPackage[] }
 
-/** The admin License (GET /admin/v1/licenses/{key}): live totals from Redis, packages from Postgres. */
+/** The admin License (GET /admin/v1/licenses/{key}): live totals and package balances from Redis, the rest from Postgres. */
 async function adminGet(h: Harness, lic: TestLicense): Promise<AdminLicense> {
   const res = await h.admin('GET', `/admin/v1/licenses/${lic.licenseKey}`);
   if (res.status !== 200) throw new Error(`admin GET: ${res.status} ${res.text}`);
@@ -319,6 +319,10 @@ t.test('with events queued (RUN_WORKER=0)', async (t) => {
     t.same(await q.redis.hmget(k.license, L.packageNo, L.packageLeft, L.usedQuota, L.forfeitedQuota), ['2', '2', '3', '0'],
       'package 2 (expiring first) spent 3: 2 units left');
     t.equal(await q.redis.hget(k.packages, '1'), `${Date.parse((await adminGet(q, lic)).expiryDate)}\t10`, 'package 1 untouched, 10 left');
+    const live = await adminGet(q, lic);
+    t.same(packageFigures(live).map((p) => [p.id, p.used, p.remaining]), [[1, 0, 10], [2, 3, 2]],
+      'the admin view\'s packages are Redis\'s before Postgres has the redemptions, and add up to its usedQuota');
+    t.equal(live.usedQuota, 3);
 
     await spawnWorker(t, q.workerEnv());
     await q.drainWorker();
