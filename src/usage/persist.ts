@@ -65,14 +65,6 @@ const STATEMENT = `
                                               where p.firma_id = u.firma_id and p.used + p.forfeited < p.amount)) as package_no
     from used u
     left join (select string_to_array(e, E'\\t') as v from unnest(string_to_array($5::text, E'\\n')) as e) as k on k.v[1]::uuid = u.token_id
-  ), forfeits as (
-    -- a package forfeits once: the ledger's unique entry decides, whatever the replays
-    insert into license_ledger (firma_id, at, kind, amount, balance_after, package_no, actor)
-    select v[1], timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond', 'forfeit', -v[3]::int8,
-           coalesce((select l.total_quota - l.used_quota from licenses l where l.firma_id = v[1]), 0) - v[3]::int8, v[2]::int, 'system'
-    from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($6::text, E'\\n')) as e) as f
-    on conflict (firma_id, package_no) where kind = 'forfeit' do nothing
-    returning firma_id, package_no, -amount as units
   ), released as (
     -- a token is released once: its row decides, whatever the replays
     insert into token_releases (token_id, firma_id, package_no, released_at, reason)
@@ -80,10 +72,32 @@ const STATEMENT = `
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($7::text, E'\\n')) as e) as x
     on conflict (token_id) do nothing
     returning firma_id, package_no, released_at, reason
+  ), forfeits as (
+    -- a package forfeits once: the ledger's unique entry decides, whatever the replays. Its
+    -- balance after is the license's row before this statement, less the batch's redemptions
+    -- before it (one at its millisecond is the redemption that found the package expired),
+    -- plus the batch's releases until it, less this batch's forfeits of the license until it
+    insert into license_ledger (firma_id, at, kind, amount, balance_after, package_no, actor)
+    select f.firma_id, f.at, 'forfeit', -f.units,
+           coalesce((select l.total_quota - l.used_quota from licenses l where l.firma_id = f.firma_id), 0)
+             - (select count(*) from spent s where s.firma_id = f.firma_id and s.used_at < f.at)
+             + (select count(*) from released r where r.firma_id = f.firma_id and r.released_at <= f.at)
+             - sum(f.units) over (partition by f.firma_id order by f.at, f.package_no),
+           f.package_no, 'system'
+    from (select v[1] as firma_id, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond' as at, v[2]::int as package_no, v[3]::int8 as units
+          from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($6::text, E'\\n')) as e) as x) as f
+    on conflict (firma_id, package_no) where kind = 'forfeit' do nothing
+    returning firma_id, package_no, -amount as units, at
   ), release_entries as (
+    -- balance after: as a forfeit's, with the batch's redemptions until the release (its own
+    -- redemption may be in the batch), its forfeits until it and its releases until this one
     insert into license_ledger (firma_id, at, kind, amount, balance_after, package_no, actor, note)
     select r.firma_id, r.released_at, 'release', 1,
-           coalesce((select l.total_quota - l.used_quota from licenses l where l.firma_id = r.firma_id), 0) + 1, r.package_no, 'holder', r.reason
+           coalesce((select l.total_quota - l.used_quota from licenses l where l.firma_id = r.firma_id), 0)
+             - (select count(*) from spent s where s.firma_id = r.firma_id and s.used_at <= r.released_at)
+             - coalesce((select sum(f.units) from forfeits f where f.firma_id = r.firma_id and f.at <= r.released_at), 0)
+             + row_number() over (partition by r.firma_id order by r.released_at, r.package_no),
+           r.package_no, 'holder', r.reason
     from released r
   ), packaged as (
     update license_packages p set used = p.used + m.spent, forfeited = p.forfeited + m.forfeited

@@ -2,6 +2,7 @@ import t from 'tap';
 import { createRedis } from '../../src/redis/client.js';
 import { batchCall, LicenseField as L, Outcome, redeemLayout, runScript, type Redemption } from '../../src/redis/scripts.js';
 import { forfeitOf } from '../../src/usage/events.js';
+import { release } from '../helpers/release.js';
 import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness, type TestLicense } from '../helpers/harness.js';
 import type { Answer } from '../helpers/http.js';
 import { claimsOf } from '../helpers/jwt.js';
@@ -303,6 +304,8 @@ t.test('with events queued (RUN_WORKER=0)', async (t) => {
     t.same(await pgLicense(q, lic.firmaId), { total: 11, used: 2, forfeited: 3 }, 'licenses: total 11, used 2, forfeited 3');
     t.same((await ledgerOf(q, lic.firmaId)).filter((e) => e.kind === 'forfeit'),
       [{ kind: 'forfeit', amount: -3, package_no: 2, actor: 'system', note: null }], 'one forfeit entry of -3 for package 2, by the system');
+    const [forfeit] = await q.sql`select balance_after::int as balance from license_ledger where firma_id = ${lic.firmaId} and kind = 'forfeit'`;
+    t.equal(forfeit?.balance, 10, 'its balance after: 14 bought, less the redemption before it in the same batch, less 3 (not the row before the batch less 3)');
   });
 
   t.test('hydration rebuilds the packages less what the queued events spent', async (t) => {
@@ -331,5 +334,23 @@ t.test('with events queued (RUN_WORKER=0)', async (t) => {
     t.equal(await dailyRedeemed(q, lic.firmaId), 3);
     const fourth = await q.validate(tokens[3] as string);
     t.same([fourth.status, fourth.body?.usedQuota, fourth.body?.remainingQuota], [200, 4, 11]);
+  });
+
+  t.test('a release written in the batch of its own redemption: the ledger\'s balance after counts the batch', async (t) => {
+    const lic = await q.createLicense({ totalQuota: 10, releasesPerDay: 5 });
+    const { tokens } = await mintTokens(q, lic, 3);
+    const [a, b, c] = tokens as [string, string, string];
+    for (const token of [a, b]) t.equal((await q.validate(token)).status, 200);
+    t.equal((await release(q, a, 'kart çıkarıldı')).status, 200);
+    t.equal((await q.validate(c)).status, 200);
+    t.equal((await release(q, b)).status, 200);
+
+    await spawnWorker(t, q.workerEnv());
+    await q.drainWorker();
+    const entries = await q.sql`select kind, amount::int as amount, balance_after::int as balance from license_ledger
+      where firma_id = ${lic.firmaId} order by id`;
+    t.same(entries.map((e) => [e.kind, e.amount, e.balance]), [['purchase', 10, 10], ['release', 1, 9], ['release', 1, 9]],
+      'each release\'s balance after: 10 less the redemptions before it, plus the releases until it (9 after a, then 9 after c and b)');
+    t.same(await pgLicense(q, lic.firmaId), { total: 10, used: 1, forfeited: 0 }, 'and the license: 3 redeemed, 2 released');
   });
 });
