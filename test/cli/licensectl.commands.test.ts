@@ -66,7 +66,7 @@ t.test('licensectl commands', async (t) => {
     expectOk(t, human);
     const [block = '', packages = ''] = human.stdout.trimEnd().split('\n\n');
     const lines = block.split('\n');
-    t.equal(lines.length, 11);
+    t.equal(lines.length, 12);
     t.match(human.stdout, new RegExp(`License key\\s+${key}\\n`));
     t.match(human.stdout, /Total quota\s+25\nUsed\s+0\nRemaining\s+25 \(100%\)\n/);
     t.match(human.stdout, /\nWebhook\s+-\n/, 'no webhook yet');
@@ -136,6 +136,21 @@ t.test('licensectl commands', async (t) => {
     expectFailure(t, await runCli(h, ['set-limits', key, '--get-token', '1000000001']), 2, /--get-token must be a whole number/);
     expectOk(t, await runCli(h, ['set-limits', key, '--sign-token', 'default', '--check-quota', 'DEFAULT']));
     t.same((await read()).rateLimits, { getToken: null, signToken: null, validate: null, checkQuota: null }, 'every limit the default again');
+  });
+
+  t.test('set-releases: the allowance a day, shown by show; 0 turns it off', async (t) => {
+    const set = await runCli(h, ['set-releases', key, '3', '--json']);
+    expectOk(t, set);
+    t.equal(jsonOf(set).releasesPerDay, 3, '--json: the API\'s data');
+    t.equal((await read()).releasesPerDay, 3);
+    const shown = await runCli(h, ['show', key]);
+    t.match(shown.stdout, /\nReleases a day\s+3\n/);
+    expectOk(t, await runCli(h, ['set-releases', key, '0']));
+    t.match((await runCli(h, ['show', key])).stdout, /\nReleases a day\s+none\n/);
+    for (const bad of [['1.5'], ['x'], ['1000001']]) {
+      expectFailure(t, await runCli(h, ['set-releases', key, ...bad]), 2, /<n> must be a whole number from 0 to 10\^6/);
+    }
+    t.equal((await read()).releasesPerDay, 0, 'a refused value changed nothing');
   });
 
   t.test('set-password: from stdin or --password; the old one stops working', async (t) => {

@@ -102,6 +102,15 @@ ${PASSWORD_HELP}`,
                        in the process list and kept in the shell history; avoid
   (none of them: the URL alone changes; a first URL needs a secret)`,
   },
+  'set-releases': {
+    args: ['key', 'n'],
+    options: {},
+    summary: 'set how many units a day the holder may give back after failed signings (0: none)',
+    help: `<licenseKey> <n>
+  <n>                  releases a day, a whole number from 0 to 10^6 (0, the default: the
+                       license cannot release; docs/api.md "Release: a unit back when
+                       signing fails"). In force on the next release, on every instance.`,
+  },
   'set-limits': {
     args: ['key'],
     options: { 'get-token': { type: 'string' }, 'sign-token': { type: 'string' }, validate: { type: 'string' }, 'check-quota': { type: 'string' } },

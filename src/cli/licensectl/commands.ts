@@ -153,6 +153,12 @@ export const commands: Record<string, Command> = {
     return license(await run.api.call('PATCH', licensePath(run.args.key as string), body), url === '' ? 'Webhook removed:' : 'Webhook set:');
   },
 
+  async 'set-releases'(run) {
+    const releasesPerDay = wholeNumberOf(run.args.n as string);
+    if (releasesPerDay === null || releasesPerDay > 1e6) throw new UsageError('<n> must be a whole number from 0 to 10^6');
+    return license(await run.api.call('PATCH', licensePath(run.args.key as string), { releasesPerDay }), 'Releases a day set:');
+  },
+
   async 'set-limits'(run) {
     // the option of each limit, by the admin API's name: a limit not given keeps its value
     const rateLimits: Record<string, number | null> = {};

@@ -39,6 +39,8 @@ export interface License {
   webhookUrl: string | null;
   webhookSecretSet: boolean;
   packages: Package[];
+  /** units a day the holder may give back after a failed signing; 0: none */
+  releasesPerDay: number;
   /** the license's own limits per minute; null: the deployment's (docs/api.md "Limits") */
   rateLimits: RateLimits;
 }
@@ -102,6 +104,7 @@ export function licenseBlock(l: License): string {
     ['Domains', domainsOf(l)],
     ['Webhook', l.webhookUrl === null ? '-' : `${l.webhookUrl} (secret ${l.webhookSecretSet ? 'set' : 'not set'})`],
     ['Rate limits', limitsOf(l)],
+    ['Releases a day', l.releasesPerDay === 0 ? 'none' : l.releasesPerDay],
   ]) + (l.packages.length === 0 ? '' : `\nPackages (spent earliest expiry first):\n${packageTable(l.packages)}`);
 }
 
