@@ -334,6 +334,9 @@ t.test('with events queued (RUN_WORKER=0)', async (t) => {
     t.equal(await dailyRedeemed(q, lic.firmaId), 3);
     const fourth = await q.validate(tokens[3] as string);
     t.same([fourth.status, fourth.body?.usedQuota, fourth.body?.remainingQuota], [200, 4, 11]);
+    // written before this worker stops: an event it read and had not acknowledged would wait
+    // WORKER_CLAIM_IDLE_MS for the next subtest's worker
+    await q.drainWorker();
   });
 
   t.test('a release written in the batch of its own redemption: the ledger\'s balance after counts the batch', async (t) => {
