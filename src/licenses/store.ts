@@ -50,6 +50,14 @@ export interface PackageRow {
   note: string | null;
 }
 
+/** A package's figures as both the admin's License and the holder's ledger show them (the admin's adds the note). */
+export function packageFigures(p: PackageRow): { id: number; amount: number; used: number; remaining: number; forfeited: number; expiresAt: string; createdAt: string } {
+  return {
+    id: p.no, amount: p.amount, used: p.used, remaining: Math.max(0, p.amount - p.used - p.forfeited), forfeited: p.forfeited,
+    expiresAt: p.expiresAt.toISOString(), createdAt: p.createdAt.toISOString(),
+  };
+}
+
 /** A credited purchase: the license after it; replayed when its idempotency key had credited it before (nothing credited now). */
 export type Purchase = LicenseRow & { replayed: boolean };
 

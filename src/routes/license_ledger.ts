@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { Ledger, type LedgerCursor, type LedgerLine } from '../licenses/ledger.js';
-import type { PackageRow } from '../licenses/store.js';
+import { packageFigures } from '../licenses/store.js';
 import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf, LedgerTotals, RateLimitedError, Timestamp } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
@@ -120,14 +120,6 @@ const doc: RouteDoc = {
   },
 };
 
-/** A package as the holder sees it: no note (the seller's own text). */
-function packageData(p: PackageRow): Record<string, unknown> {
-  return {
-    id: p.no, amount: p.amount, used: p.used, remaining: Math.max(0, p.amount - p.used - p.forfeited), forfeited: p.forfeited,
-    expiresAt: p.expiresAt.toISOString(), createdAt: p.createdAt.toISOString(),
-  };
-}
-
 /** An entry as the holder sees it: no actor, no note, no balance (it mixes in the worker's lag; the totals say it whole). */
 function entryData(l: LedgerLine): Record<string, unknown> {
   return { kind: l.kind, at: l.at.toISOString(), amount: l.amount, packageId: l.packageNo };
@@ -155,7 +147,8 @@ export function holderLedgerRoute(ctx: RouteContext): Route {
       // the access token's license always exists (licenses are never removed); the gate answers 401 if it did not
       if (totals === null || license === null) return authReplies.INVALID_TOKEN;
       const page = pageOf(rows, pageSize, (last) => encodeCursor({ atMicros: last.atMicros, ref: last.ref }));
-      const packages = [...license.packages].reverse().map(packageData);
+      // a package as the holder sees it: no note (the seller's own text)
+      const packages = [...license.packages].reverse().map(packageFigures);
       return reply(200, { success: true, data: { packages, items: page.items.map(entryData), nextCursor: page.nextCursor, totals } });
     }),
   };

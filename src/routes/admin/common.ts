@@ -4,6 +4,7 @@ import type { Handler, Request } from '../../http/route.js';
 import type { AdminToken } from '../../config.js';
 import type { LicenseView } from '../../licenses/changes.js';
 import { normaliseDomain } from '../../licenses/origin.js';
+import { packageFigures } from '../../licenses/store.js';
 import { webhookUrlRefusal, type Refusal, type TargetPolicy } from '../../webhooks/guard.js';
 import { coded, quotaPercentage } from '../replies.js';
 import { bearer } from '../schemas.js';
@@ -135,10 +136,7 @@ export function licenseData(license: LicenseView): Record<string, unknown> {
     // never the secret: only whether one is stored
     webhookSecretSet: license.webhookSecretSet,
     releasesPerDay: license.releasesPerDay,
-    packages: license.packages.map((p) => ({
-      id: p.no, amount: p.amount, used: p.used, remaining: Math.max(0, p.amount - p.used - p.forfeited), forfeited: p.forfeited,
-      expiresAt: p.expiresAt.toISOString(), createdAt: p.createdAt.toISOString(), note: p.note,
-    })),
+    packages: license.packages.map((p) => ({ ...packageFigures(p), note: p.note })),
     rateLimits: {
       getToken: license.rateLimits.getToken, signToken: license.rateLimits.signToken, validate: license.rateLimits.validate,
       checkQuota: license.rateLimits.checkQuota,
