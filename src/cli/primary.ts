@@ -1,8 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { InstanceMetrics } from '../metrics/instance.js';
+import { claimFreePort, claimPort } from './portClaim.js';
 import { STOP_FLUSH_MS } from '../service.js';
 
 // WORKERS=N > 1: this process serves nothing itself. It forks N copies of the server
@@ -54,8 +54,9 @@ interface Slot {
  */
 export async function runPrimary(config: Config, log: Logger, script: string): Promise<void> {
   // PORT=0: uWS binds a kernel-picked port without SO_REUSEPORT (tried: a second bind to it
-  // fails), so the primary asks the kernel for a free port and gives it to every child
-  const port = config.port === 0 ? await freePort(config.host) : config.port;
+  // fails), so the primary asks the kernel for a free port and gives it to every child.
+  // Either way the port is claimed first: no other server may share it (src/cli/portClaim.ts).
+  const { port } = config.port === 0 ? await claimFreePort(config.host) : await claimPort(config.host, config.port);
   const slots: Slot[] = Array.from({ length: config.workers }, (_, index) =>
     ({ index, child: null, startedAt: 0, crashes: 0, listening: false, restartTimer: null }));
   const metrics = new InstanceMetrics(slots.length);
@@ -169,16 +170,4 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
   });
   log.info({ workers: slots.length, port }, 'starting children');
   for (const slot of slots) start(slot);
-}
-
-/** A port free on host a moment ago (the kernel's pick). */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }

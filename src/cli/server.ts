@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../config.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
 import { startService, STOP_FLUSH_MS } from '../service.js';
+import { claimPort } from './portClaim.js';
 import { CHILD_ENV, runPrimary, type CannotStartMessage, type ListeningMessage } from './primary.js';
 
 // npm start: the HTTP server and the usage worker in one process; with WORKERS > 1 a
@@ -30,6 +31,9 @@ async function main(): Promise<void> {
     return;
   }
   if (!config.tls && !child) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
+  // one process on a port of its choosing: no other server may share it (PORT=0: uWS binds
+  // the kernel's pick without SO_REUSEPORT, so nothing can)
+  if (!child && config.port !== 0) await claimPort(config.host, config.port).catch((err: Error) => cannotStart(false, scrub(err.message)));
   const service = await startService(config, log, { child }).catch((err: Error) => cannotStart(child, scrub(err.message)));
   let stopping = false;
   const stop = (signal: string) => {

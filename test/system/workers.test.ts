@@ -1,5 +1,7 @@
 import t from 'tap';
+import net from 'node:net';
 import { loadConfig } from '../../src/config.js';
+import { claimPort } from '../../src/cli/portClaim.js';
 import { createLicense, testEnv, testStorage, type TestLicense } from '../helpers/harness.js';
 import { clientOf, type Client } from '../helpers/http.js';
 import { claimsOf } from '../helpers/jwt.js';
@@ -167,4 +169,39 @@ t.test('a child that keeps dying soon after its start: restarted with a doubling
     'five restarts, the wait doubling');
   t.ok(records.some((r) => r.msg === 'a child keeps dying soon after its start: giving up'), 'the sixth death in a row: given up');
   t.same(records.filter((r) => r.msg === 'child stopped').map((r) => [r.child, r.code]), [[0, 0]], 'child 0 stopped gracefully');
+});
+
+t.test('a port already served: another service refuses to start on it, and the first keeps answering alone', async (t) => {
+  const port = await freeLoopbackPort();
+  const env = testEnv('workersport', { WORKERS: '2', PORT: String(port), LOG_LEVEL: 'info', RATE_CHECK_QUOTA_PER_MIN: '0' });
+  testStorage(t, loadConfig(env));
+  const first = await spawnServer(t, env, 30_000);
+  const lic = await createLicense(clientOf(first.url), { totalQuota: 5 });
+
+  // uWS binds with SO_REUSEPORT: without the claim, these would have shared the port silently
+  for (const workers of ['2', '1']) {
+    const second = spawnLogged(t, SERVER_SCRIPT, testEnv('workersport2', { WORKERS: workers, PORT: String(port), LOG_LEVEL: 'info' }));
+    const exit = await exitOf(second.child, 30_000);
+    await second.stop();
+    t.same([exit.timedOut, exit.code], [false, 1], `WORKERS=${workers} on the same port: exit 1`);
+    t.equal(second.text('stderr').trim(), `license-service: cannot start: port ${port} is claimed by another license service on this host`,
+      `WORKERS=${workers}: one line naming the port`);
+  }
+  // the lock is the kernel's, across processes: what keeps two PORT=0 starts off one port
+  await t.rejects(claimPort('127.0.0.1', port), { name: 'PortTakenError', message: `port ${port} is claimed by another license service on this host` }, 'this test process cannot claim it either');
+
+  const answers = await oneRequestPerConnection(port, record(await first.lineMatching((l) => record(l)?.msg === 'listening: all children', 5000, 'listening'))?.pids as number[],
+    Array.from({ length: 20 }, () => ({ method: 'GET', path: `/api/license/check-quota/${lic.licenseKey}` })));
+  t.same(answers.map((a) => a.status), answers.map(() => 200), 'the first service answers every connection for its license');
+
+  // anything else listening there (here a plain node:net server) refuses the start as well
+  const other = net.createServer();
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => other.close(() => resolve())));
+  const otherPort = (other.address() as net.AddressInfo).port;
+  const third = spawnLogged(t, SERVER_SCRIPT, testEnv('workersport3', { WORKERS: '2', PORT: String(otherPort), LOG_LEVEL: 'info' }));
+  const exit = await exitOf(third.child, 30_000);
+  await third.stop();
+  t.same([exit.timedOut, exit.code], [false, 1], 'a port another program serves: exit 1');
+  t.equal(third.text('stderr').trim(), `license-service: cannot start: port ${otherPort} on 127.0.0.1 is in use by another process`, 'one line naming the port');
 });
