@@ -56,7 +56,7 @@ export class ForfeitSweep implements Companion {
   private async sweep(): Promise<number> {
     const due = await this.sql`
       select distinct firma_id from license_packages
-      where expires_at <= now() and forfeited = 0 and used < amount
+      where expires_at <= now() and forfeited = 0 and not spent_out
       limit ${SWEEP_LIMIT}`;
     let units = 0;
     for (const { firma_id: firmaId } of due) units += await this.hot.settle(firmaId as string);
