@@ -25,8 +25,9 @@ export type UsedCounts = Map<string, number>;
  * adds them to its row; a validate's row has neither.
  *
  * Kontör (sql/010_packages_ledger.sql): each redemption written adds one to the package it
- * spent ($5: token id and package number, one a line) and to the license's day in
- * license_daily_usage. A forfeit ($6: firma id, package number, units, time) is a ledger
+ * spent ($5: token id and package number, one a line) and to the license's redemptions of its
+ * day: on the license's row for its latest day, in license_usage_days for the days before
+ * (sql/014_open_usage_day.sql; license_daily_usage shows both). A forfeit ($6: firma id, package number, units, time) is a ledger
  * entry, unique per package, so a replayed one inserts nothing; those inserted take their
  * units off the license's total and mark them forfeited on the package. Each package and
  * license row is updated once per statement (Postgres applies only one update of a row per
@@ -60,7 +61,7 @@ const STATEMENT = `
   ), spent as (
     -- the redemptions written now, with the package each spent; an event of an earlier
     -- version names none: the license's first package with units left, as Redis then spent
-    select u.firma_id, u.used_at,
+    select u.firma_id, u.used_at, (u.used_at at time zone 'UTC')::date as day,
            coalesce(nullif(k.v[2], '')::int, (select min(p.package_no) from license_packages p
                                               where p.firma_id = u.firma_id and p.used + p.forfeited < p.amount)) as package_no
     from used u
@@ -107,23 +108,46 @@ const STATEMENT = `
             union all select firma_id, package_no, -1, 0 from released) as moves
           group by 1, 2) m
     where p.firma_id = m.firma_id and p.package_no = m.package_no
-  ), daily as (
-    insert into license_daily_usage as d (firma_id, day, redeemed)
-    select firma_id, (used_at at time zone 'UTC')::date, count(*) from spent group by 1, 2
-    on conflict (firma_id, day) do update set redeemed = d.redeemed + excluded.redeemed
+  ), day_counts as (
+    -- the batch's redemptions per license and UTC day; the latest day of each license goes
+    -- to its row (usage_day), an earlier one straight to license_usage_days
+    select firma_id, day, count(*)::int8 as n, day = max(day) over (partition by firma_id) as latest
+    from spent group by 1, 2
   ), counted as (
+    -- the open day moves on when the batch's latest day is later (its count closed: rolled),
+    -- and stays when earlier (the batch's count goes to license_usage_days: late). Evaluated
+    -- on the row as it is when locked, so concurrent batches of one license add up.
     update licenses l set used_quota = l.used_quota + n.spent, total_quota = l.total_quota - n.forfeited,
                           forfeited_quota = l.forfeited_quota + n.forfeited, released_quota = l.released_quota + n.released,
+                          usage_day = case when n.day is null or n.day < l.usage_day then l.usage_day else n.day end,
+                          usage_day_redeemed = case when n.day is null or n.day < l.usage_day then l.usage_day_redeemed
+                                                    when n.day = l.usage_day then l.usage_day_redeemed + n.n else n.n end,
+                          closed_day = case when n.day > l.usage_day then l.usage_day else l.closed_day end,
+                          closed_day_redeemed = case when n.day > l.usage_day then l.usage_day_redeemed else l.closed_day_redeemed end,
                           updated_at = now()
-    from (select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited, sum(released)::int8 as released from (
-            select firma_id, 1 as spent, 0 as forfeited, 0 as released from spent
-            union all select firma_id, 0, units, 0 from forfeits
-            union all select firma_id, -1, 0, 1 from released) as moves
-          group by 1) n
+    from (select m.*, d.day, d.n from (
+            select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited, sum(released)::int8 as released from (
+              select firma_id, 1 as spent, 0 as forfeited, 0 as released from spent
+              union all select firma_id, 0, units, 0 from forfeits
+              union all select firma_id, -1, 0, 1 from released) as moves
+            group by 1) m
+          left join day_counts d on d.firma_id = m.firma_id and d.latest) n
     where l.firma_id = n.firma_id
     returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.released_quota, l.expiry_date, l.webhook_url,
               greatest(l.total_quota - l.used_quota, 0) as remaining,
-              greatest(l.total_quota - l.used_quota + n.spent + n.forfeited, 0) as remaining_before
+              greatest(l.total_quota - l.used_quota + n.spent + n.forfeited, 0) as remaining_before,
+              -- a day count never starts at 0, so only a move on leaves it at the batch's count
+              -- (the first day of a license has closed none)
+              n.day is not null and l.usage_day = n.day and l.usage_day_redeemed = n.n and l.closed_day is not null as rolled,
+              l.closed_day, l.closed_day_redeemed, n.day is not null and n.day < l.usage_day as late, n.day, n.n
+  ), days as (
+    insert into license_usage_days as d (firma_id, day, redeemed)
+    select firma_id, day, sum(n)::int8 from (
+      select firma_id, closed_day as day, closed_day_redeemed as n from counted where rolled and closed_day_redeemed > 0
+      union all select firma_id, day, n from counted where late
+      union all select firma_id, day, n from day_counts where not latest) as c
+    group by 1, 2
+    on conflict (firma_id, day) do update set redeemed = d.redeemed + excluded.redeemed
   ), crossings as (
     insert into webhook_events (event_key, firma_id, type, payload)
     select e.type || ':' || c.firma_id || ':' || c.total_quota, c.firma_id, e.type,
