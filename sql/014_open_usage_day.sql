@@ -13,8 +13,8 @@ alter table licenses
   -- on that day not yet in license_usage_days
   add column usage_day date,
   add column usage_day_redeemed bigint not null default 0,
-  -- the day the last move to a later day closed, and its count: what that statement writes
-  -- to license_usage_days (src/usage/persist.ts)
+  -- set by a statement of the usage worker that moved usage_day on (null otherwise): the day
+  -- it closed and its count, which that statement writes to license_usage_days (src/usage/persist.ts)
   add column closed_day date,
   add column closed_day_redeemed bigint not null default 0;
 

@@ -67,12 +67,16 @@ type Hydrated = 'missing' | 'ready' | 'fenced';
 /** A license hash read as [q, u, a, x, n, z, d, f, pm] is missing, fenced (z), or written before packages (no pm). */
 const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5] != null || copy[8] == null;
 
-/** A row's fields in the license hash (sync.lua adds the counts and packages when it creates one); its total is before forfeits. */
+/**
+ * A row's fields in the license hash (sync.lua adds the counts and packages when it creates
+ * one); its total is before forfeits. The fields a redemption reads come first: a small hash
+ * is searched from its start (lua/sync.lua).
+ */
 function licenseFields(row: LicenseRow): (string | number)[] {
-  return [L.totalQuota, row.totalQuota + row.forfeitedQuota, L.isActive, row.isActive ? '1' : '0', L.expiryMs, row.expiryDate.getTime(),
-    L.domains, encodeDomains(row.domains), L.organizationName, row.organizationName, L.licenseKey, row.licenseKey,
-    L.generation, row.tokenGeneration, L.releasesPerDay, row.releasesPerDay,
-    L.rateValidate, copiedLimit(row.rateLimits.validate), L.rateSignToken, copiedLimit(row.rateLimits.signToken)];
+  return [L.totalQuota, row.totalQuota + row.forfeitedQuota, L.expiryMs, row.expiryDate.getTime(), L.isActive, row.isActive ? '1' : '0',
+    L.domains, encodeDomains(row.domains), L.rateValidate, copiedLimit(row.rateLimits.validate),
+    L.rateSignToken, copiedLimit(row.rateLimits.signToken), L.generation, row.tokenGeneration, L.organizationName, row.organizationName,
+    L.licenseKey, row.licenseKey, L.releasesPerDay, row.releasesPerDay];
 }
 
 /** A row's fields in the credentials hash. */

@@ -114,16 +114,17 @@ const STATEMENT = `
     select firma_id, day, count(*)::int8 as n, day = max(day) over (partition by firma_id) as latest
     from spent group by 1, 2
   ), counted as (
-    -- the open day moves on when the batch's latest day is later (its count closed: rolled),
-    -- and stays when earlier (the batch's count goes to license_usage_days: late). Evaluated
-    -- on the row as it is when locked, so concurrent batches of one license add up.
+    -- the open day moves on when the batch's latest day is later (the day it held closed,
+    -- returned in closed_day), and stays when earlier (the batch's count goes to
+    -- license_usage_days: late). Evaluated on the row as it is when locked, so concurrent
+    -- batches of one license add up.
     update licenses l set used_quota = l.used_quota + n.spent, total_quota = l.total_quota - n.forfeited,
                           forfeited_quota = l.forfeited_quota + n.forfeited, released_quota = l.released_quota + n.released,
                           usage_day = case when n.day is null or n.day < l.usage_day then l.usage_day else n.day end,
                           usage_day_redeemed = case when n.day is null or n.day < l.usage_day then l.usage_day_redeemed
                                                     when n.day = l.usage_day then l.usage_day_redeemed + n.n else n.n end,
-                          closed_day = case when n.day > l.usage_day then l.usage_day else l.closed_day end,
-                          closed_day_redeemed = case when n.day > l.usage_day then l.usage_day_redeemed else l.closed_day_redeemed end,
+                          closed_day = case when n.day > l.usage_day then l.usage_day end,
+                          closed_day_redeemed = case when n.day > l.usage_day then l.usage_day_redeemed else 0 end,
                           updated_at = now()
     from (select m.*, d.day, d.n from (
             select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited, sum(released)::int8 as released from (
@@ -136,14 +137,12 @@ const STATEMENT = `
     returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.released_quota, l.expiry_date, l.webhook_url,
               greatest(l.total_quota - l.used_quota, 0) as remaining,
               greatest(l.total_quota - l.used_quota + n.spent + n.forfeited, 0) as remaining_before,
-              -- a day count never starts at 0, so only a move on leaves it at the batch's count
-              -- (the first day of a license has closed none)
-              n.day is not null and l.usage_day = n.day and l.usage_day_redeemed = n.n and l.closed_day is not null as rolled,
+              -- closed_day is set by this update alone (null otherwise): the day it moved on from
               l.closed_day, l.closed_day_redeemed, n.day is not null and n.day < l.usage_day as late, n.day, n.n
   ), days as (
     insert into license_usage_days as d (firma_id, day, redeemed)
     select firma_id, day, sum(n)::int8 from (
-      select firma_id, closed_day as day, closed_day_redeemed as n from counted where rolled and closed_day_redeemed > 0
+      select firma_id, closed_day as day, closed_day_redeemed as n from counted where closed_day is not null and closed_day_redeemed > 0
       union all select firma_id, day, n from counted where late
       union all select firma_id, day, n from day_counts where not latest) as c
     group by 1, 2
