@@ -275,7 +275,8 @@ async function main(): Promise<void> {
   };
 
   if (ONLY_VALIDATE || ONLY_AB) {
-    writeChart();
+    // a part of the run: bench/chart.svg stays the whole run's, unless BENCH_CHART names a file
+    if (process.env.BENCH_CHART) writeChart();
     printTable(samples, { books, memory: '' });
     process.stdout.write(deployedReportText);
     await stopGracefully(service);
