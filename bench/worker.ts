@@ -6,7 +6,7 @@ import { connectPostgres } from '../src/db/pg.js';
 import { KeySpace } from '../src/redis/keys.js';
 import { usageLag } from '../src/usage/lag.js';
 import type { RedisClient } from '../src/redis/client.js';
-import { EVENT_SEPARATOR as TAB, EventKind, LegacyEventField as L } from '../src/redis/scripts.js';
+import { EVENT_PACKAGE, EVENT_SEPARATOR as TAB, EventKind, LegacyEventField as L } from '../src/redis/scripts.js';
 import { LicenseStore } from '../src/licenses/store.js';
 import { newTokenId } from '../src/tokens/tokenId.js';
 import { cpuMicros, postgresCpu } from './load/proc.js';
@@ -33,7 +33,8 @@ const BASELINE = process.env.WORKER_BENCH_BASELINE;
 // WORKER_BENCH_PROFILE=<dir>: every worker started writes a V8 CPU profile there
 const PROFILE = process.env.WORKER_BENCH_PROFILE;
 const REDIS_PORT = 6394;
-const LICENSES = 32;
+// WORKER_BENCH_LICENSES: the events spread over this many licenses (4,000: nearly every event of a batch its own license row, package and day)
+const LICENSES = Number(process.env.WORKER_BENCH_LICENSES ?? 32);
 
 /** legacy: the build's scripts write a field per value (before the one-field form), so its events are queued that way */
 interface Build { name: string; root: string; schema: string; prefix: string; legacy: boolean }
@@ -49,7 +50,7 @@ const redisProc = await startRedis(LOAD_CPU, REDIS_PORT);
 const redis = new Redis(REDIS_PORT);
 process.on('exit', () => stopAll([redisProc]));
 
-interface Setup { build: Build; keys: KeySpace; firmaIds: string[]; sql: Awaited<ReturnType<typeof connectPostgres>> }
+interface Setup { build: Build; keys: KeySpace; firmaIds: string[]; sql: Awaited<ReturnType<typeof connectPostgres>>; packages: boolean }
 
 async function setUp(build: Build): Promise<Setup> {
   const admin = await connectPostgres(DATABASE_URL, 'public', 1);
@@ -70,7 +71,15 @@ async function setUp(build: Build): Promise<Setup> {
     );
     firmaIds.push(firmaId);
   }
-  return { build, keys: new KeySpace(build.prefix), firmaIds, sql };
+  // a build with packages (sql/010_packages_ledger.sql): each license holds one, which its
+  // redemptions name and spend, as redeem.lua's events do
+  const [kontor] = await sql.unsafe(`select to_regclass('license_packages') is not null as packages`);
+  const packages = kontor?.packages === true;
+  if (packages) {
+    await sql.unsafe(`update licenses set packages_made = 1`);
+    await sql.unsafe(`insert into license_packages (firma_id, package_no, amount, expires_at) select firma_id, 1, total_quota, expiry_date from licenses`);
+  }
+  return { build, keys: new KeySpace(build.prefix), firmaIds, sql, packages };
 }
 
 /** Tokens issued and redeemed: the events issue.lua and redeem.lua add (src/redis/scripts.ts EventValues), queued through a pipeline. */
@@ -108,8 +117,9 @@ class Events {
     const now = Date.now();
     for (const t of tokens) {
       const [firmaId, tokenId] = t.split(' ') as [string, string];
-      p.xadd(this.s.keys.forLicense(firmaId).stream, '*',
-        ...this.fields(EventKind.used, [tokenId, firmaId, 0, now, now - 1000, 'https://imza.ornek.com.tr']));
+      const fields = this.fields(EventKind.used, [tokenId, firmaId, 0, now, now - 1000, 'https://imza.ornek.com.tr']);
+      if (this.s.packages) fields.push(EVENT_PACKAGE, 1);
+      p.xadd(this.s.keys.forLicense(firmaId).stream, '*', ...fields);
     }
     await p.exec();
   }
