@@ -57,7 +57,13 @@ t.test('hostile Accept headers get an ordinary answer, never a 5xx', async (t) =
 });
 
 t.test('an Accept of 100 KB: answered, or refused by the HTTP layer, never a 5xx', async (t) => {
-  const ex = await rawExchange(h.service.port, `GET / HTTP/1.1\r\nHost: x\r\nAccept: ${'text/html,'.repeat(10_000)}\r\nConnection: close\r\n\r\n`, { timeoutMs: 20_000 });
+  // a head over about 60 KB that reaches uWebSockets.js in more than one piece is reset
+  // without an answer (docs/security.md): a refusal by the HTTP layer too
+  const ex = await rawExchange(h.service.port, `GET / HTTP/1.1\r\nHost: x\r\nAccept: ${'text/html,'.repeat(10_000)}\r\nConnection: close\r\n\r\n`, { timeoutMs: 20_000 })
+    .catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return { answers: [], closed: true, rest: '' };
+      throw err;
+    });
   t.ok(ex.answers.length <= 1, 'one answer at most');
   for (const a of ex.answers) t.ok(a.status < 500, `answered ${a.status}`);
   t.ok(ex.closed, 'the connection is closed');
