@@ -1,7 +1,7 @@
 -- A license's redemptions of its latest day are counted on its own row, which the usage
 -- worker's statement updates anyway, instead of in a row of license_daily_usage upserted with
--- every batch: on 4,000 licenses in use that upsert was about a sixth of Postgres's work per
--- redemption (bench/README.md). A day is written to the table when the license's
+-- every batch: one row more to write per license and batch (make bench-worker with
+-- WORKER_BENCH_LICENSES=4000: bench/README.md). A day is written to the table when the license's
 -- redemptions move on to a later day (and a batch's redemptions of an earlier day go there
 -- at once). license_daily_usage is now a view of both, with the same columns, so every
 -- reader sees each day's whole count.

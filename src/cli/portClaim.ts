@@ -15,14 +15,11 @@ export class PortTakenError extends Error {
   override name = 'PortTakenError';
 }
 
-/** A port claimed for this process's lifetime (its lock is held until `release` or exit). */
-export interface PortClaim {
-  port: number;
-  release(): void;
-}
-
-/** Claims `port` on `host` (PortTakenError when another process has it). */
-export async function claimPort(host: string, port: number): Promise<PortClaim> {
+/**
+ * Claims `port` on `host` for this process's lifetime (its lock goes with the process);
+ * PortTakenError when another process has it.
+ */
+export async function claimPort(host: string, port: number): Promise<number> {
   const lock = await takeLock(port);
   if (lock === 'taken') throw new PortTakenError(`port ${port} is claimed by another license service on this host`);
   try {
@@ -31,11 +28,11 @@ export async function claimPort(host: string, port: number): Promise<PortClaim> 
     lock?.close();
     throw err;
   }
-  return { port, release: () => lock?.close() };
+  return port;
 }
 
 /** PORT=0: a free port on `host` that no other service starting now claims (the kernel's pick). */
-export async function claimFreePort(host: string): Promise<PortClaim> {
+export async function claimFreePort(host: string): Promise<number> {
   for (let attempt = 1; ; attempt++) {
     const port = await kernelPick(host);
     try {

@@ -56,7 +56,7 @@ export async function runPrimary(config: Config, log: Logger, script: string): P
   // PORT=0: uWS binds a kernel-picked port without SO_REUSEPORT (tried: a second bind to it
   // fails), so the primary asks the kernel for a free port and gives it to every child.
   // Either way the port is claimed first: no other server may share it (src/cli/portClaim.ts).
-  const { port } = config.port === 0 ? await claimFreePort(config.host) : await claimPort(config.host, config.port);
+  const port = config.port === 0 ? await claimFreePort(config.host) : await claimPort(config.host, config.port);
   const slots: Slot[] = Array.from({ length: config.workers }, (_, index) =>
     ({ index, child: null, startedAt: 0, crashes: 0, listening: false, restartTimer: null }));
   const metrics = new InstanceMetrics(slots.length);
