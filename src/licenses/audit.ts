@@ -25,7 +25,8 @@ export type Snapshot = Record<string, unknown>;
 
 /** Columns that are no admin's doing (the worker's count, versions, times) or the record's own (the key). */
 const NOT_AUDITED = ['firma_id', 'license_key', 'used_quota', 'forfeited_quota', 'released_quota', 'packages_made', 'version', 'token_generation', 'created_at',
-  'updated_at', 'usage_day', 'usage_day_redeemed', 'closed_day', 'closed_day_redeemed'];
+  'updated_at', 'usage_day', 'usage_day_redeemed', 'closed_day', 'closed_day_redeemed',
+  'open_package_no', 'open_package_used', 'closed_package_no', 'closed_package_used'];
 
 /** Columns holding a secret, by the name the admin API gives the field: recorded only as "changed". */
 const SECRET_COLUMNS: Record<string, string> = { password_hash: 'password', webhook_secret: 'webhookSecret' };

@@ -53,11 +53,28 @@ export class ForfeitSweep implements Companion {
     return this.running;
   }
 
+  /**
+   * A package is named while its row has units left; the spends a license's row still counts
+   * for its open package (sql/015_open_package.sql) are folded into the row of an expired one
+   * first, in the same statement, so a package spent out leaves the sweep's index instead of
+   * being named on every pass.
+   */
   private async sweep(): Promise<number> {
     const due = await this.sql`
-      select distinct firma_id from license_packages
-      where expires_at <= now() and forfeited = 0 and not spent_out
-      limit ${SWEEP_LIMIT}`;
+      with due as (
+        select firma_id, package_no from license_package_rows
+        where expires_at <= now() and forfeited = 0 and not spent_out
+        limit ${SWEEP_LIMIT}
+      ), folded as (
+        update licenses l set open_package_no = null, open_package_used = 0,
+                              closed_package_no = l.open_package_no, closed_package_used = l.open_package_used
+        from due d where l.firma_id = d.firma_id and l.open_package_no = d.package_no
+        returning l.firma_id, l.closed_package_no, l.closed_package_used
+      ), rows as (
+        update license_package_rows p set used = p.used + f.closed_package_used
+        from folded f where p.firma_id = f.firma_id and p.package_no = f.closed_package_no
+      )
+      select distinct firma_id from due`;
     let units = 0;
     for (const { firma_id: firmaId } of due) units += await this.hot.settle(firmaId as string);
     return units;

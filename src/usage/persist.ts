@@ -6,8 +6,8 @@ import type { UsageEvent } from './events.js';
 export type UsedCounts = Map<string, number>;
 
 /**
- * One batch, one statement. The events travel as two text parameters, one event a line
- * (its values tab-separated, as the stream holds them: src/usage/events.ts), and Postgres
+ * One batch, one statement. The events travel as text parameters, one per kind, one event a
+ * line (its values tab-separated, as the stream holds them: src/usage/events.ts), and Postgres
  * splits them: no array of values to build and escape per column on this side.
  *
  * Both tables only ever gain rows, and replays change nothing: an issued token is inserted
@@ -24,16 +24,20 @@ export type UsedCounts = Map<string, number>;
  * A sign's redemption ($4: its token id, document count and receipt digest, one a line)
  * adds them to its row; a validate's row has neither.
  *
- * Kontör (sql/010_packages_ledger.sql): each redemption written adds one to the package it
- * spent ($5: token id and package number, one a line) and to the license's redemptions of its
- * day: on the license's row for its latest day, in license_usage_days for the days before
- * (sql/014_open_usage_day.sql; license_daily_usage shows both). A forfeit ($6: firma id, package number, units, time) is a ledger
- * entry, unique per package, so a replayed one inserts nothing; those inserted take their
- * units off the license's total and mark them forfeited on the package. Each package and
- * license row is updated once per statement (Postgres applies only one update of a row per
- * statement), with the spends and forfeits of the batch summed. A release ($7: token id, firma
- * id, package, time, reason) is a row of token_releases, unique per token: those inserted
- * are ledger entries and give their unit back to the package and the license's used count.
+ * Kontör (sql/010_packages_ledger.sql): each redemption written is a spend of the package it
+ * names (the first field of its line in $2) and of the license's day. The license's row counts
+ * its latest day and its open package, when a batch spent one day and one package of it
+ * (sql/014_open_usage_day.sql, sql/015_open_package.sql; the views license_daily_usage and
+ * license_packages show the sums). An earlier day, and a day or package the row moved on
+ * from, are written to license_usage_days and license_package_rows; so are the spends of a
+ * batch that spent several days or packages of one license. A forfeit ($5: firma id, package number, units,
+ * time) is a ledger entry, unique per package, so a replayed one inserts nothing; those
+ * inserted take their units off the license's total and mark them forfeited on the package.
+ * Each package and license row is updated once per statement (Postgres applies only one
+ * update of a row per statement), with the moves of the batch summed. A release ($6: token
+ * id, firma id, package, time, reason) is a row of token_releases, unique per token: those
+ * inserted are ledger entries and give their unit back to the package and the license's
+ * used count.
  *
  * The same statement writes the webhook events the batch causes (docs/api.md#webhooks): for a
  * license with a webhook URL whose remaining quota this batch took from above a threshold
@@ -51,26 +55,24 @@ const STATEMENT = `
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($1::text, E'\\n')) as e) as i
     on conflict (token_id) do nothing
   ), used as (
-    insert into token_redemptions (token_id, firma_id, imza_tipi, used_at, issued_at, origin, documents, receipt_sha256)
-    select v[1]::uuid, v[2], v[3]::int2, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond',
-           timestamptz 'epoch' + nullif(v[5], '')::int8 * interval '1 millisecond', v[6], r[2]::int2, r[3]
+    -- a line: the package the redemption spent ("" in events of earlier versions), then its values;
+    -- a redemption that names none spent the license's first package with units left, as Redis then did
+    insert into token_redemptions (token_id, firma_id, imza_tipi, used_at, issued_at, origin, documents, receipt_sha256, package_no)
+    select v[2]::uuid, v[3], v[4]::int2, timestamptz 'epoch' + v[5]::int8 * interval '1 millisecond',
+           timestamptz 'epoch' + nullif(v[6], '')::int8 * interval '1 millisecond', v[7], r[2]::int2, r[3],
+           coalesce(nullif(v[1], '')::int, (select min(p.package_no) from license_packages p
+                                            where p.firma_id = v[3] and p.used + p.forfeited < p.amount))
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($2::text, E'\\n')) as e) as u
-    left join (select string_to_array(e, E'\\t') as r from unnest(string_to_array($4::text, E'\\n')) as e) as s on s.r[1] = u.v[1]
+    left join (select string_to_array(e, E'\\t') as r from unnest(string_to_array($4::text, E'\\n')) as e) as s on s.r[1] = u.v[2]
     on conflict (token_id) do nothing
-    returning token_id, firma_id, used_at
+    returning token_id, firma_id, used_at, package_no
   ), spent as (
-    -- the redemptions written now, with the package each spent; an event of an earlier
-    -- version names none: the license's first package with units left, as Redis then spent
-    select u.firma_id, u.used_at, (u.used_at at time zone 'UTC')::date as day,
-           coalesce(nullif(k.v[2], '')::int, (select min(p.package_no) from license_packages p
-                                              where p.firma_id = u.firma_id and p.used + p.forfeited < p.amount)) as package_no
-    from used u
-    left join (select string_to_array(e, E'\\t') as v from unnest(string_to_array($5::text, E'\\n')) as e) as k on k.v[1]::uuid = u.token_id
+    select firma_id, used_at, (used_at at time zone 'UTC')::date as day, package_no from used
   ), released as (
     -- a token is released once: its row decides, whatever the replays
     insert into token_releases (token_id, firma_id, package_no, released_at, reason)
     select v[1]::uuid, v[2], v[3]::int, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond', nullif(v[5], '')
-    from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($7::text, E'\\n')) as e) as x
+    from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($6::text, E'\\n')) as e) as x
     on conflict (token_id) do nothing
     returning firma_id, package_no, released_at, reason
   ), forfeits as (
@@ -86,7 +88,7 @@ const STATEMENT = `
              - sum(f.units) over (partition by f.firma_id order by f.at, f.package_no),
            f.package_no, 'system'
     from (select v[1] as firma_id, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond' as at, v[2]::int as package_no, v[3]::int8 as units
-          from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($6::text, E'\\n')) as e) as x) as f
+          from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($5::text, E'\\n')) as e) as x) as f
     on conflict (firma_id, package_no) where kind = 'forfeit' do nothing
     returning firma_id, package_no, -amount as units, at
   ), release_entries as (
@@ -100,51 +102,69 @@ const STATEMENT = `
              + row_number() over (partition by r.firma_id order by r.released_at, r.package_no),
            r.package_no, 'holder', r.reason
     from released r
-  ), packaged as (
-    update license_packages p set used = p.used + m.spent, forfeited = p.forfeited + m.forfeited
-    from (select firma_id, package_no, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited from (
-            select firma_id, package_no, 1 as spent, 0 as forfeited from spent where package_no is not null
-            union all select firma_id, package_no, 0, units from forfeits
-            union all select firma_id, package_no, -1, 0 from released) as moves
-          group by 1, 2) m
-    where p.firma_id = m.firma_id and p.package_no = m.package_no
-  ), day_counts as (
-    -- the batch's redemptions per license and UTC day; the latest day of each license goes
-    -- to its row (usage_day), an earlier one straight to license_usage_days
-    select firma_id, day, count(*)::int8 as n, day = max(day) over (partition by firma_id) as latest
-    from spent group by 1, 2
+  ), moves as (
+    -- per license: the batch's redemptions, forfeits and releases, and the UTC days and
+    -- packages its redemptions spent (one of each, first = last, nearly always)
+    select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited, sum(released)::int8 as released,
+           min(day) as first_day, max(day) as last_day, count(day)::int8 as day_spent,
+           min(package_no) as first_package, max(package_no) as last_package, count(package_no)::int8 as package_spent
+    from (select firma_id, 1 as spent, 0 as forfeited, 0 as released, day, package_no from spent
+          union all select firma_id, 0, units, 0, null, null from forfeits
+          union all select firma_id, -1, 0, 1, null, null from released) as x
+    group by 1
   ), counted as (
-    -- the open day moves on when the batch's latest day is later (the day it held closed,
-    -- returned in closed_day), and stays when earlier (the batch's count goes to
-    -- license_usage_days: late). Evaluated on the row as it is when locked, so concurrent
-    -- batches of one license add up.
+    -- A batch that spent one day counts it on the row: added to the open day, or moving the
+    -- open day on when later (the day it held closed, returned in closed_day), or, when
+    -- earlier, to license_usage_days (late). A batch that spent one package counts it on the
+    -- row the same way: added to the open package, or opening it and closing the one before
+    -- (returned in closed_package_no: its count goes to its row). Several of either go to
+    -- their tables. Evaluated on the row as it is when locked, so concurrent batches of one
+    -- license add up.
     update licenses l set used_quota = l.used_quota + n.spent, total_quota = l.total_quota - n.forfeited,
                           forfeited_quota = l.forfeited_quota + n.forfeited, released_quota = l.released_quota + n.released,
                           usage_day = case when n.day is null or n.day < l.usage_day then l.usage_day else n.day end,
                           usage_day_redeemed = case when n.day is null or n.day < l.usage_day then l.usage_day_redeemed
-                                                    when n.day = l.usage_day then l.usage_day_redeemed + n.n else n.n end,
+                                                    when n.day = l.usage_day then l.usage_day_redeemed + n.day_spent else n.day_spent end,
                           closed_day = case when n.day > l.usage_day then l.usage_day end,
                           closed_day_redeemed = case when n.day > l.usage_day then l.usage_day_redeemed else 0 end,
+                          open_package_no = case when n.first_package = n.last_package then n.first_package else l.open_package_no end,
+                          open_package_used = case when n.first_package = n.last_package and n.first_package = l.open_package_no
+                                                     then l.open_package_used + n.package_spent
+                                                   when n.first_package = n.last_package then n.package_spent
+                                                   else l.open_package_used end,
+                          closed_package_no = case when n.first_package = n.last_package and n.first_package is distinct from l.open_package_no
+                                                     then l.open_package_no end,
+                          closed_package_used = case when n.first_package = n.last_package and n.first_package is distinct from l.open_package_no
+                                                       then l.open_package_used else 0 end,
                           updated_at = now()
-    from (select m.*, d.day, d.n from (
-            select firma_id, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited, sum(released)::int8 as released from (
-              select firma_id, 1 as spent, 0 as forfeited, 0 as released from spent
-              union all select firma_id, 0, units, 0 from forfeits
-              union all select firma_id, -1, 0, 1 from released) as moves
-            group by 1) m
-          left join day_counts d on d.firma_id = m.firma_id and d.latest) n
+    from (select *, case when first_day = last_day then last_day end as day from moves) n
     where l.firma_id = n.firma_id
     returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.released_quota, l.expiry_date, l.webhook_url,
               greatest(l.total_quota - l.used_quota, 0) as remaining,
               greatest(l.total_quota - l.used_quota + n.spent + n.forfeited, 0) as remaining_before,
-              -- closed_day is set by this update alone (null otherwise): the day it moved on from
-              l.closed_day, l.closed_day_redeemed, n.day is not null and n.day < l.usage_day as late, n.day, n.n
+              -- closed_day and closed_package_no are set by this update alone (null otherwise)
+              l.closed_day, l.closed_day_redeemed, n.day is not null and n.day < l.usage_day as late, n.day, n.day_spent,
+              l.closed_package_no, l.closed_package_used
+  ), packaged as (
+    -- the package rows: the package a license's row closed, the redemptions of a license whose
+    -- batch spent more than one package, forfeits and releases
+    update license_package_rows p set used = p.used + m.spent, forfeited = p.forfeited + m.forfeited
+    from (select firma_id, package_no, sum(spent)::int8 as spent, sum(forfeited)::int8 as forfeited from (
+            select firma_id, closed_package_no as package_no, closed_package_used as spent, 0 as forfeited
+            from counted where closed_package_no is not null and closed_package_used <> 0
+            union all select firma_id, package_no, 1, 0 from spent
+              where package_no is not null and firma_id in (select firma_id from moves where first_package <> last_package)
+            union all select firma_id, package_no, 0, units from forfeits
+            union all select firma_id, package_no, -1, 0 from released) as x
+          group by 1, 2) m
+    where p.firma_id = m.firma_id and p.package_no = m.package_no
   ), days as (
     insert into license_usage_days as d (firma_id, day, redeemed)
     select firma_id, day, sum(n)::int8 from (
       select firma_id, closed_day as day, closed_day_redeemed as n from counted where closed_day is not null and closed_day_redeemed > 0
-      union all select firma_id, day, n from counted where late
-      union all select firma_id, day, n from day_counts where not latest) as c
+      union all select firma_id, day, day_spent from counted where late
+      union all select firma_id, day, 1 from spent
+        where firma_id in (select firma_id from moves where first_day <> last_day)) as c
     group by 1, 2
     on conflict (firma_id, day) do update set redeemed = d.redeemed + excluded.redeemed
   ), crossings as (
@@ -173,8 +193,6 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
   const issued: string[] = [];
   const used: string[] = [];
   const receipts: string[] = [];
-  // token id -> the package it spent: once per token, however often its event was queued (a join must not repeat it)
-  const packages = new Map<string, string>();
   const forfeits: string[] = [];
   const releases: string[] = [];
   for (const e of events) {
@@ -182,16 +200,13 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
     else if (e.kind === 'forfeited') forfeits.push(e.values);
     else if (e.kind === 'released') releases.push(e.values);
     else if (e.kind === 'used') {
-      used.push(e.values);
-      const tokenId = e.values.slice(0, e.values.indexOf(EVENT_SEPARATOR));
-      if (e.packageNo) packages.set(tokenId, e.packageNo);
-      if (e.receipt) receipts.push(`${tokenId}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
+      used.push(`${e.packageNo ?? ''}${EVENT_SEPARATOR}${e.values}`);
+      if (e.receipt) receipts.push(`${e.values.slice(0, e.values.indexOf(EVENT_SEPARATOR))}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
     }
   }
   if (issued.length === 0 && used.length === 0 && forfeits.length === 0 && releases.length === 0) return counts;
   const rows = await sql.unsafe(STATEMENT,
-    [issued.join('\n'), used.join('\n'), quotaLowPercent, receipts.join('\n'),
-      Array.from(packages, ([tokenId, no]) => `${tokenId}${EVENT_SEPARATOR}${no}`).join('\n'), forfeits.join('\n'), releases.join('\n')], { prepare: true });
+    [issued.join('\n'), used.join('\n'), quotaLowPercent, receipts.join('\n'), forfeits.join('\n'), releases.join('\n')], { prepare: true });
   for (const r of rows) counts.set(r.firma_id as string, r.used as number);
   return counts;
 }

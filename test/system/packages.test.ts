@@ -154,6 +154,27 @@ t.test('a license nobody uses: the sweep forfeits its expired package', async (t
   t.same(forfeits, [{ kind: 'forfeit', amount: -3, package_no: 2, actor: 'system', note: null }], 'one forfeit entry of -3, by the system');
 });
 
+t.test('a package spent out before it expired: no forfeit, and the sweep lets it go', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 5 });
+  const expiry = Date.now() + SHORT_MS;
+  t.equal((await addQuota(h, lic, { add: 3, expiresAt: ISO(expiry) })).status, 200);
+  const { tokens } = await mintTokens(h, lic, 3);
+  for (const token of tokens) t.equal((await h.validate(token)).status, 200, 'package 2 spent');
+  await h.drainWorker();
+  await pastExpiry(expiry);
+  // the sweep names a package whose row shows units left: its spends counted on the license's
+  // row (sql/015_open_package.sql) must reach the package's row, or it is named on every pass
+  const named = () => h.sql`select package_no from license_package_rows
+    where firma_id = ${lic.firmaId} and expires_at <= now() and forfeited = 0 and not spent_out`;
+  t.same(await pollUntil(named, (rows) => rows.length === 0, { timeoutMs: 15_000, intervalMs: 200 }), [], 'no longer named by the sweep');
+  await h.drainWorker();
+  t.same((await pgPackages(h, lic.firmaId)).map((p) => [p.no, p.used, p.forfeited]), [[1, 0, 0], [2, 3, 0]], 'package 2: 3 used, none forfeited');
+  t.same(await pgLicense(h, lic.firmaId), { total: 8, used: 3, forfeited: 0 });
+  t.same((await ledgerOf(h, lic.firmaId)).filter((e) => e.kind === 'forfeit'), [], 'no forfeit entry');
+  const data = await adminGet(h, lic);
+  t.same([data.totalQuota, data.usedQuota, data.remainingQuota], [8, 3, 5], 'the admin License: total 8, used 3');
+});
+
 t.test('a license whose only package expired has no quota left', async (t) => {
   const lic = await h.createLicense({ totalQuota: 0 });
   const expiry = Date.now() + SHORT_MS;

@@ -8,9 +8,9 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 
 // A license's redemptions per UTC day (sql/014_open_usage_day.sql): its latest day is counted
 // on its row, and a day reaches license_usage_days when redemptions of a later one are
-// written, or at once when its redemptions come late (a batch of an earlier day, a batch
-// spanning midnight). The admin's ledger shows each day's whole count, whichever way it was
-// kept, and replays and concurrent batches count once.
+// written, or at once when its redemptions come late (a batch of an earlier day) or with
+// another day's (a batch spanning midnight). The admin's ledger shows each day's whole
+// count, whichever way it was kept, and replays and concurrent batches count once.
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -47,17 +47,20 @@ t.test('a license\'s days: the latest on its row, the earlier in the table, ever
   await persistEvents(h.sql, times(2, d0 + HOUR).map((at) => used(lic.firmaId, at)));
   t.same(await stored(), { row: { day: day0, n: 2, used: 2 }, closed: {} }, 'the first day: on the row alone');
 
-  // a batch spanning midnight: the earlier day's redemption goes to the table at once, and the
-  // row moves on, closing the day it held
+  // a batch spanning midnight: both its days go to the table at once, and the row keeps its day
   await persistEvents(h.sql, [used(lic.firmaId, d0 + 2 * HOUR), ...times(3, d0 + DAY + HOUR).map((at) => used(lic.firmaId, at))]);
-  t.same(await stored(), { row: { day: day1, n: 3, used: 6 }, closed: { [day0]: 3 } }, 'a later day: the row moves on, its day closed');
+  t.same(await stored(), { row: { day: day0, n: 2, used: 6 }, closed: { [day0]: 1, [day1]: 3 } }, 'a batch of two days: both to the table');
+
+  // a batch of a later day: the row moves on, closing the day it held
+  await persistEvents(h.sql, times(2, d0 + DAY + 2 * HOUR).map((at) => used(lic.firmaId, at)));
+  t.same(await stored(), { row: { day: day1, n: 2, used: 8 }, closed: { [day0]: 3, [day1]: 3 } }, 'a later day: the row moves on, its day closed');
 
   // late: redemptions of a day the row has left
   const late = times(2, d0 + 5 * HOUR).map((at) => used(lic.firmaId, at));
   await persistEvents(h.sql, late);
   await persistEvents(h.sql, late); // a replay: the worker died before its acknowledgement
-  t.same(await stored(), { row: { day: day1, n: 3, used: 8 }, closed: { [day0]: 5 } }, 'a late day: to the table, once');
-  t.same(await ledgerDays(h, lic.licenseKey), { [day0]: 5, [day1]: 3 }, 'the ledger: both days whole');
+  t.same(await stored(), { row: { day: day1, n: 2, used: 10 }, closed: { [day0]: 5, [day1]: 3 } }, 'a late day: to the table, once');
+  t.same(await ledgerDays(h, lic.licenseKey), { [day0]: 5, [day1]: 5 }, 'the ledger: both days whole');
 
   // two batches of the license at once, one of the row's day and one of the next: each is
   // judged on the row as the other left it, so both add up whichever commits first
@@ -68,7 +71,7 @@ t.test('a license\'s days: the latest on its row, the earlier in the table, ever
     ]);
   }
   const days = await ledgerDays(h, lic.licenseKey);
-  t.same(days, { [day0]: 5, [day1]: 3 + 5 * 4, [day2]: 5 * 7 }, 'concurrent batches: every redemption in its day, once');
+  t.same(days, { [day0]: 5, [day1]: 5 + 5 * 4, [day2]: 5 * 7 }, 'concurrent batches: every redemption in its day, once');
   const { row } = await stored();
   t.equal(row?.used, Object.values(days).reduce((a, b) => a + b, 0), 'the days add up to the used quota');
   t.equal(row?.day, day2, 'the row holds the latest day');

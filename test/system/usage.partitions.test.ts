@@ -91,7 +91,7 @@ t.test('a database of the earlier shape keeps its rows, history and counts', asy
     await tx`insert into token_issues (token_id, firma_id, imza_tipi) values ('legacy-id', ${lic.firmaId}, 0)`;
   });
   const view = `select token_id, firma_id, imza_tipi, status, issued_at, expires_at, used_at, origin from "${schema}".sign_tokens order by token_id`;
-  const redemptions = `select * from "${schema}".token_redemptions order by token_id`;
+  const redemptions = `select token_id, firma_id, imza_tipi, used_at, issued_at, origin, documents, receipt_sha256 from "${schema}".token_redemptions order by token_id`;
   const before = { view: await source.sql.unsafe(view), redemptions: await source.sql.unsafe(redemptions) };
 
   // the service migrates it at start
