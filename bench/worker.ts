@@ -50,7 +50,8 @@ const redisProc = await startRedis(LOAD_CPU, REDIS_PORT);
 const redis = new Redis(REDIS_PORT);
 process.on('exit', () => stopAll([redisProc]));
 
-interface Setup { build: Build; keys: KeySpace; firmaIds: string[]; sql: Awaited<ReturnType<typeof connectPostgres>>; packages: boolean }
+/** packages: the build's redemptions name a package; spentEvents: as the package first of an event "s" (else as a field "p" after a "u") */
+interface Setup { build: Build; keys: KeySpace; firmaIds: string[]; sql: Awaited<ReturnType<typeof connectPostgres>>; packages: boolean; spentEvents: boolean }
 
 async function setUp(build: Build): Promise<Setup> {
   const admin = await connectPostgres(DATABASE_URL, 'public', 1);
@@ -79,7 +80,8 @@ async function setUp(build: Build): Promise<Setup> {
     await sql.unsafe(`update licenses set packages_made = 1`);
     await sql.unsafe(`insert into license_packages (firma_id, package_no, amount, expires_at) select firma_id, 1, total_quota, expiry_date from licenses`);
   }
-  return { build, keys: new KeySpace(build.prefix), firmaIds, sql, packages };
+  const { EventKind: kinds } = (await import(path.join(build.root, 'src/redis/fields.js'))) as { EventKind: Record<string, string> };
+  return { build, keys: new KeySpace(build.prefix), firmaIds, sql, packages, spentEvents: packages && kinds.spent !== undefined };
 }
 
 /** Tokens issued and redeemed: the events issue.lua and redeem.lua add (src/redis/scripts.ts EventValues), queued through a pipeline. */
@@ -117,8 +119,9 @@ class Events {
     const now = Date.now();
     for (const t of tokens) {
       const [firmaId, tokenId] = t.split(' ') as [string, string];
-      const fields = this.fields(EventKind.used, [tokenId, firmaId, 0, now, now - 1000, 'https://imza.ornek.com.tr']);
-      if (this.s.packages) fields.push(EVENT_PACKAGE, 1);
+      const values = [tokenId, firmaId, 0, now, now - 1000, 'https://imza.ornek.com.tr'];
+      const fields = this.s.spentEvents ? this.fields(EventKind.spent, [1, ...values]) : this.fields(EventKind.used, values);
+      if (this.s.packages && !this.s.spentEvents) fields.push(EVENT_PACKAGE, 1);
       p.xadd(this.s.keys.forLicense(firmaId).stream, '*', ...fields);
     }
     await p.exec();

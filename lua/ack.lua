@@ -13,18 +13,18 @@
   its count of them (u + rr: used, and the units given back since, which only grows) is never
   legitimately lower; it is lower only after Redis lost data that the
   worker still wrote afterwards (a batch held in memory across the loss, or an AOF that lost
-  its last second). Such a copy is dropped with its packages, and rebuilt from Postgres and
-  the stream when next used (src/licenses/hot.ts): raising the count alone would leave the
-  packages' units left above it. A license Redis does not hold is left alone.
+  its last second). Such a copy is dropped, and rebuilt from Postgres and the stream when
+  next used (src/licenses/hot.ts): raising the count alone would leave the packages' units
+  left above it. Its package hash stays until then: nothing reads it without the license
+  hash, and sync.lua writes it anew with the copy. A license Redis does not hold is left alone.
 
     KEYS[1]        usage stream     {b}:ev
-    KEYS[2i, 2i+1] license i's hash and package hash  {b}:l:<firmaId>, {b}:pk:<firmaId>
-                   (i = 1..n, the stream's slot)
+    KEYS[2..n+1]   license hashes   {b}:l:<firmaId>   (the stream's slot)
 
     ARGV[1]            consumer group
     ARGV[2]            k, the number of entry ids
     ARGV[3..k+2]       the batch's entry ids on this stream
-    ARGV[k+3..k+n+2]   redemptions Postgres has counted for license i: its used quota plus
+    ARGV[k+3..k+n+2]   redemptions Postgres has counted for license i (KEYS[i+1]): its used quota plus
                        the units given back (licenses.released_quota), which only grows, as
                        Redis's u + rr (used, released) does: a release lowers u alone
 
@@ -66,10 +66,10 @@ if not groups.err then
 end
 
 local dropped = 0
-for i = 1, (#KEYS - 1) / 2 do
-  local counts = redis.call('HMGET', KEYS[2 * i], 'u', 'rr')
-  if counts[1] and tonumber(counts[1]) + tonumber(counts[2] or '0') < tonumber(ARGV[k + i + 2]) then
-    redis.call('DEL', KEYS[2 * i], KEYS[2 * i + 1])
+for i = 2, #KEYS do
+  local counts = redis.call('HMGET', KEYS[i], 'u', 'rr')
+  if counts[1] and tonumber(counts[1]) + tonumber(counts[2] or '0') < tonumber(ARGV[k + i + 1]) then
+    redis.call('DEL', KEYS[i])
     dropped = dropped + 1
   end
 end

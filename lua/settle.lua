@@ -18,8 +18,8 @@
 -- @include outcomes
 -- @include packages
 
-local lic = redis.call('HMGET', KEYS[1], 'q', 'z', 'pm', 'pe', 'pl', 'f')
-if not lic[1] or lic[2] or not lic[3] then return {COPY_MISSING, 0} end
-if not mustSettle(lic[4], lic[5], ARGV[1]) then return {DONE, 0} end
+local lic = redis.call('HMGET', KEYS[1], 'q', 'z', 'pe', 'pl', 'f')
+if not lic[1] or lic[2] or not lic[4] then return {COPY_MISSING, 0} end
+if not mustSettle(lic[3], lic[4], ARGV[1]) then return {DONE, 0} end
 settle(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[1])
-return {DONE, tonumber(redis.call('HGET', KEYS[1], 'f') or '0') - tonumber(lic[6] or '0')}
+return {DONE, tonumber(redis.call('HGET', KEYS[1], 'f') or '0') - tonumber(lic[5] or '0')}

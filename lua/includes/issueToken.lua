@@ -5,7 +5,7 @@
   issueToken(license, markers, rate, packages, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi,
              expMs, markersExpireAt, issuedMark, generation) -> code, a, b, left, reset, limit
     license  license hash        {b}:l:<firmaId>   fields q bought, f forfeited, u used, a active, x expiry ms, n name,
-                                 z fence, g generation, pn pe pl pm the packages (includes/packages.lua),
+                                 z fence, g generation, pn pe pl the packages (includes/packages.lua),
                                  ls the license's own sign-token limit ("" or none: limit)
     packages package hash        {b}:pk:<firmaId>  (includes/packages.lua)
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
@@ -28,7 +28,7 @@
     DONE              a = remaining quota, b = organization name
     OVER_RATE_LIMIT   a = ms until the window resets
     COPY_MISSING      no copy, a fenced one (fence.lua), or one written before packages
-                      (no pm): the caller hydrates from Postgres and retries (checked before
+                      (no pl): the caller hydrates from Postgres and retries (checked before
                       the count: the retry counts)
     TOKEN_REVOKED     the credentials are of an older generation
     LICENSE_EXPIRED
@@ -40,11 +40,11 @@
 local function issueToken(license, markers, rate, packages, stream, now, limit, windowMs, tokenId, firmaId, imzaTipi, expMs, markersExpireAt, issuedMark, generation)
   -- the copy first: it holds the limit to count with (a request is counted by the call that
   -- finds the copy: the caller's retry after a repair)
-  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n', 'z', 'g', 'f', 'pe', 'pl', 'pm', 'ls')
-  if not lic[1] or lic[6] or not lic[11] then return COPY_MISSING, 0, 0, 0, 0, 0 end
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'n', 'z', 'g', 'f', 'pe', 'pl', 'ls')
+  if not lic[1] or lic[6] or not lic[10] then return COPY_MISSING, 0, 0, 0, 0, 0 end
 
   local left, reset, applied = 0, 0, 0
-  limit = ownLimit(lic[12], limit)
+  limit = ownLimit(lic[11], limit)
   if limit > 0 then
     local over
     over, left, reset = rateStep(rate, limit, windowMs)

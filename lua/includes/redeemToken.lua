@@ -6,15 +6,15 @@
               imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
     -> code, a, b, left, reset, limit, receipt
     license  license hash        {b}:l:<firmaId>   fields q bought, f forfeited, u used, a active, x expiry ms,
-                                 d domains, z fence, pn pe pl pm the packages (includes/packages.lua),
+                                 d domains, z fence, pn pe pl the packages (includes/packages.lua),
                                  lv the license's own validate limit ("" or none: limit)
     packages package hash        {b}:pk:<firmaId>  (includes/packages.lua)
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued,
                                  "u<package>:<ms>" used (earlier versions: "u"), "r" released
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
-    stream   usage stream        {b}:ev   event "u" (EventValues.used in src/redis/scripts.ts), with
-                                 the number of the package it spent (field p), and "f" forfeits
+    stream   usage stream        {b}:ev   event "s" (EventValues.spent in src/redis/scripts.ts: the
+                                 package it spent, then the token's values), and "f" forfeits
     now      ms since epoch, as a string (it is the event's time)
     limit    the deployment's rate limit per window, a number (0 = off), unless the license
              has its own (ownLimit in includes/rateLimit.lua); below 0: not counted
@@ -51,7 +51,7 @@
                         the key is taken)
     OVER_RATE_LIMIT     a = ms until the window resets
     COPY_MISSING        no license copy, one fenced by an admin change (fence.lua), or one
-                        written before packages (no pm): the caller hydrates from Postgres
+                        written before packages (no pl): the caller hydrates from Postgres
                         and retries (checked first, before the count: the retry counts)
     MARKER_MISSING      no marker for a token we signed: Redis lost it, and perhaps its
                         redemption with it (the caller refuses it: fail closed)
@@ -93,11 +93,11 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   -- the license first: a token of a company Redis does not hold is not "unknown" until
   -- Postgres has been asked about the company, and the copy holds the limit to count with
   -- (a request is counted by the call that finds the copy: the caller's retry after a repair)
-  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd', 'z', 'f', 'pn', 'pe', 'pl', 'pm', 'lv')
-  if not lic[1] or lic[6] or not lic[11] then return COPY_MISSING, 0, 0, 0, 0, 0 end
+  local lic = redis.call('HMGET', license, 'q', 'u', 'a', 'x', 'd', 'z', 'f', 'pn', 'pe', 'pl', 'lv')
+  if not lic[1] or lic[6] or not lic[10] then return COPY_MISSING, 0, 0, 0, 0, 0 end
 
   local left, reset, applied = 0, 0, 0
-  limit = ownLimit(lic[12], limit)
+  limit = ownLimit(lic[11], limit)
   if limit > 0 then
     local over
     over, left, reset = rateStep(rate, limit, windowMs)
@@ -146,14 +146,14 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   redis.call('HSET', license, 'u', used, 'pl', pl - 1)
   -- used, with the package and the time: what a release of the token needs (release.lua)
   redis.call('HSET', markers, tokenId, 'u' .. pn .. ':' .. now)
-  -- the used event: one field, its values tab-separated (EventValues.used in src/redis/scripts.ts),
-  -- then the package spent (EVENT_PACKAGE), then a sign's receipt (EVENT_RECEIPT in src/redis/fields.ts)
-  local values = tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat
+  -- the spent event: one field, its values tab-separated, the package first (EventValues.spent in
+  -- src/redis/scripts.ts); a sign's adds its receipt as a second field (EVENT_RECEIPT in src/redis/fields.ts)
+  local values = pn .. '\t' .. tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat
   if origin then values = values .. '\t' .. origin end
   if receipt == '' then
-    redis.call('XADD', stream, '*', 'u', values, 'p', pn)
+    redis.call('XADD', stream, '*', 's', values)
   else
-    redis.call('XADD', stream, '*', 'u', values, 'p', pn, 'r', receipt)
+    redis.call('XADD', stream, '*', 's', values, 'r', receipt)
   end
   return DONE, used, total - used, left, reset, applied, receipt
 end

@@ -73,12 +73,21 @@ export const QuotaAnswerField = {
  * refused at the edge (src/usage/events.ts checks it all the same). One field instead of a
  * field per value: the usage worker decodes two strings per event instead of fourteen.
  */
-export const EventKind = { issued: 'i', used: 'u', forfeited: 'f', released: 'l' } as const;
+export const EventKind = { issued: 'i', spent: 's', forfeited: 'f', released: 'l', used: 'u' } as const;
 
 export const EventValues = {
   /** token id, firma id, imza tipi, issue time (ms since epoch), the token's expiry (ms) */
   issued: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'expiresMs'],
-  /** token id, firma id, imza tipi, redemption time, the token's iat (ms); then the origin, only when the client sent one (it may be empty) */
+  /**
+   * a redemption: the package it spent, then as in used (redeem.lua writes this one; the package
+   * first, so the line the usage worker sends Postgres is the value as it is)
+   */
+  spent: ['packageNo', 'tokenId', 'firmaId', 'imzaTipi', 'atMs', 'issuedMs', 'origin'],
+  /**
+   * a redemption as earlier versions wrote it (still read): token id, firma id, imza tipi,
+   * redemption time, the token's iat (ms); then the origin, only when the client sent one (it
+   * may be empty); the package followed as a field of its own (EVENT_PACKAGE), or not at all
+   */
   used: ['tokenId', 'firmaId', 'imzaTipi', 'atMs', 'issuedMs', 'origin'],
   /** firma id, package number, units forfeited, when (ms since epoch): a package expired with units left (lua/includes/packages.lua) */
   forfeited: ['firmaId', 'packageNo', 'units', 'atMs'],
@@ -86,7 +95,7 @@ export const EventValues = {
   released: ['tokenId', 'firmaId', 'packageNo', 'atMs', 'reason'],
 } as const;
 
-/** The field after a used event's values: the number of the package it spent ("" in none: a copy without packages). */
+/** The field after a used event's values in events of an earlier version: the number of the package it spent ("" in none). */
 export const EVENT_PACKAGE = 'p';
 
 /**

@@ -101,12 +101,17 @@ export class KeySpace {
     }
   }
 
+  /** A license's hash alone, of the bucket's stream (LicenseKeys.license; forLicense makes every key of the license). */
+  licenseHash(firmaId: string, bucket = bucketOf(firmaId)): string {
+    return `${this.prefix}:{${bucket}}:l:${firmaId}`;
+  }
+
   forLicense(firmaId: string): LicenseKeys {
     const bucket = bucketOf(firmaId);
     const tag = `${this.prefix}:{${bucket}}`;
     return {
       bucket,
-      license: `${tag}:l:${firmaId}`,
+      license: this.licenseHash(firmaId, bucket),
       packages: `${tag}:pk:${firmaId}`,
       rateValidate: `${tag}:rv:${firmaId}`,
       rateSign: `${tag}:rs:${firmaId}`,

@@ -418,11 +418,12 @@ export const scripts = {
   /**
    * lua/ack.lua: acknowledges a written batch's entries of one stream and trims
    * the stream of what no consumer holds; drops the copies of licenses of the stream's slot
-   * whose used count is below Postgres's. Resolves how many copies were dropped.
+   * (their hashes: KeySpace.licenseHash) whose used count is below Postgres's. Resolves how
+   * many copies were dropped.
    */
-  ack: (stream: string, group: string, ids: string[], licenses: LicenseKeys[], usedQuotas: number[]): ScriptCall<number> => ({
+  ack: (stream: string, group: string, ids: string[], licenses: string[], usedQuotas: number[]): ScriptCall<number> => ({
     name: 'ack',
-    args: [1 + 2 * licenses.length, stream, ...licenses.flatMap((k) => [k.license, k.packages]), group, ids.length, ...ids, ...usedQuotas],
+    args: [1 + licenses.length, stream, ...licenses, group, ids.length, ...ids, ...usedQuotas],
     read: Number,
   }),
 };

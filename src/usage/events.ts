@@ -2,11 +2,12 @@ import { EVENT_PACKAGE, EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, 
 import { receiptFacts, type ReceiptFacts } from './receipts.js';
 
 // Reading usage events off a stream: the one-field form the scripts write (src/redis/scripts.ts
-// EventValues), and the field-per-value form of earlier versions. Both become the same thing:
-// the event's kind and its values in the one-field form, which is what Postgres is sent
-// (src/usage/persist.ts splits them there), so the worker handles two strings per event.
-// A sign's used event carries its receipt as a second field: read here into what Postgres
-// keeps of it (src/usage/receipts.ts).
+// EventValues), and the forms of earlier versions (a field per value; a redemption without its
+// package, or with it as a second field). All become the same thing: the event's kind and its
+// values in the one-field form, a redemption's with its package first (EventValues.spent),
+// which is what Postgres is sent (src/usage/persist.ts splits them there), so the worker
+// handles two strings per event. A sign's redemption carries its receipt as a second field:
+// read here into what Postgres keeps of it (src/usage/receipts.ts).
 
 /** An event as read from a usage stream. */
 export interface QueuedEvent {
@@ -19,10 +20,11 @@ export interface QueuedEvent {
 export type UsageEvent =
   | (QueuedEvent & {
       kind: 'issued' | 'used' | 'forfeited' | 'released';
-      /** the values, tab-separated, in the order of EventValues */
+      /**
+       * the values, tab-separated, in the order of EventValues (a redemption's: of EventValues.spent,
+       * its package "" when the event named none: events of earlier versions)
+       */
       values: string;
-      /** a redemption: the number of the package it spent ("" when none was named: events of earlier versions) */
-      packageNo?: string;
       /** a sign's redemption: what Postgres keeps of its receipt */
       receipt?: ReceiptFacts;
     })
@@ -37,6 +39,7 @@ const FORFEITED_VALUES = /^[^\t\n]+\t\d{1,9}\t\d{1,15}\t\d{1,15}$/;
 const PACKAGE_NO = /^\d{0,9}$/;
 const RELEASED_VALUES = /^[^\t\n]+\t[^\t\n]+\t\d{1,9}\t\d{1,15}\t[^\t\n]*$/;
 const USED_VALUES = /^[^\t\n]+\t[^\t\n]+(?:\t[^\t\n]*){3,4}$/;
+const SPENT_VALUES = /^\d{0,9}\t[^\t\n]+\t[^\t\n]+(?:\t[^\t\n]*){3,4}$/;
 
 /** A stream entry's field list as a record (the last value of a repeated field wins). */
 export function fieldRecord(fields: readonly string[]): Record<string, string> {
@@ -58,17 +61,18 @@ function legacyValues(fields: readonly string[]): { kind: string; values: string
   const parts = [tokenId, firmaId, f[L.imzaTipi] ?? '0', f[L.atMs] ?? '0', last ?? ''];
   if (kind === EventKind.used && f[L.origin] !== undefined) parts.push(f[L.origin] as string);
   if (parts.some(hasBreak)) return null;
+  if (kind === EventKind.used) parts.unshift('');
   return { kind, values: parts.join(EVENT_SEPARATOR) };
 }
 
 /**
- * A used event's fields after its values: the package it spent ("p", absent in events of
- * earlier versions), then a sign's receipt ("r"); null when they are neither.
+ * A redemption's fields after its values: in a used event of an earlier version the package
+ * it spent ("p", or none), then a sign's receipt ("r"); null when they are neither.
  */
-function usedExtras(fields: string[]): { packageNo: string; receipt: string | null } | null {
+function usedExtras(fields: string[], packaged: boolean): { packageNo: string; receipt: string | null } | null {
   let at = 2;
   let packageNo = '';
-  if (fields[at] === EVENT_PACKAGE) {
+  if (!packaged && fields[at] === EVENT_PACKAGE) {
     packageNo = fields[at + 1] as string;
     if (!PACKAGE_NO.test(packageNo)) return null;
     at += 2;
@@ -83,12 +87,16 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
   if (fields === null) return { stream, id, fields: [], kind: 'gone' };
   let kind = fields[0];
   let values = fields[1];
-  const extras = kind === EventKind.used && fields.length >= 2 ? usedExtras(fields) : null;
+  const redemption = kind === EventKind.spent || kind === EventKind.used;
+  const extras = redemption && fields.length >= 2 ? usedExtras(fields, kind === EventKind.spent) : null;
   const oneField = fields.length === 2 || extras !== null;
-  if (!oneField || (kind !== EventKind.issued && kind !== EventKind.used && kind !== EventKind.forfeited && kind !== EventKind.released)) {
+  if (!oneField || (kind !== EventKind.issued && !redemption && kind !== EventKind.forfeited && kind !== EventKind.released)) {
     const legacy = legacyValues(fields);
     if (legacy === null) return { stream, id, fields, kind: 'bad' };
     ({ kind, values } = legacy);
+  } else if (kind === EventKind.used) {
+    if (!USED_VALUES.test(values as string)) return { stream, id, fields, kind: 'bad' };
+    values = `${extras?.packageNo ?? ''}${EVENT_SEPARATOR}${values as string}`;
   }
   if (kind === EventKind.issued) {
     return ISSUED_VALUES.test(values as string) ? { stream, id, fields, kind: 'issued', values: values as string } : { stream, id, fields, kind: 'bad' };
@@ -99,18 +107,17 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
   if (kind === EventKind.released) {
     return RELEASED_VALUES.test(values as string) ? { stream, id, fields, kind: 'released', values: values as string } : { stream, id, fields, kind: 'bad' };
   }
-  if (!USED_VALUES.test(values as string)) return { stream, id, fields, kind: 'bad' };
-  const packageNo = extras?.packageNo ?? '';
-  if (!extras?.receipt) return { stream, id, fields, kind: 'used', values: values as string, packageNo };
+  if (!SPENT_VALUES.test(values as string)) return { stream, id, fields, kind: 'bad' };
+  if (!extras?.receipt) return { stream, id, fields, kind: 'used', values: values as string };
   const receipt = receiptFacts(extras.receipt);
-  return receipt === null ? { stream, id, fields, kind: 'bad' } : { stream, id, fields, kind: 'used', values: values as string, packageNo, receipt };
+  return receipt === null ? { stream, id, fields, kind: 'bad' } : { stream, id, fields, kind: 'used', values: values as string, receipt };
 }
 
 /** An event's values by name (src/redis/scripts.ts EventValues), read from its fields (either form); null: not a readable event. */
 export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' | 'forfeited' | 'released' } & Partial<Record<(typeof EventValues)[keyof typeof EventValues][number], string>>) | null {
   const event = decodeEvent('', '', fields);
   if (event.kind !== 'issued' && event.kind !== 'used' && event.kind !== 'forfeited' && event.kind !== 'released') return null;
-  const names = EventValues[event.kind];
+  const names = EventValues[event.kind === 'used' ? 'spent' : event.kind];
   const values = event.values.split(EVENT_SEPARATOR);
   const out: Record<string, string> = {};
   for (let i = 0; i < values.length && i < names.length; i++) out[names[i] as string] = values[i] as string;
@@ -121,8 +128,8 @@ export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' | 'forfe
 export function redemptionOf(fields: string[]): { tokenId: string; firmaId: string; packageNo: string } | null {
   const event = decodeEvent('', '', fields);
   if (event.kind !== 'used') return null;
-  const [tokenId, firmaId] = event.values.split(EVENT_SEPARATOR, 2) as [string, string];
-  return { tokenId, firmaId, packageNo: event.packageNo ?? '' };
+  const [packageNo, tokenId, firmaId] = event.values.split(EVENT_SEPARATOR, 3) as [string, string, string];
+  return { tokenId, firmaId, packageNo };
 }
 
 /** A release event's token and firma ids and package number; null for any other entry. */

@@ -200,8 +200,11 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
     else if (e.kind === 'forfeited') forfeits.push(e.values);
     else if (e.kind === 'released') releases.push(e.values);
     else if (e.kind === 'used') {
-      used.push(`${e.packageNo ?? ''}${EVENT_SEPARATOR}${e.values}`);
-      if (e.receipt) receipts.push(`${e.values.slice(0, e.values.indexOf(EVENT_SEPARATOR))}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
+      used.push(e.values);
+      if (e.receipt) {
+        const from = e.values.indexOf(EVENT_SEPARATOR) + 1;
+        receipts.push(`${e.values.slice(from, e.values.indexOf(EVENT_SEPARATOR, from))}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
+      }
     }
   }
   if (issued.length === 0 && used.length === 0 && forfeits.length === 0 && releases.length === 0) return counts;

@@ -5,7 +5,7 @@ import type { Sql } from '../db/pg.js';
 import type { Count, Observe } from '../metrics/cells.js';
 import { NO_METRICS, type Metrics } from '../metrics/registry.js';
 import { isCluster, type RedisClient } from '../redis/client.js';
-import type { KeySpace, LicenseKeys } from '../redis/keys.js';
+import { bucketOf, type KeySpace } from '../redis/keys.js';
 import { DeadLetters, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
 import { decodeEvent, type UsageEvent } from './events.js';
 import { usageLag } from './lag.js';
@@ -237,7 +237,7 @@ export class UsageWorker {
    * holds (only ever after Redis lost data: they are rebuilt from Postgres when next used). A single connection's calls leave in one write.
    */
   private async ack(events: UsageEvent[], counts: UsedCounts): Promise<void> {
-    const byStream = new Map<string, { ids: string[]; licenses: LicenseKeys[]; used: number[] }>();
+    const byStream = new Map<string, { ids: string[]; licenses: string[]; used: number[] }>();
     const of = (stream: string) => {
       let entry = byStream.get(stream);
       if (!entry) byStream.set(stream, (entry = { ids: [], licenses: [], used: [] }));
@@ -245,9 +245,9 @@ export class UsageWorker {
     };
     for (const e of events) of(e.stream).ids.push(e.id);
     for (const [firmaId, used] of counts) {
-      const k = this.keys.forLicense(firmaId);
-      const entry = of(k.stream);
-      entry.licenses.push(k);
+      const bucket = bucketOf(firmaId);
+      const entry = of(this.keys.streams[bucket] as string);
+      entry.licenses.push(this.keys.licenseHash(firmaId, bucket));
       entry.used.push(used);
     }
     const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;

@@ -16,8 +16,8 @@ const DAY = 86_400_000;
 const HOUR = 3_600_000;
 
 const used = (firmaId: string, atMs: number, tokenId = newTokenId(atMs)): UsageEvent => ({
-  stream: 's', id: '0-1', fields: [], kind: 'used', packageNo: '1',
-  values: [tokenId, firmaId, '0', String(atMs), String(atMs - 1000)].join(EVENT_SEPARATOR),
+  stream: 's', id: '0-1', fields: [], kind: 'used',
+  values: ['1', tokenId, firmaId, '0', String(atMs), String(atMs - 1000)].join(EVENT_SEPARATOR),
 });
 const times = (n: number, atMs: number) => Array.from({ length: n }, (_, i) => atMs + i);
 const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);

@@ -17,13 +17,13 @@ let at = Date.now() - HOUR;
 const used = (firmaId: string, packageNo: number, tokenId = newTokenId(at)): UsageEvent => {
   at += 1;
   return {
-    stream: 's', id: '0-1', fields: [], kind: 'used', packageNo: String(packageNo),
-    values: [tokenId, firmaId, '0', String(at), String(at - 1000)].join(EVENT_SEPARATOR),
+    stream: 's', id: '0-1', fields: [], kind: 'used',
+    values: [String(packageNo), tokenId, firmaId, '0', String(at), String(at - 1000)].join(EVENT_SEPARATOR),
   };
 };
 const spends = (firmaId: string, packageNo: number, n: number) => Array.from({ length: n }, () => used(firmaId, packageNo));
 const releaseOf = (event: UsageEvent & { kind: 'used' }, packageNo: number): UsageEvent => {
-  const [tokenId, firmaId] = event.values.split(EVENT_SEPARATOR);
+  const [, tokenId, firmaId] = event.values.split(EVENT_SEPARATOR);
   at += 1;
   return { stream: 's', id: '0-2', fields: [], kind: 'released', values: [tokenId, firmaId, String(packageNo), String(at), 'kart'].join(EVENT_SEPARATOR) };
 };

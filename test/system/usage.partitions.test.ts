@@ -46,7 +46,7 @@ async function partitionsOf(h: Harness, table: 'token_issues' | 'token_redemptio
 
 const usedEvent = (tokenId: string, firmaId: string, atMs: number): UsageEvent => ({
   stream: 's', id: '0-1', fields: [], kind: 'used',
-  values: [tokenId, firmaId, '0', String(atMs), String(atMs - 1000), 'https://replay.example'].join(EVENT_SEPARATOR),
+  values: ['', tokenId, firmaId, '0', String(atMs), String(atMs - 1000), 'https://replay.example'].join(EVENT_SEPARATOR),
 });
 
 t.test('a database of the earlier shape keeps its rows, history and counts', async (t) => {

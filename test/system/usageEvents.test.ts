@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { EVENT_SEPARATOR, EventKind } from '../../src/redis/scripts.js';
 import { decodeEvent, readEvent } from '../../src/usage/events.js';
-import { eventFields, legacyEventFields, type EventValues } from '../helpers/events.js';
+import { eventFields, legacyEventFields, usedEventFields, type EventValues } from '../helpers/events.js';
 import { FUZZ_SEED } from '../helpers/fuzz.js';
 
 // Reading usage events (src/usage/events.ts), property by property: whatever a stream holds,
@@ -27,23 +27,28 @@ const goodEvent = fc.record({
   expiresMs: fc.nat(),
   issuedMs: fc.nat(),
   origin: fc.option(clean(), { nil: undefined }),
-}).map((v): EventValues => (v.kind === EventKind.issued ? { ...v, origin: undefined } : v));
+  packageNo: fc.option(fc.nat({ max: 999_999_999 }), { nil: undefined }),
+}).map((v): EventValues => (v.kind === EventKind.issued ? { ...v, origin: undefined, packageNo: undefined } : v));
 
-t.test('an event the scripts can write reads back value for value, in either form', async (t) => {
+t.test('an event the scripts can write reads back value for value, in every form', async (t) => {
   fc.assert(fc.property(goodEvent, (v) => {
-    for (const fields of [eventFields(v), legacyEventFields(v)]) {
+    const issued = v.kind === EventKind.issued;
+    // as the scripts write it now; a redemption as earlier versions did (its package a field of
+    // its own); a field per value (no package)
+    const forms = issued ? [eventFields(v), legacyEventFields(v)] : [eventFields(v), usedEventFields(v), legacyEventFields(v)];
+    for (const [i, fields] of forms.entries()) {
       const read = readEvent(fields);
       if (read === null) return false;
-      const issued = v.kind === EventKind.issued;
       if (read.kind !== (issued ? 'issued' : 'used') || read.tokenId !== v.tokenId || read.firmaId !== v.firmaId) return false;
       if (read.imzaTipi !== String(v.imzaTipi) || read.atMs !== String(v.atMs)) return false;
       if (issued ? read.expiresMs !== String(v.expiresMs) : read.issuedMs !== String(v.issuedMs)) return false;
       if (!issued && read.origin !== v.origin) return false; // undefined when none was sent, '' when an empty one was
+      if (!issued && read.packageNo !== (i === 2 ? '' : String(v.packageNo ?? ''))) return false;
     }
-    // both forms give Postgres the same line
-    const a = decodeEvent('s', '1-0', eventFields(v));
-    const b = decodeEvent('s', '1-0', legacyEventFields(v));
-    return a.kind === b.kind && 'values' in a && 'values' in b && a.values === b.values;
+    // every form gives Postgres the same line (the field-per-value form: one without a package)
+    const lines = forms.map((fields) => decodeEvent('s', '1-0', fields)).map((e) => ('values' in e ? `${e.kind}:${e.values}` : e.kind));
+    const unpackaged = issued ? lines[0] : `used:${EVENT_SEPARATOR}${(lines[0] as string).split(EVENT_SEPARATOR).slice(1).join(EVENT_SEPARATOR)}`;
+    return lines[0] === lines[1] && (issued || lines[2] === unpackaged) && (issued || lines[0]?.startsWith(`used:${v.packageNo ?? ''}${EVENT_SEPARATOR}`));
   }), settings);
   t.pass(`${RUNS} events of each kind, seed ${FUZZ_SEED}`);
 });
@@ -51,8 +56,9 @@ t.test('an event the scripts can write reads back value for value, in either for
 t.test('any field list at all: read without throwing, and framed right or refused', async (t) => {
   const fieldLists = fc.oneof(
     fc.array(anyText, { maxLength: 16 }),
-    fc.tuple(fc.constantFrom('i', 'u', 'k', 'x', ''), anyText).map(([k, v]) => [k, v]),
-    goodEvent.chain((v) => fc.tuple(fc.constant(legacyEventFields(v)), fc.nat(15), anyText)
+    fc.tuple(fc.constantFrom('i', 's', 'u', 'k', 'x', ''), anyText).map(([k, v]) => [k, v]),
+    fc.tuple(fc.constantFrom('s', 'u'), anyText, fc.constantFrom('p', 'r', 'x'), anyText),
+    goodEvent.chain((v) => fc.tuple(fc.constantFrom(legacyEventFields(v), eventFields(v), usedEventFields(v)), fc.nat(15), anyText)
       .map(([fields, i, junk]) => fields.map((f, j) => (j === i ? junk : f)))),
   );
   fc.assert(fc.property(fieldLists, (fields) => {
@@ -61,8 +67,10 @@ t.test('any field list at all: read without throwing, and framed right or refuse
     if (e.kind !== 'issued' && e.kind !== 'used') return false;
     if (e.values.includes('\n')) return false;
     const parts = e.values.split(EVENT_SEPARATOR);
-    const [token, firma] = parts;
-    return token !== '' && firma !== '' && (parts.length === 5 || (e.kind === 'used' && parts.length === 6));
+    if (e.kind === 'issued') return parts[0] !== '' && parts[1] !== '' && parts.length === 5;
+    // a redemption: its package (digits, or "" when it named none), then as an issued event, and perhaps an origin
+    const [packageNo, token, firma] = parts;
+    return /^\d{0,9}$/.test(packageNo as string) && token !== '' && firma !== '' && (parts.length === 6 || parts.length === 7);
   }), settings);
   t.pass(`${RUNS} field lists, seed ${FUZZ_SEED}`);
 });
@@ -73,11 +81,17 @@ t.test('a deleted entry is gone, not bad; an event lacking its ids is bad', asyn
   t.equal(decodeEvent('s', '1-0', ['i', `tok\tfirma\t0\t1`]).kind, 'bad', 'a value short');
   t.equal(decodeEvent('s', '1-0', ['i', `tok\tfirma\t0\t1\t2\textra`]).kind, 'bad', 'an issued event has no origin');
   t.equal(decodeEvent('s', '1-0', ['u', `tok\tfirma\t0\t1\t2\torigin\twith a tab`]).kind, 'bad', 'a tab in the origin');
+  t.equal(decodeEvent('s', '1-0', ['s', `\ttok\tfirma\t0\t1\t2`]).kind, 'used', 'a redemption that names no package');
+  t.equal(decodeEvent('s', '1-0', ['s', `1x\ttok\tfirma\t0\t1\t2`]).kind, 'bad', 'a package that is not a number');
+  t.equal(decodeEvent('s', '1-0', ['s', `1\t\tfirma\t0\t1\t2`]).kind, 'bad', 'a redemption without its token id');
+  t.equal(decodeEvent('s', '1-0', ['s', `tok\tfirma\t0\t1\t2`]).kind, 'bad', 'a redemption without its package');
+  t.equal(decodeEvent('s', '1-0', ['s', `1\ttok\tfirma\t0\t1\t2`, 'p', '1']).kind, 'bad', 'a package named twice');
+  t.equal(decodeEvent('s', '1-0', ['u', `tok\tfirma\t0\t1\t2`, 'p', '1x']).kind, 'bad', 'an earlier version\'s package that is not a number');
   t.equal(decodeEvent('s', '1-0', legacyEventFields({ kind: 'u', tokenId: 'tok', firmaId: 'f', origin: 'a\nb' })).kind, 'bad', 'a line break in an old-form value');
 });
 
 t.test('a sign\'s used event carries its receipt: read into its document count and digest, or a dead letter', async (t) => {
-  const values = eventFields({ tokenId: 'tok', firmaId: 'firma', imzaTipi: 0, atMs: 1, issuedMs: 2 });
+  const values = eventFields({ tokenId: 'tok', firmaId: 'firma', imzaTipi: 0, atMs: 1, issuedMs: 2, packageNo: 3 });
   const receipt = '{"typ":"receipt","iss":"s","jti":"tok","firma_id":"firma","imza_tipi":0,"documents":[{"name":"ş.pdf","sha256":"'
     + 'a'.repeat(64) + '"},{"name":"b","sha256":"' + 'b'.repeat(64) + '"}],"iat":1,"used_quota":1,"remaining_quota":0}';
   const e = decodeEvent('s', '1-0', [...values, 'r', receipt]);
@@ -85,6 +99,8 @@ t.test('a sign\'s used event carries its receipt: read into its document count a
   t.same(e.kind === 'used' ? e.receipt : null, { documents: 2, sha256: createHash('sha256').update(Buffer.from(receipt, 'utf8')).digest('hex') },
     'two documents, the SHA-256 of the payload\'s UTF-8 bytes');
   t.equal(e.kind === 'used' ? e.values : '', values[1], 'the values as without a receipt');
+  const earlier = decodeEvent('s', '1-0', [...usedEventFields({ tokenId: 'tok', firmaId: 'firma', imzaTipi: 0, atMs: 1, issuedMs: 2, packageNo: 3 }), 'r', receipt]);
+  t.same(earlier, { ...e, fields: earlier.fields }, 'an earlier version\'s event (its package a field of its own): the same line and receipt');
   const plain = decodeEvent('s', '1-0', values);
   t.same([plain.kind, plain.kind === 'used' ? plain.receipt : null], ['used', undefined], 'a validate\'s event: no receipt');
   for (const [what, bad] of [['not JSON', '{"typ":"receipt"'], ['no documents', '{"typ":"receipt"}'], ['no document', '{"typ":"receipt","documents":[]}'],
