@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { cpuMicros, treeMicros } from './proc.js';
+import { cpuMicros, postgresCpu, treeMicros } from './proc.js';
 import { startPinned, stopGracefully, type Pinned } from './services.js';
 import { median } from './table.js';
 import { runWrk, type WrkResult } from './wrk.js';
@@ -31,9 +31,10 @@ export interface DeploymentSample {
   rps: number;
   p50: number;
   p99: number;
-  /** CPU per redemption, µs: every server process (the primary and its children), Redis, wrk */
+  /** CPU per redemption, µs: every server process (the primary and its children), Redis, Postgres (every postgres process of the machine), wrk */
   serverUs: number;
   redisUs: number;
+  postgresUs: number;
   wrkUs: number;
   /** requests beyond the tokens minted (refused as used: the figure is then too high) */
   short: number;
@@ -84,19 +85,20 @@ export async function measureDeployments(run: DeploymentsRun, variants: Variant[
         const warm = await validate(run, warmup, WARMUP_SECONDS);
         if (tokens === '') tokens = await run.mint(Math.ceil(3 * warm.rps * run.seconds));
         await run.drained();
-        const before = { server: treeMicros(server.pid), redis: cpuMicros(run.redis.pid) };
+        const before = { server: treeMicros(server.pid), redis: cpuMicros(run.redis.pid), postgres: postgresCpu() };
         const r = await validate(run, tokens, run.seconds);
         await run.drained(); // the worker's writes belong to the redemptions
         const minted = readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
         const sample: DeploymentSample = {
           label: variant.label, round, rps: r.rps, p50: r.p50, p99: r.p99, serverUs: (treeMicros(server.pid) - before.server) / r.requests,
-          redisUs: (cpuMicros(run.redis.pid) - before.redis) / r.requests, wrkUs: r.wrkUs, short: Math.max(0, r.requests - minted),
+          redisUs: (cpuMicros(run.redis.pid) - before.redis) / r.requests, postgresUs: (postgresCpu() - before.postgres) / r.requests,
+          wrkUs: r.wrkUs, short: Math.max(0, r.requests - minted),
           non200: r.statusErrors + r.socketErrors,
         };
         samples.push(sample);
         fastest = Math.max(fastest, r.rps);
         process.stderr.write(`  ${variant.label} c=${run.connections} ${Math.round(r.rps)} req/s p50 ${(r.p50 / 1000).toFixed(2)} ms ` +
-          `p99 ${(r.p99 / 1000).toFixed(2)} ms server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us non-200 ${sample.non200}` +
+          `p99 ${(r.p99 / 1000).toFixed(2)} ms server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us postgres ${sample.postgresUs.toFixed(1)} us non-200 ${sample.non200}` +
           `${sample.short ? ` RAN OUT OF TOKENS by ${sample.short}` : ''}\n`);
       } finally {
         await stopGracefully(server);

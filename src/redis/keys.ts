@@ -107,37 +107,7 @@ export class KeySpace {
   }
 
   forLicense(firmaId: string): LicenseKeys {
-    const bucket = bucketOf(firmaId);
-    const tag = `${this.prefix}:{${bucket}}`;
-    return {
-      bucket,
-      license: this.licenseHash(firmaId, bucket),
-      packages: `${tag}:pk:${firmaId}`,
-      rateValidate: `${tag}:rv:${firmaId}`,
-      rateSign: `${tag}:rs:${firmaId}`,
-      rateHistory: `${tag}:rh:${firmaId}`,
-      stream: `${tag}:ev`,
-      epoch: `${tag}:epoch`,
-      markers(expMs) {
-        const window = Math.floor(expMs / MARKER_WINDOW_MS);
-        return { key: `${tag}:t:${window}`, expiresAt: (window + 1) * MARKER_WINDOW_MS + MARKER_SLACK_MS };
-      },
-      idempotency(key, nowMs) {
-        const window = Math.floor(nowMs / IDEMPOTENCY_WINDOW_MS);
-        // firma ids are base64url (LicenseStore.newFirmaId): no ':' in them
-        return { current: `${tag}:ik:${window}`, previous: `${tag}:ik:${window - 1}`, field: `${firmaId}:${key}` };
-      },
-      releaseIdempotency(key, nowMs) {
-        const record = this.idempotency(key, nowMs);
-        // a key is printable ASCII: a tab cannot be part of one
-        return { ...record, field: `${firmaId}\trelease\t${key}` };
-      },
-      releasesToday(nowMs) {
-        const day = Math.floor(nowMs / DAY_MS);
-        // kept a day past its own, for clocks a little apart
-        return { key: `${tag}:rl:${firmaId}:${day}`, expiresAt: (day + 2) * DAY_MS };
-      },
-    };
+    return new LicenseKeyRing(this, firmaId, bucketOf(firmaId));
   }
 
   credentials(licenseKey: string): string {
@@ -186,5 +156,58 @@ export class KeySpace {
   /** check-quota's answer for a license key, shared by every process (lua/checkQuota.lua, lua/quotaAnswer.lua) */
   quotaAnswer(licenseKey: string): string {
     return `${this.prefix}:{k:${licenseKey}}:qa`;
+  }
+}
+
+/**
+ * The keys of one license (KeySpace.forLicense), made for every request that names the
+ * license: the keys a redemption sends are made at once, the bucket's stream and epoch are
+ * the KeySpace's own strings, and the rest is made when asked for.
+ */
+class LicenseKeyRing implements LicenseKeys {
+  readonly license: string;
+  readonly packages: string;
+  readonly rateValidate: string;
+  readonly stream: string;
+  readonly epoch: string;
+  private readonly tag: string;
+
+  constructor(space: KeySpace, private readonly firmaId: string, readonly bucket: number) {
+    this.tag = `${space.prefix}:{${bucket}}`;
+    this.license = space.licenseHash(firmaId, bucket);
+    this.packages = `${this.tag}:pk:${firmaId}`;
+    this.rateValidate = `${this.tag}:rv:${firmaId}`;
+    this.stream = space.streams[bucket] as string;
+    this.epoch = space.epochs[bucket] as string;
+  }
+
+  get rateSign(): string {
+    return `${this.tag}:rs:${this.firmaId}`;
+  }
+
+  get rateHistory(): string {
+    return `${this.tag}:rh:${this.firmaId}`;
+  }
+
+  markers(expMs: number): { key: string; expiresAt: number } {
+    const window = Math.floor(expMs / MARKER_WINDOW_MS);
+    return { key: `${this.tag}:t:${window}`, expiresAt: (window + 1) * MARKER_WINDOW_MS + MARKER_SLACK_MS };
+  }
+
+  idempotency(key: string, nowMs: number): IdempotencyRecord {
+    const window = Math.floor(nowMs / IDEMPOTENCY_WINDOW_MS);
+    // firma ids are base64url (LicenseStore.newFirmaId): no ':' in them
+    return { current: `${this.tag}:ik:${window}`, previous: `${this.tag}:ik:${window - 1}`, field: `${this.firmaId}:${key}` };
+  }
+
+  releaseIdempotency(key: string, nowMs: number): IdempotencyRecord {
+    // a key is printable ASCII: a tab cannot be part of one
+    return { ...this.idempotency(key, nowMs), field: `${this.firmaId}\trelease\t${key}` };
+  }
+
+  releasesToday(nowMs: number): { key: string; expiresAt: number } {
+    const day = Math.floor(nowMs / DAY_MS);
+    // kept a day past its own, for clocks a little apart
+    return { key: `${this.tag}:rl:${this.firmaId}:${day}`, expiresAt: (day + 2) * DAY_MS };
   }
 }

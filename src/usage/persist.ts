@@ -21,8 +21,9 @@ export type UsedCounts = Map<string, number>;
  * workers inserting one token at once wait on each other's key: one inserts, the other adds
  * nothing, and the quota rises once.
  *
- * A sign's redemption ($4: its token id, document count and receipt digest, one a line)
- * adds them to its row; a validate's row has neither.
+ * A sign's redemption travels in $4 instead, its line led by its receipt's document count
+ * and digest, which its row adds; a validate's row has neither (and a batch of validates
+ * alone joins nothing).
  *
  * Kontör (sql/010_packages_ledger.sql): each redemption written is a spend of the package it
  * names (the first field of its line in $2) and of the license's day. The license's row counts
@@ -59,11 +60,13 @@ const STATEMENT = `
     -- a redemption that names none spent the license's first package with units left, as Redis then did
     insert into token_redemptions (token_id, firma_id, imza_tipi, used_at, issued_at, origin, documents, receipt_sha256, package_no)
     select v[2]::uuid, v[3], v[4]::int2, timestamptz 'epoch' + v[5]::int8 * interval '1 millisecond',
-           timestamptz 'epoch' + nullif(v[6], '')::int8 * interval '1 millisecond', v[7], r[2]::int2, r[3],
+           timestamptz 'epoch' + nullif(v[6], '')::int8 * interval '1 millisecond', v[7], documents::int2, receipt_sha256,
            coalesce(nullif(v[1], '')::int, (select min(p.package_no) from license_packages p
                                             where p.firma_id = v[3] and p.used + p.forfeited < p.amount))
-    from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($2::text, E'\\n')) as e) as u
-    left join (select string_to_array(e, E'\\t') as r from unnest(string_to_array($4::text, E'\\n')) as e) as s on s.r[1] = u.v[2]
+    from (select string_to_array(e, E'\\t') as v, null as documents, null as receipt_sha256
+          from unnest(string_to_array($2::text, E'\\n')) as e
+          union all
+          select r[3:], r[1], r[2] from (select string_to_array(e, E'\\t') as r from unnest(string_to_array($4::text, E'\\n')) as e) as s) as u
     on conflict (token_id) do nothing
     returning token_id, firma_id, used_at, package_no
   ), spent as (
@@ -192,7 +195,7 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
   const counts: UsedCounts = new Map();
   const issued: string[] = [];
   const used: string[] = [];
-  const receipts: string[] = [];
+  const signs: string[] = [];
   const forfeits: string[] = [];
   const releases: string[] = [];
   for (const e of events) {
@@ -200,16 +203,13 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
     else if (e.kind === 'forfeited') forfeits.push(e.values);
     else if (e.kind === 'released') releases.push(e.values);
     else if (e.kind === 'used') {
-      used.push(e.values);
-      if (e.receipt) {
-        const from = e.values.indexOf(EVENT_SEPARATOR) + 1;
-        receipts.push(`${e.values.slice(from, e.values.indexOf(EVENT_SEPARATOR, from))}${EVENT_SEPARATOR}${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}`);
-      }
+      if (e.receipt) signs.push(`${e.receipt.documents}${EVENT_SEPARATOR}${e.receipt.sha256}${EVENT_SEPARATOR}${e.values}`);
+      else used.push(e.values);
     }
   }
-  if (issued.length === 0 && used.length === 0 && forfeits.length === 0 && releases.length === 0) return counts;
+  if (issued.length === 0 && used.length === 0 && signs.length === 0 && forfeits.length === 0 && releases.length === 0) return counts;
   const rows = await sql.unsafe(STATEMENT,
-    [issued.join('\n'), used.join('\n'), quotaLowPercent, receipts.join('\n'), forfeits.join('\n'), releases.join('\n')], { prepare: true });
+    [issued.join('\n'), used.join('\n'), quotaLowPercent, signs.join('\n'), forfeits.join('\n'), releases.join('\n')], { prepare: true });
   for (const r of rows) counts.set(r.firma_id as string, r.used as number);
   return counts;
 }
