@@ -58,15 +58,18 @@ for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
 if not current then
   -- a small hash is a list that HGET and HMGET search from its start, in the order written:
   -- the fields every redemption reads and writes first, then the row's (src/licenses/hot.ts
-  -- licenseFields puts the redemption's first), the version last
-  local created = {}
+  -- licenseFields puts the redemption's first), then the counts a redemption does not read,
+  -- the version last
+  local created, counts = {}, {}
   if ARGV[2] ~= '-' then
     local used, released = string.match(ARGV[2], '^(%d+):(%d+)$')
-    created = {'u', used or ARGV[2], 'pl', '0', 'pe', '', 'pn', '', 'f', ARGV[5], 'pm', ARGV[7], 'rr', released or '0'}
+    created = {'u', used or ARGV[2], 'pl', '0', 'pe', '', 'pn', '', 'f', ARGV[5]}
+    counts = {'pm', ARGV[7], 'rr', released or '0'}
     redis.call('DEL', packages)
     addPackages(0)
   end
   for _, v in ipairs(fields) do created[#created + 1] = v end
+  for _, v in ipairs(counts) do created[#created + 1] = v end
   created[#created + 1] = 'v'
   created[#created + 1] = ARGV[1]
   redis.call('HSET', h, unpack(created))
