@@ -6,7 +6,7 @@
   (releasesPerDay, 0 = off) bounds what a dishonest client can take back.
 
     KEYS[1] license hash     {b}:l:<firmaId>   fields u used, ra releases a day, pn pe pl
-                             (includes/packages.lua), z fence, pm, a active, x expiry ms
+                             (includes/packages.lua), z fence, q bought, f forfeited, a active, x expiry ms
     KEYS[2] token markers    {b}:t:<expiry minute>   field token id: "u<package>:<ms>" once
                              redeemed, then "r" once released
     KEYS[3] package hash     {b}:pk:<firmaId>
@@ -41,10 +41,10 @@ local license, markers, packages, stream, today = KEYS[1], KEYS[2], KEYS[3], KEY
 local now, tokenId, firmaId = ARGV[1], ARGV[2], ARGV[3]
 local idem = ARGV[6] ~= '' and ARGV[6] or nil
 
-local lic = redis.call('HMGET', license, 'u', 'ra', 'pn', 'pe', 'pl', 'z', 'pm', 'q', 'f', 'a', 'x')
-if not lic[1] or lic[6] or not lic[7] then return {COPY_MISSING, 0, 0} end
-if lic[10] ~= '1' then return {LICENSE_INACTIVE, 0, 0} end
-if tonumber(lic[11]) <= tonumber(ARGV[1]) then return {LICENSE_EXPIRED, 0, 0} end
+local lic = redis.call('HMGET', license, 'u', 'ra', 'pn', 'pe', 'pl', 'z', 'q', 'f', 'a', 'x')
+if not lic[1] or lic[6] or not lic[5] then return {COPY_MISSING, 0, 0} end
+if lic[9] ~= '1' then return {LICENSE_INACTIVE, 0, 0} end
+if tonumber(lic[10]) <= tonumber(ARGV[1]) then return {LICENSE_EXPIRED, 0, 0} end
 
 local marker = redis.call('HGET', markers, tokenId)
 if marker == 'r' then
@@ -81,7 +81,7 @@ end
 
 local used = redis.call('HINCRBY', license, 'u', -1)
 redis.call('HINCRBY', license, 'rr', 1)
-local remaining = tonumber(lic[8]) - tonumber(lic[9] or '0') - used
+local remaining = tonumber(lic[7]) - tonumber(lic[8] or '0') - used
 redis.call('HSET', markers, tokenId, 'r')
 redis.call('INCR', today)
 redis.call('PEXPIREAT', today, ARGV[7])
