@@ -204,23 +204,35 @@ t.test('unknown license keys: negative cache and timing', async (t) => {
   });
 
   t.test('an unknown key takes about as long as a wrong password', async (t) => {
-    // warm up: the hasher has run and recent verification times are known
-    for (let i = 0; i < 3; i++) await h.getToken(lic.licenseKey, 'warm-up');
+    // An unknown key waits as long as one of the last 32 verifications took, so the warm-up
+    // fills those with verifications made under the load of this moment. Timing on a shared
+    // machine is noisy (other test files hash at the same time), so a measurement may be
+    // repeated twice; an unknown key answered without that wait (a few ms against tens)
+    // fails all three.
+    for (let i = 0; i < 12; i++) await h.getToken(lic.licenseKey, 'warm-up');
     await h.getToken(randomUUID(), 'warm-up');
-    const wrong: number[] = [];
-    const unknown: number[] = [];
-    for (let i = 0; i < 10; i++) {
-      const w = await timed(() => h.getToken(lic.licenseKey, `wrong-${i}`));
-      t.equal(w.res.status, 401);
-      wrong.push(w.ms);
-      const u = await timed(() => h.getToken(randomUUID(), `wrong-${i}`));
-      t.equal(u.res.status, 401);
-      unknown.push(u.ms);
+    const measured: string[] = [];
+    let within = false;
+    for (let attempt = 0; attempt < 3 && !within; attempt++) {
+      const wrong: number[] = [];
+      const unknown: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        const w = await timed(() => h.getToken(lic.licenseKey, `wrong-${i}`));
+        const u = await timed(() => h.getToken(randomUUID(), `wrong-${i}`));
+        if (w.res.status !== 401 || u.res.status !== 401) {
+          t.fail(`a wrong password and an unknown key answer 401 (${w.res.status}, ${u.res.status})`);
+          return;
+        }
+        wrong.push(w.ms);
+        unknown.push(u.ms);
+      }
+      const mw = median(wrong);
+      const mu = median(unknown);
+      const ratio = mu / mw;
+      measured.push(`median unknown key ${mu.toFixed(1)} ms vs wrong password ${mw.toFixed(1)} ms: ratio ${ratio.toFixed(2)}`);
+      within = ratio >= 0.5 && ratio <= 2;
     }
-    const mw = median(wrong);
-    const mu = median(unknown);
-    const ratio = mu / mw;
-    t.ok(ratio >= 0.5 && ratio <= 2, `median unknown key ${mu.toFixed(1)} ms vs wrong password ${mw.toFixed(1)} ms: ratio ${ratio.toFixed(2)} within 0.5..2`);
+    t.ok(within, `within 0.5..2: ${measured.join('; ')}`);
   });
 });
 
