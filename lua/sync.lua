@@ -9,8 +9,9 @@
   still queued in the stream. A newer row adds the packages Redis does not hold yet (numbers
   above pm: new purchases, full) and has the current package settled again, since a new one
   may expire first (includes/packages.lua). A license hash written before packages existed
-  (no pm) counts as missing. A fence (fence.lua) is lifted by the change that set it
-  (ARGV[3]) or, once its deadline has passed, by a write whose row was read after it (ARGV[4]).
+  (no pl, as the other scripts tell it) counts as missing. A fence (fence.lua) is lifted by
+  the change that set it (ARGV[3]) or, once its deadline has passed, by a write whose row was
+  read after it (ARGV[4]).
 
     KEYS[1] hash to write
     KEYS[2] the license's package hash {b}:pk:<firmaId> (none for the credentials hash)
@@ -37,7 +38,7 @@
 
 local h, packages = KEYS[1], KEYS[2]
 local current = redis.call('HGET', h, 'v')
-if current and packages and redis.call('HEXISTS', h, 'pm') == 0 then current = nil end
+if current and packages and redis.call('HEXISTS', h, 'pl') == 0 then current = nil end
 local outcome = 0
 if not current and ARGV[2] == '' then return {3, 1} end
 

@@ -64,7 +64,7 @@ const FENCE_POLL_MS = 40;
 
 type Hydrated = 'missing' | 'ready' | 'fenced';
 
-/** A license hash read as [q, u, a, x, n, z, d, f, pm] is missing, fenced (z), or written before packages (no pm). */
+/** A license hash read as [q, u, a, x, n, z, d, f, pl] is missing, fenced (z), or written before packages (no pl). */
 const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5] != null || copy[8] == null;
 
 /**
@@ -314,18 +314,18 @@ export class HotLicenses {
   async liveCounts(firmaId: string): Promise<LiveCounts | null> {
     const keys = this.keys.forLicense(firmaId);
     const answers = await this.redis.pipeline()
-      .hmget(keys.license, L.totalQuota, L.usedQuota, L.forfeitedQuota, L.packagesMade, L.packageNo, L.packageLeft)
+      .hmget(keys.license, L.totalQuota, L.usedQuota, L.forfeitedQuota, L.packageNo, L.packageLeft)
       .hgetall(keys.packages)
       .exec();
     const [copyError, copy] = answers?.[0] ?? [null, null];
     const [othersError, others] = answers?.[1] ?? [null, null];
     if (copyError || othersError) throw copyError ?? othersError;
-    const [q, u, f, pm, pn, pl] = copy as (string | null)[];
-    if (q == null || u == null || pm == null) return null;
+    const [q, u, f, pn, pl] = copy as (string | null)[];
+    if (q == null || u == null || pl == null) return null;
     // the package hash: number -> "expiry ms<TAB>units left" (lua/includes/packages.lua)
     const left = new Map<number, number>();
     for (const [no, entry] of Object.entries(others as Record<string, string>)) left.set(Number(no), Number(entry.split('\t')[1]));
-    if (pn != null && pn !== '' && pl != null) left.set(Number(pn), Number(pl));
+    if (pn != null && pn !== '') left.set(Number(pn), Number(pl));
     return { totalQuota: Number(q) - Number(f ?? 0), usedQuota: Number(u), packageLeft: left };
   }
 
@@ -351,7 +351,7 @@ export class HotLicenses {
   async readFirma(firmaId: string, licenseKey: string): Promise<LiveLicense | null> {
     const key = this.keys.forLicense(firmaId).license;
     const readCopy = () => this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences, L.domains,
-      L.forfeitedQuota, L.packagesMade);
+      L.forfeitedQuota, L.packageLeft);
     let copy: (string | null)[] | null = await readCopy();
     if (unusable(copy)) copy = await this.retryAfterMiss(firmaId, readCopy, unusable);
     if (copy === null) return null;
