@@ -45,7 +45,8 @@
   is off or nothing was counted):
     DONE                a = used quota, b = remaining quota, receipt (sign; "" for validate);
                         for a retry with the key of this token's redemption, what that
-                        redemption answered (it spends nothing)
+                        redemption answered (it spends nothing), unless it was released since:
+                        then TOKEN_SPENT, as without the key
     IDEMPOTENCY_KEY_REUSED  the key serves another token, or this one's other redemption
                         (any refusal below but a missing copy or marker is answered so when
                         the key is taken)
@@ -108,10 +109,17 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   local marker = redis.call('HGET', markers, tokenId)
   if not marker then return MARKER_MISSING, 0, 0, left, reset, applied end
   if marker ~= issuedMark then
-    -- spent: a retry with the key its redemption claimed gets that redemption's figures again
+    -- spent: a retry with the key its redemption claimed gets that redemption's figures again,
+    -- unless the redemption was released ("r", release.lua): its unit is back and nothing is
+    -- spent, so the retry is answered as one without the key, already used (a 200 would let
+    -- the desktop sign for free). Both scripts run alone on this slot, so a release and a
+    -- retry racing are answered in one order or the other, never both "spent" and released.
     if idem then
       local holder, used, remaining, receipt = keyHolder(idem, current, previous, now)
-      if holder == tokenId and sameRequest(receipt, prefix) then return DONE, tonumber(used), tonumber(remaining), left, reset, applied, receipt end
+      if holder == tokenId and sameRequest(receipt, prefix) then
+        if marker == 'r' then return TOKEN_SPENT, 0, 0, left, reset, applied end
+        return DONE, tonumber(used), tonumber(remaining), left, reset, applied, receipt
+      end
       if holder then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied end
     end
     return TOKEN_SPENT, 0, 0, left, reset, applied

@@ -55,7 +55,7 @@ const Released = Type.Object({
 const doc: RouteDoc = {
   summary: 'Give a redeemed sign token\'s unit back after its signing failed',
   description: 'Within RELEASE_WINDOW_SECONDS (default 300) of its redemption, once per token, the unit goes back to the package '
-    + 'it came from; the token stays used (validate answers 400 already used) and shows as released in the history. The license\'s '
+    + 'it came from; the token stays used (validate and sign answer 400 already used, with or without the Idempotency-Key of its redemption) and shows as released in the history. The license\'s '
     + 'releasesPerDay (set by the admin; 0, the default, turns releases off) bounds them: the service cannot tell a real signing '
     + 'failure from a claimed one. Every release is a ledger entry. An Idempotency-Key works as on validate. A token past its '
     + 'expiry is still accepted for the release window.',

@@ -75,7 +75,8 @@ export const REDEMPTION_LIMIT = {
 } as const;
 
 export const IDEMPOTENCY_KEY_DOC = {
-  description: '1-255 printable ASCII: a retry with the same key and token answers the first 200 again and spends nothing more',
+  description: '1-255 printable ASCII: a retry with the same key and token answers the first 200 again and spends nothing more; ' +
+    'once that redemption is released (POST /api/license/release), 400 already used, as without the key',
 };
 
 /**
@@ -86,7 +87,7 @@ export const redemptionErrorRows = (bodyRows: readonly Case[], keyReused = 'the 
   ['token missing, null or blank', redemptionReplies.TOKEN_EMPTY],
   ...bodyRows,
   ['a malformed Idempotency-Key header', badRequest('Idempotency-Key')],
-  ['the token was already redeemed', redemptionReplies.TOKEN_USED],
+  ['the token was already redeemed (a retry with its redemption\'s Idempotency-Key too, once that redemption is released)', redemptionReplies.TOKEN_USED],
   ['the license has no quota left', redemptionReplies.QUOTA_EXHAUSTED, QuotaExhaustedError],
   ['the sign token expired (5 minutes)', redemptionReplies.TOKEN_EXPIRED],
   ['malformed, bad signature, a header other than the accepted ones, a repeated member, an access token, or the license is ' +

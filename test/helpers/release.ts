@@ -1,3 +1,4 @@
+import type { Test } from 'tap';
 import { LicenseField } from '../../src/redis/scripts.js';
 import { adminView } from './admin.js';
 import { ADMIN_TOKEN, type Harness, type TestLicense } from './harness.js';
@@ -97,4 +98,24 @@ export async function booksOf(h: Harness, lic: TestLicense): Promise<Books> {
 export async function statusOf(h: Harness, token: string): Promise<string | undefined> {
   const [row] = await h.sql<{ status: string }[]>`select status from sign_tokens where token_id = ${claimsOf(token).token_id}`;
   return row?.status;
+}
+
+/** Once drained: Postgres used_quota = Redis used = the live figure, and the ledger's totals and the packages sum to it. */
+export async function expectExactBooks(t: Test, h: Harness, lic: TestLicense, used: number, released: number): Promise<void> {
+  await h.drainWorker(20_000);
+  const books = await booksOf(h, lic);
+  t.equal(books.used, used, `Postgres used_quota ${used}`);
+  t.equal(books.redisUsed, used, `Redis used ${used}`, { hash: await h.redis.hgetall(h.keys.forLicense(lic.firmaId).license) });
+  t.equal(books.packageUsed, used, 'Σ license_packages.used = used_quota');
+  t.equal(books.packageBought, books.total, 'Σ packages = total_quota');
+  t.equal(books.releases, released, `${released} token_releases rows`);
+  t.equal(books.releasedRows, released, `${released} sign_tokens released`);
+  t.equal(books.usedRows, used, 'sign_tokens used rows = used_quota');
+  const { items, totals } = await ledgerOf(h, lic);
+  t.equal(items.filter((i) => i.kind === 'release').length, released, `${released} release entries in the ledger`);
+  t.equal(totals.released, released, 'totals.released');
+  t.equal(totals.usedQuota, totals.redeemed - totals.released, 'usedQuota = redeemed - released');
+  t.equal(totals.usedQuota, used, 'the ledger\'s usedQuota is the license\'s');
+  t.equal(totals.totalQuota, totals.purchased + totals.corrected - totals.forfeited, 'totalQuota = purchased + corrected - forfeited');
+  t.equal(totals.totalQuota, books.total, 'the ledger\'s totalQuota is the license\'s');
 }
