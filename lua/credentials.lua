@@ -21,6 +21,8 @@
     KEYS[4] key failure budget     {k:<licenseKey>}:fk
     KEYS[5] pair failure budget    {k:<licenseKey>}:fp:<address>
     KEYS[6] trusted addresses      {k:<licenseKey>}:ta   sorted set, address -> ms of its last token
+    KEYS[7] pending places at KEYS[4]  {k:<licenseKey>}:fk:p   (includes/slowDown.lua)
+    KEYS[8] pending places at KEYS[5]  {k:<licenseKey>}:fp:<address>:p
 
     ARGV[1] tokens per window (0 = off) unless the license has its own (ownLimit in
             includes/rateLimit.lua); below 0: not read (a plain look-up)
@@ -31,13 +33,17 @@
     ARGV[6] longest delay, ms
     ARGV[7] "1" when the caller knows the address is refused for now (failures.lua): an untrusted
             attempt is then refused here without taking the key's budget
+    ARGV[8] the attempt's id (its pending place)
+    ARGV[9] how long a place may stay pending, ms
+    ARGV[10] "1": take a place even if every free one is pending (the attempt has waited enough)
 
   Returns {outcome, left, reset, limit, ...}: left, reset and limit are the tokens-issued
   counter's (tokens the window still allows, ms until it resets, the limit that applies;
   0, 0, 0 when it is off or was not read).
   Outcomes (names: src/redis/scripts.ts):
     {DONE, left, reset, limit, firmaId, passwordHash, generation ("0" when none), trusted (1/0),
-           delay ms (>= 0: place taken; < 0: refused for -delay ms, nothing taken; "": no budget),
+           delay ms (>= 0: place taken; < 0: refused for -delay ms, nothing taken; "wait": every free
+           place is pending, ask again, nothing taken; "": no budget),
            budget remaining, ms until the budget is whole}
     {OVER_RATE_LIMIT, 0, ms until the window resets, limit}   tokens-issued limit reached
     {COPY_MISSING, 0, 0, 0}      no copy, or a fenced one (fence.lua): the caller reads Postgres
@@ -79,5 +85,6 @@ if budget == 0 then return {DONE, left, reset, limit, cred[1], cred[2], cred[4] 
 if trusted == 0 and ARGV[7] == '1' then
   return {DONE, left, reset, limit, cred[1], cred[2], cred[4] or '0', 0, -1, 0, 0}
 end
-local delay, remaining, fullIn = failureTake(trusted == 1 and KEYS[5] or KEYS[4], budget, tonumber(ARGV[2]), now, tonumber(ARGV[6]))
+local delay, remaining, fullIn = failureTake(trusted == 1 and KEYS[5] or KEYS[4], trusted == 1 and KEYS[8] or KEYS[7], budget,
+  tonumber(ARGV[2]), now, tonumber(ARGV[6]), ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1')
 return {DONE, left, reset, limit, cred[1], cred[2], cred[4] or '0', trusted, delay, remaining, fullIn}

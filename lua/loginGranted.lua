@@ -10,6 +10,7 @@
     KEYS[2] the failure budget the attempt took: {k:<licenseKey>}:fk, or :fp:<address> when trusted
     KEYS[3] trusted addresses      {k:<licenseKey>}:ta
     KEYS[4] credentials hash       {k:<licenseKey>}:c    field lg the license's own tokens limit
+    KEYS[5] the pending places of KEYS[2] (includes/slowDown.lua)
 
     ARGV[1] tokens per window (0 = off) unless the license has its own (ownLimit in includes/rateLimit.lua)
     ARGV[2] window, ms
@@ -17,6 +18,7 @@
     ARGV[4] client address ("" = unknown: not trusted)
     ARGV[5] trust window, ms (0 = no trust)
     ARGV[6] most addresses trusted at one key (the most recent are kept)
+    ARGV[7] the attempt's id (its pending place)
 
   Returns {DONE, left, reset, limit}: a token may be issued; left and reset as the counter
           says, limit the one applied (0, 0, 0: off)
@@ -29,7 +31,7 @@
 
 local now = redisNow()
 local budget = tonumber(ARGV[3])
-if budget > 0 then failureGive(KEYS[2], budget, tonumber(ARGV[2]), now) end
+if budget > 0 then failureGive(KEYS[2], KEYS[5], budget, tonumber(ARGV[2]), now, ARGV[7]) end
 local address, trustMs = ARGV[4], tonumber(ARGV[5])
 if address ~= '' and trustMs > 0 then
   redis.call('ZADD', KEYS[3], now, address)

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { RATE_WINDOW_MS, type Config } from '../config.js';
 import type { RedisClient } from '../redis/client.js';
 import type { RedisClock } from '../redis/clock.js';
@@ -10,6 +11,26 @@ const TARPIT_MS = 1000;
 const MAX_REFUSED = 100_000;
 /** Addresses trusted at one license key, at most: the most recent logins are kept. */
 export const MOST_TRUSTED_ADDRESSES = 64;
+/**
+ * How long an attempt may wait for places held by attempts still being checked, at least (or
+ * GET_TOKEN_MAX_DELAY_MS when longer; with it at 0 an attempt is held for no turn, yet still
+ * waits for checks in flight): a password check, its queue included, takes well under it
+ * (PASSWORD_QUEUE_MAX bounds the queue), so the wait ends with those attempts, as places given
+ * back or failures. Past it pending places count as taken.
+ */
+export const CHECKS_WAIT_MS = 5000;
+/** A waiting attempt asks again after this long at first, then half as long again each time, up to CHECKS_POLL_MAX_MS. */
+export const CHECKS_POLL_MS = 20;
+/** A flood of waiting attempts asks Redis no more than this often each, like a client refused and retrying after its tarpit. */
+export const CHECKS_POLL_MAX_MS = 250;
+/**
+ * A place stays pending at most this long past the longest hold: far beyond any password check, so only an attempt
+ * whose process died is still pending then, and its place counts as a failure until the budget refills.
+ */
+const PENDING_BEYOND_HOLD_MS = 30_000;
+/** Attempt ids: this process's tag and a count, unique among every process sharing the budgets. */
+const PROCESS_TAG = randomBytes(6).toString('base64url');
+let attempts = 0;
 
 /**
  * get-token's limits, shared by every process through Redis. Correct credentials are counted
@@ -25,9 +46,12 @@ export const MOST_TRUSTED_ADDRESSES = 64;
  *
  * A failure budget slows down before it refuses (lua/includes/slowDown.lua): past it an
  * attempt is held for its turn, up to GET_TOKEN_MAX_DELAY_MS, and only refused beyond that.
- * Each attempt takes its place before its password is hashed and a successful one gives it
- * back, so concurrent guesses are counted. An address refused is remembered here until it
- * may try again: its attempts at keys it is not trusted at then cost no Redis call.
+ * Each attempt takes its place before its password is hashed, pending until it is checked:
+ * a successful one gives it back, a failed one keeps it, so concurrent guesses are counted.
+ * Only failures hold attempts back or refuse them: an attempt that finds the free places
+ * held by attempts still being checked waits for them (waitMs), never refused for them.
+ * An address refused is remembered here until it may try again: its attempts at keys it is
+ * not trusted at then cost no Redis call.
  */
 export class LoginLimits {
   private readonly refusedUntil = new Map<string, number>();
@@ -37,6 +61,8 @@ export class LoginLimits {
   private readonly keyBudget: number;
   private readonly trustMs: number;
   private readonly maxDelayMs: number;
+  /** how long an attempt waits for places held by attempts still being checked, before they count as taken */
+  private readonly waitMs: number;
 
   constructor(
     private readonly redis: RedisClient,
@@ -49,6 +75,7 @@ export class LoginLimits {
     this.keyBudget = config.rate.getTokenKeyFailures;
     this.trustMs = config.logins.trustMs;
     this.maxDelayMs = config.logins.maxDelayMs;
+    this.waitMs = Math.max(CHECKS_WAIT_MS, this.maxDelayMs);
   }
 
   /** What credentials.lua is asked for an attempt from a client (its address bucket, "" = unknown). */
@@ -56,32 +83,46 @@ export class LoginLimits {
     return {
       tokensLimit: this.tokensLimit, windowMs: this.window, address: client, keyBudget: this.keyBudget,
       trustMs: this.trustMs, maxDelayMs: this.maxDelayMs, addressRefused: this.refusedMs(client) > 0,
+      id: `${PROCESS_TAG}.${(attempts++).toString(36)}`, pendingMs: this.maxDelayMs + PENDING_BEYOND_HOLD_MS, force: false,
     };
   }
 
+  /**
+   * Sets the attempt up to ask for its places again after waiting waitedMs for attempts still being checked: it may be
+   * held for its turn what is left of GET_TOKEN_MAX_DELAY_MS, and once it has waited long enough pending places count.
+   */
+  waited(attempt: LoginAttempt, waitedMs: number): void {
+    attempt.maxDelayMs = Math.max(0, this.maxDelayMs - waitedMs);
+    attempt.force = waitedMs >= this.waitMs;
+  }
+
   /** The address's place for an attempt at a key it is not trusted at (no budget, or an unknown address: NO_GATE). */
-  async takeAddress(client: string): Promise<FailureGate> {
+  async takeAddress(attempt: LoginAttempt): Promise<FailureGate> {
+    const client = attempt.address;
     if (this.addressBudget === 0 || client === '') return NO_GATE;
     const remembered = this.refusedMs(client);
-    if (remembered > 0) return { delayMs: 0, refusedMs: remembered, budget: { remaining: 0, resetMs: remembered } };
+    if (remembered > 0) return { delayMs: 0, refusedMs: remembered, waiting: false, budget: { remaining: 0, resetMs: remembered } };
     const now = Date.now();
-    const gate = await runScript(this.redis, scripts.takeFailure(this.keys.failures(client), this.addressBudget, this.window,
-      this.maxDelayMs, this.clock.deadline(now)));
+    const gate = await runScript(this.redis, scripts.takeFailure(this.keys, this.keys.failures(client), this.addressBudget, this.window,
+      this.clock.deadline(now), attempt));
     if (gate.refusedMs > 0) this.remember(client, now + gate.refusedMs);
     return gate;
   }
 
-  /** The attempt got through, or the service failed it: its place at the address goes back. */
-  async giveAddress(client: string): Promise<void> {
-    if (this.addressBudget === 0 || client === '') return;
-    await runScript(this.redis, scripts.giveFailure(this.keys.failures(client), this.addressBudget, this.window));
+  /** The attempt at the address: 'give' its place back (it got through, or the service failed it), or keep it as a 'fail'ure. */
+  async endAddress(attempt: LoginAttempt, op: 'give' | 'fail'): Promise<void> {
+    if (this.addressBudget === 0 || attempt.address === '') return;
+    await runScript(this.redis, scripts.endFailure(this.keys, this.keys.failures(attempt.address), op, this.addressBudget, this.window, attempt.id));
   }
 
-  /** The service failed an attempt, or another budget refused it: its place at the key goes back. */
-  async giveKey(licenseKey: string, attempt: LoginAttempt, trusted: boolean): Promise<void> {
+  /**
+   * The attempt at the key: 'give' its place back (the service failed it, or another budget refused it or made it wait),
+   * or keep it as a 'fail'ure. (A login that checks out gives it back in loginGranted.lua.)
+   */
+  async endKey(licenseKey: string, attempt: LoginAttempt, trusted: boolean, op: 'give' | 'fail'): Promise<void> {
     if (this.keyBudget === 0) return;
     const budget = trusted ? this.keys.pairFailures(licenseKey, attempt.address) : this.keys.keyFailures(licenseKey);
-    await runScript(this.redis, scripts.giveFailure(budget, this.keyBudget, this.window));
+    await runScript(this.redis, scripts.endFailure(this.keys, budget, op, this.keyBudget, this.window, attempt.id));
   }
 
   /** The password checked out: the token is counted, the key's place given back, the address trusted (lua/loginGranted.lua). */

@@ -144,6 +144,11 @@ export class KeySpace {
     return `${this.prefix}:{a:${client}}:fg`;
   }
 
+  /** the places of a failure budget (failures, keyFailures, pairFailures) held by attempts still being checked */
+  pendingOf(budget: string): string {
+    return `${budget}:p`;
+  }
+
   /**
    * check-quota's counter of one client (an address bucket, src/http/clientAddress.ts) for
    * one license key, so a stranger who knows the key spends only his own count; a client

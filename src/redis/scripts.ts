@@ -143,16 +143,21 @@ export function runScript<R>(client: ScriptClient, call: ScriptCall<R>): Promise
 /**
  * Where a get-token attempt stands in a failed-login budget (lua/includes/slowDown.lua):
  * delayMs >= 0: its place is taken, go after that long; refusedMs > 0: refused, nothing
- * taken, try again after that long. budget: what the RateLimit fields say of it.
+ * taken, try again after that long; waiting: every free place is held by attempts still
+ * being checked, nothing taken, ask again. budget: what the RateLimit fields say of it.
  */
 export interface FailureGate {
   delayMs: number;
   refusedMs: number;
+  waiting: boolean;
   budget: RateCount;
 }
 
 /** No budget was consulted (a plain look-up, or every failure budget off). */
-export const NO_GATE: FailureGate = { delayMs: 0, refusedMs: 0, budget: { remaining: 0, resetMs: 0 } };
+export const NO_GATE: FailureGate = { delayMs: 0, refusedMs: 0, waiting: false, budget: { remaining: 0, resetMs: 0 } };
+
+/** slowDown.lua's delay when every free place is pending. */
+const WAIT = 'wait';
 
 /** credentials.lua's answer: DONE with the credentials (generation "0" when the copy has none); OVER_RATE_LIMIT: wait rate.resetMs */
 export interface CredentialsFound {
@@ -177,14 +182,22 @@ export interface LoginAttempt {
   /** failures per window at one key (0: no budget) */
   keyBudget: number;
   trustMs: number;
+  /** the longest this attempt may still be held for its turn (GET_TOKEN_MAX_DELAY_MS less what it has waited) */
   maxDelayMs: number;
   /** the address is refused for now (known to this process): an untrusted attempt is refused without taking the key's budget */
   addressRefused: boolean;
+  /** the attempt's id: the name of the places it takes while its password is checked */
+  id: string;
+  /** how long a place may stay pending: past it, its attempt is taken for gone and the place for a failure */
+  pendingMs: number;
+  /** take a place even when every free one is pending (the attempt has waited long enough) */
+  force: boolean;
 }
 
 /** A look-up that counts nothing (check-quota and history find a key's firma id). */
 export const LOOK_UP_ONLY: LoginAttempt = {
   tokensLimit: NOT_COUNTED, windowMs: 60_000, address: '', keyBudget: 0, trustMs: 0, maxDelayMs: 0, addressRefused: false,
+  id: '', pendingMs: 0, force: false,
 };
 
 /** A rendered check-quota answer: its status line and its body up to the timestamp's value (`...,"timestamp":"`). */
@@ -218,12 +231,13 @@ const outcomeOf = (value: unknown): Outcome => Number(value) as Outcome;
 /** A rate count from position `at`: remaining, reset ms, the limit applied. */
 const rateOf = (r: Reply, at: number): RateCount => ({ remaining: Number(r[at]), resetMs: Number(r[at + 1]), limit: Number(r[at + 2]) });
 
-/** A slow-down budget's answer from position `at`: delay (< 0: refused for -delay ms; "": no budget), remaining, ms until whole. */
+/** A slow-down budget's answer from position `at`: delay (< 0: refused for -delay ms; "wait"; "": no budget), remaining, ms until whole. */
 function gateOf(r: Reply, at: number): FailureGate {
   if (r[at] === '' || r[at] == null) return NO_GATE;
-  const delay = Number(r[at]);
   const budget = { remaining: Number(r[at + 1]), resetMs: Number(r[at + 2]) };
-  return delay < 0 ? { delayMs: 0, refusedMs: Math.max(1, -delay), budget } : { delayMs: delay, refusedMs: 0, budget };
+  if (r[at] === WAIT) return { delayMs: 0, refusedMs: 0, waiting: true, budget };
+  const delay = Number(r[at]);
+  return delay < 0 ? { delayMs: 0, refusedMs: Math.max(1, -delay), waiting: false, budget } : { delayMs: delay, refusedMs: 0, waiting: false, budget };
 }
 
 function readCredentials(reply: unknown): CredentialsFound {
@@ -236,13 +250,12 @@ function readCredentials(reply: unknown): CredentialsFound {
   };
 }
 
-/** failures.lua's answer: DONE with the delay, OVER_RATE_LIMIT with the refusal, as one gate. */
+/** failures.lua's answer: DONE with the delay (or "wait"), OVER_RATE_LIMIT with the refusal, as one gate. */
 function readFailureGate(reply: unknown): FailureGate {
   const r = reply as Reply;
-  const budget = { remaining: Number(r[2]), resetMs: Number(r[3]) };
   return outcomeOf(r[0]) === Outcome.OVER_RATE_LIMIT
-    ? { delayMs: 0, refusedMs: Math.max(1, Number(r[1])), budget }
-    : { delayMs: Number(r[1]), refusedMs: 0, budget };
+    ? { delayMs: 0, refusedMs: Math.max(1, Number(r[1])), waiting: false, budget: { remaining: Number(r[2]), resetMs: Number(r[3]) } }
+    : gateOf(r, 1);
 }
 
 /** loginGranted.lua's answer: DONE or OVER_RATE_LIMIT, and what the tokens-issued counter says. */
@@ -321,33 +334,44 @@ export const scripts = {
   /** lua/credentials.lua: the key's credentials and, for a login attempt, its place in a failure budget (LOOK_UP_ONLY: nothing counted) */
   credentials: (keys: KeySpace, licenseKey: string, a: LoginAttempt): ScriptCall<CredentialsFound> => ({
     name: 'credentials',
-    args: [6, keys.credentials(licenseKey), keys.rateGetToken(licenseKey), keys.unknownKey(licenseKey), keys.keyFailures(licenseKey),
+    args: [8, keys.credentials(licenseKey), keys.rateGetToken(licenseKey), keys.unknownKey(licenseKey), keys.keyFailures(licenseKey),
       keys.pairFailures(licenseKey, a.address), keys.trustedAddresses(licenseKey),
-      a.tokensLimit, a.windowMs, a.address, a.keyBudget, a.trustMs, a.maxDelayMs, a.addressRefused ? '1' : '0'],
+      keys.pendingOf(keys.keyFailures(licenseKey)), keys.pendingOf(keys.pairFailures(licenseKey, a.address)),
+      a.tokensLimit, a.windowMs, a.address, a.keyBudget, a.trustMs, a.maxDelayMs, a.addressRefused ? '1' : '0',
+      a.id, a.pendingMs, a.force ? '1' : '0'],
     read: readCredentials,
   }),
 
   /** lua/loginGranted.lua: the password checked out: the token counted, the failure place given back, the address trusted */
-  loginGranted: (keys: KeySpace, licenseKey: string, a: LoginAttempt, trusted: boolean, mostTrusted: number): ScriptCall<LoginGranted> => ({
-    name: 'loginGranted',
-    args: [4, keys.rateGetToken(licenseKey), trusted ? keys.pairFailures(licenseKey, a.address) : keys.keyFailures(licenseKey),
-      keys.trustedAddresses(licenseKey), keys.credentials(licenseKey), a.tokensLimit, a.windowMs, a.keyBudget, a.address, a.trustMs, mostTrusted],
-    read: readCounted,
-  }),
+  loginGranted: (keys: KeySpace, licenseKey: string, a: LoginAttempt, trusted: boolean, mostTrusted: number): ScriptCall<LoginGranted> => {
+    const budget = trusted ? keys.pairFailures(licenseKey, a.address) : keys.keyFailures(licenseKey);
+    return {
+      name: 'loginGranted',
+      args: [5, keys.rateGetToken(licenseKey), budget, keys.trustedAddresses(licenseKey), keys.credentials(licenseKey), keys.pendingOf(budget),
+        a.tokensLimit, a.windowMs, a.keyBudget, a.address, a.trustMs, mostTrusted, a.id],
+      read: readCounted,
+    };
+  },
 
   /** lua/count.lua: one request counted against a limit (> 0) on its counter, and nothing else (history) */
   count: (counter: string, limit: number, windowMs: number): ScriptCall<Counted> => ({
     name: 'count', args: [1, counter, limit, windowMs], read: readCountedPlain,
   }),
 
-  /** lua/failures.lua: a place in a failed-login budget (a client address's: KeySpace.failures), or the refusal */
-  takeFailure: (budgetKey: string, budget: number, windowMs: number, maxDelayMs: number, deadlineMs: number): ScriptCall<FailureGate> => ({
-    name: 'failures', args: [1, budgetKey, 'take', budget, windowMs, maxDelayMs, deadlineMs], read: readFailureGate,
+  /**
+   * lua/failures.lua: a place in a failed-login budget (a client address's: KeySpace.failures) for the attempt,
+   * pending until it is settled or given back; the refusal; or "wait" (every free place pending)
+   */
+  takeFailure: (keys: KeySpace, budgetKey: string, budget: number, windowMs: number, deadlineMs: number,
+    a: Pick<LoginAttempt, 'maxDelayMs' | 'id' | 'pendingMs' | 'force'>): ScriptCall<FailureGate> => ({
+    name: 'failures',
+    args: [2, budgetKey, keys.pendingOf(budgetKey), 'take', budget, windowMs, a.maxDelayMs, deadlineMs, a.id, a.pendingMs, a.force ? '1' : '0'],
+    read: readFailureGate,
   }),
 
-  /** lua/failures.lua: a place given back (the attempt succeeded, or was not made) */
-  giveFailure: (budgetKey: string, budget: number, windowMs: number): ScriptCall<FailureGate> => ({
-    name: 'failures', args: [1, budgetKey, 'give', budget, windowMs, 0, 0], read: readFailureGate,
+  /** lua/failures.lua: the attempt's place given back ('give': it succeeded, or was not made) or kept as a failure ('fail') */
+  endFailure: (keys: KeySpace, budgetKey: string, op: 'give' | 'fail', budget: number, windowMs: number, attemptId: string): ScriptCall<FailureGate> => ({
+    name: 'failures', args: [2, budgetKey, keys.pendingOf(budgetKey), op, budget, windowMs, 0, 0, attemptId, 0, '0'], read: readFailureGate,
   }),
 
   /**

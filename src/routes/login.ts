@@ -2,9 +2,10 @@ import { addressBucket } from '../http/clientAddress.js';
 import type { Reply } from '../http/reply.js';
 import type { Request } from '../http/route.js';
 import type { Credentials } from '../licenses/hot.js';
-import { sleep } from '../licenses/loginLimits.js';
+import { CHECKS_POLL_MAX_MS, CHECKS_POLL_MS, sleep } from '../licenses/loginLimits.js';
+import { ServiceUnavailable } from '../errors.js';
 import type { RateLimitDoc } from '../openapi/routeDoc.js';
-import { NO_GATE, Outcome, type LoginAttempt } from '../redis/scripts.js';
+import { NO_GATE, Outcome, type FailureGate, type LoginAttempt } from '../redis/scripts.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { authReplies, rateLimited } from './replies.js';
@@ -76,12 +77,25 @@ export class Login {
     }
   }
 
-  /** The places an attempt that is no failure holds (refused by another budget, or failed by the service) go back. */
+  /** The places an attempt that is no failure holds (refused by another budget, waiting, or failed by the service) go back. */
   #release(attempt: Attempt, licenseKey: string): void {
     const limits = this.#ctx.logins;
-    if (attempt.keyTaken) void limits.giveKey(licenseKey, attempt.login, attempt.trusted).catch(() => {});
-    if (attempt.addressTaken) void limits.giveAddress(attempt.client).catch(() => {});
+    if (attempt.keyTaken) void limits.endKey(licenseKey, attempt.login, attempt.trusted, 'give').catch(() => {});
+    if (attempt.addressTaken) void limits.endAddress(attempt.login, 'give').catch(() => {});
     attempt.keyTaken = attempt.addressTaken = false;
+  }
+
+  /** The attempt failed: its places stay taken, no longer pending, before the client hears of it (the next attempt counts it). */
+  async #failed(attempt: Attempt, licenseKey: string, answer: Reply): Promise<Reply> {
+    const limits = this.#ctx.logins;
+    const { keyTaken, addressTaken } = attempt;
+    attempt.keyTaken = attempt.addressTaken = false;
+    // a settle that fails leaves the place pending until it lapses (LoginAttempt.pendingMs): still a failure then
+    await Promise.all([
+      keyTaken ? limits.endKey(licenseKey, attempt.login, attempt.trusted, 'fail').catch(() => {}) : undefined,
+      addressTaken ? limits.endAddress(attempt.login, 'fail').catch(() => {}) : undefined,
+    ]);
+    return answer;
   }
 
   /** A refusal by a failure budget, held back a while (a tarpit), with that budget's fields. */
@@ -96,7 +110,7 @@ export class Login {
     const limits = this.#ctx.logins;
     const [granted] = await Promise.all([
       limits.granted(licenseKey, attempt.login, attempt.trusted),
-      attempt.addressTaken ? limits.giveAddress(attempt.client) : undefined,
+      attempt.addressTaken ? limits.endAddress(attempt.login, 'give') : undefined,
     ]);
     attempt.keyTaken = attempt.addressTaken = false;
     if (granted.outcome === Outcome.OVER_RATE_LIMIT) return this.#tokenFields.on(rateLimited(granted.rate.resetMs), granted.rate);
@@ -104,26 +118,43 @@ export class Login {
   }
 
   /**
-   * The key's credentials and its failure budget first (one call: it says whether the address is
-   * trusted there), then the address's budget unless it is; held for its turn if a budget says so;
-   * then the password.
+   * The key's credentials and its failure budget (one call: it says whether the address is
+   * trusted there), then the address's budget unless it is. Every free place held by attempts
+   * still being checked: nothing kept, ask again shortly, until a place comes back or
+   * LoginLimits.waitMs has passed (then a place is taken beyond them). Then held for its turn
+   * if a budget's failures say so, refused if they say so; then the password.
    */
+  async #places(attempt: Attempt, licenseKey: string, req: Request): Promise<Places | Reply> {
+    const { hot, logins } = this.#ctx;
+    const started = Date.now();
+    for (let pollMs = CHECKS_POLL_MS; ; pollMs = Math.min(CHECKS_POLL_MAX_MS, pollMs * 1.5)) {
+      // keys are UUIDs (the admin API makes no other kind): another one cannot exist
+      const found = UUID.test(licenseKey) ? await hot.credentials(licenseKey, attempt.login) : null;
+      if (found !== null && found.waitMs > 0) return this.#tokenFields.on(rateLimited(found.waitMs), found.rate);
+      const cred = found?.credentials ?? null;
+      const keyGate = found?.gate ?? NO_GATE;
+      attempt.trusted = found?.trusted ?? false;
+      attempt.keyTaken = cred !== null && taken(keyGate);
+      let addressGate = NO_GATE;
+      if (!attempt.trusted && !keyGate.waiting) {
+        addressGate = await logins.takeAddress(attempt.login);
+        attempt.addressTaken = taken(addressGate);
+        if (addressGate.refusedMs > 0) return this.#refused(attempt, licenseKey, this.#addressFields, addressGate.refusedMs);
+      }
+      if (keyGate.refusedMs > 0) return this.#refused(attempt, licenseKey, this.#keyFields, keyGate.refusedMs);
+      if (!keyGate.waiting && !addressGate.waiting) return { cred, keyGate, addressGate };
+      this.#release(attempt, licenseKey);
+      await sleep(pollMs);
+      if (req.aborted) throw new ServiceUnavailable('client gone while its login waited for a place');
+      logins.waited(attempt.login, Date.now() - started);
+    }
+  }
+
   async #answer(attempt: Attempt, licenseKey: string, password: string, req: Request, accepted: Accepted): Promise<Reply> {
     const ctx = this.#ctx;
-    // keys are UUIDs (the admin API makes no other kind): another one cannot exist
-    const found = UUID.test(licenseKey) ? await ctx.hot.credentials(licenseKey, attempt.login) : null;
-    if (found !== null && found.waitMs > 0) return this.#tokenFields.on(rateLimited(found.waitMs), found.rate);
-    const cred = found?.credentials ?? null;
-    const keyGate = found?.gate ?? NO_GATE;
-    attempt.trusted = found?.trusted ?? false;
-    attempt.keyTaken = cred !== null && keyGate !== NO_GATE && keyGate.refusedMs === 0;
-    let addressGate = NO_GATE;
-    if (!attempt.trusted) {
-      addressGate = await ctx.logins.takeAddress(attempt.client);
-      attempt.addressTaken = addressGate !== NO_GATE && addressGate.refusedMs === 0;
-      if (addressGate.refusedMs > 0) return this.#refused(attempt, licenseKey, this.#addressFields, addressGate.refusedMs);
-    }
-    if (keyGate.refusedMs > 0) return this.#refused(attempt, licenseKey, this.#keyFields, keyGate.refusedMs);
+    const places = await this.#places(attempt, licenseKey, req);
+    if (!('cred' in places)) return places;
+    const { cred, keyGate, addressGate } = places;
     const delayMs = Math.max(addressGate.delayMs, keyGate.delayMs);
     if (delayMs > 0) await sleep(delayMs);
     // what a failure says of the budget it counts toward: the address's, or a trusted address's own at the key
@@ -132,16 +163,22 @@ export class Login {
     if (cred === null) {
       // as slow as a wrong password, without spending a hash
       await ctx.passwords.burn(password);
-      attempt.keyTaken = attempt.addressTaken = false; // a failure: the places stay taken
-      return failed;
+      return this.#failed(attempt, licenseKey, failed);
     }
     const right = await ctx.passwords.verify(cred.passwordHash, password, req);
-    if (!right) {
-      attempt.keyTaken = attempt.addressTaken = false;
-      return failed;
-    }
+    if (!right) return this.#failed(attempt, licenseKey, failed);
     return this.#credentialsAccepted(licenseKey, attempt, cred, accepted);
   }
+}
+
+/** A budget's answer that holds a place for the attempt (to give back or settle). */
+const taken = (gate: FailureGate): boolean => gate !== NO_GATE && gate.refusedMs === 0 && !gate.waiting;
+
+/** The places an attempt holds once it may go on: the credentials found (null: none), and each budget's answer. */
+interface Places {
+  cred: Credentials | null;
+  keyGate: FailureGate;
+  addressGate: FailureGate;
 }
 
 /** One attempt: where it came from, and which failure places it holds (given back unless it fails). */

@@ -48,7 +48,8 @@ const doc: RouteDoc = {
     '"get-token"); failed attempts per license key from addresses not trusted there, and per key for each trusted address ' +
     '(RATE_GET_TOKEN_KEY_FAILURES_PER_MIN, "failed-logins-key"), and per client address (RATE_GET_TOKEN_FAILURES_PER_MIN, ' +
     '"failed-logins"). An address is trusted at a key once it got a token for it (GET_TOKEN_TRUST_DAYS). Past a failure ' +
-    'budget an attempt is held for its turn, up to GET_TOKEN_MAX_DELAY_MS, and refused with 429 only beyond that.',
+    'budget an attempt is held for its turn, up to GET_TOKEN_MAX_DELAY_MS, and refused with 429 only beyond that. Only ' +
+    'failures refuse: an attempt whose budget is full of logins still being checked waits for them, never refused for them.',
   tags: ['public'],
   auth: 'none',
   body: {
