@@ -19,7 +19,11 @@ import { idempotencyKeyHeader, jsonObject, type Parsed, Text } from './schemas.j
 
 /** A token: text that is not blank (trimmed before it is verified). */
 export const Token = Type.String({ format: 'text', maxLength: 4096, pattern: '\\S', description: `the sign token. ${PRESENTED_TOKEN}` });
-export const Origin = Type.Optional(Type.Union([Text({ maxLength: 1024 }), Type.Null()]));
+/** The origin's forms, as src/licenses/origin.ts originHost reads them (docs/api.md#origin-rules). */
+const ORIGIN_FORMS = 'host, host:port or host/path, optionally after http:// or https://; the host name alone is matched ' +
+  'against the license\'s domains (a license with none accepts any origin, or none). A malformed origin or another scheme ' +
+  'never matches: 401 Bu domain için yetki yok on a license with domains';
+export const Origin = Type.Optional(Type.Union([Text({ maxLength: 1024 }), Type.Null()], { description: ORIGIN_FORMS }));
 
 // token emptiness is its own published error, so the parser lets a missing token, null and
 // blank strings (whitespace, tabs and line breaks included) through to be answered as such
@@ -93,6 +97,8 @@ export const redemptionErrorRows = (bodyRows: readonly Case[], keyReused = 'the 
   ['malformed, bad signature, a header other than the accepted ones, a repeated member, an access token, or the license is ' +
     'inactive, expired or gone', redemptionReplies.TOKEN_INVALID],
   ['the origin is not one of the license\'s domains', redemptionReplies.ORIGIN_DENIED],
+  ['the license has domains and the origin is malformed (a host no domain entry could name, user info, a bad port) or its scheme is ' +
+    'neither http nor https', redemptionReplies.ORIGIN_DENIED],
   [keyReused, redemptionReplies.KEY_REUSED],
   ['too many redemptions for this company (RATE_VALIDATE_PER_MIN)', rateLimited(42_000), RateLimitedError],
 ];

@@ -9,7 +9,8 @@ import { TokenSource } from '../helpers/tokens.js';
 // origin that matches one (exact host or wildcard subdomain, IDN in ASCII form), an admin
 // change of the domains is in force at once, and RATE_VALIDATE_PER_MIN per company (a
 // refused request spends nothing and burns no token). Forged and tampered tokens:
-// validate.error.test.ts (401 Geçersiz token).
+// validate.error.test.ts (401 Geçersiz token); malformed origins, at validate and at sign:
+// redemption.origin.security.test.ts.
 
 const h = await startHarness(t, 'validate-origin', NO_RATE_LIMITS);
 
@@ -37,6 +38,8 @@ t.test('with domains, origin is required and must match a host name (exact or wi
     undefined, null, '', 'http://evil.com', 'evil.com', 'sub.example.com', 'https://sub.example.com',
     'corp.example.org', 'https://corp.example.org:443/', 'example.com.evil.com', 'notexample.com',
     'notcorp.example.org', 'a.corp.example.org.evil.com', 'https://evil.com/example.com', 'example.org',
+    // malformed: no host name, or another scheme (more in redemption.origin.security.test.ts)
+    'https://*.corp.example.org', 'https://.corp.example.org', 'https://a..corp.example.org', 'file://example.com', 'javascript://example.com/x',
   ];
   for (const origin of refusedOrigins) {
     const res = await h.validate(probe, origin);
