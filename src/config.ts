@@ -26,7 +26,7 @@ export interface Config {
   jwtKeys: JwtKey[];
   /** iss of every token, checked on verify */
   jwtIssuer: string;
-  /** the Ed25519 keys of license tokens and receipts: the first signs, all are published (SIGNING_KEYS_FILE or SIGNING_KEYS; none in the worker) */
+  /** the Ed25519 keys of license tokens and receipts: the first signs, all are published (SIGNING_KEYS_FILE or SIGNING_KEYS); [] unset (license validation and sign answer 503) and in the worker */
   signingKeys: SigningKey[];
   /** LICENSE_TOKEN_SECONDS: how long a license token lives */
   licenseTokenSeconds: number;

@@ -20,7 +20,7 @@ import { RedisRestarts } from './redis/restarts.js';
 import { issueLayout, redeemLayout } from './redis/scripts.js';
 import { SlotBatcher } from './redis/slotBatcher.js';
 import type { RouteContext } from './routes/context.js';
-import { ArtefactSigner } from './tokens/signingKeys.js';
+import { artefactSignerOf } from './tokens/signingKeys.js';
 import { serviceRoutes } from './routes/index.js';
 import { codedErrors } from './routes/replies.js';
 import { SignTokenIssuer } from './tokens/issueSignToken.js';
@@ -76,7 +76,7 @@ export async function startService(config: Config, log: Logger, options: Service
   metrics.watchHasher(passwords);
   const ctx: RouteContext = {
     config, log, sql, redis, keys, store, tokens, hot, passwords,
-    artefacts: new ArtefactSigner(config.signingKeys),
+    artefacts: artefactSignerOf(config.signingKeys),
     logins: new LoginLimits(redis, keys, config, clock),
     issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot, config.releaseWindowMs),
     releaser: new SignTokenReleaser(redis, keys, hot, config.releaseWindowMs),

@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig } from '../config.js';
+import type { Logger } from 'pino';
+import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
 import { startService, STOP_FLUSH_MS } from '../service.js';
+import { SIGNING_KEYS_MISSING_WARNING } from '../tokens/signingKeys.js';
 import { claimPort } from './portClaim.js';
 import { CHILD_ENV, runPrimary, type CannotStartMessage, type ListeningMessage } from './primary.js';
 
@@ -23,14 +25,14 @@ async function main(): Promise<void> {
   const log = child ? createLogger(config.logLevel).child({ child: Number(process.env[CHILD_ENV]), pid: process.pid }) : createLogger(config.logLevel);
   guardProcess(log);
   if (!child && config.workers > 1) {
-    if (!config.tls) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
+    warnAtStart(config, log);
     await runPrimary(config, log, fileURLToPath(import.meta.url)).catch((err: Error) => {
       process.stderr.write(`license-service: cannot start: ${scrub(err.message)}\n`);
       process.exit(1);
     });
     return;
   }
-  if (!config.tls && !child) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
+  if (!child) warnAtStart(config, log);
   // one process on a port of its choosing: no other server may share it (PORT=0: uWS binds
   // the kernel's pick without SO_REUSEPORT, so nothing can)
   if (!child && config.port !== 0) await claimPort(config.host, config.port).catch((err: Error) => cannotStart(false, scrub(err.message)));
@@ -73,6 +75,16 @@ async function main(): Promise<void> {
     const listening: ListeningMessage = { type: 'listening', port: service.port };
     process.send?.(listening);
   }
+}
+
+/**
+ * What the configuration starts without, said once per start of the service: by the primary
+ * when several processes serve (its children share its configuration and say nothing), else
+ * by the one process.
+ */
+function warnAtStart(config: Config, log: Logger): void {
+  if (!config.tls) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
+  if (config.signingKeys.length === 0) log.warn(SIGNING_KEYS_MISSING_WARNING);
 }
 
 /**

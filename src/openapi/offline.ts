@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { createLogger } from '../log.js';
 import { NO_METRICS } from '../metrics/registry.js';
 import type { RouteContext } from '../routes/context.js';
-import { ArtefactSigner } from '../tokens/signingKeys.js';
+import { artefactSignerOf } from '../tokens/signingKeys.js';
 import { serviceRoutes } from '../routes/index.js';
 
 // The document a configuration serves, built without starting the service: the very routes
@@ -29,7 +29,7 @@ export function offlineDocument(config: Config): string {
     redis: notConnected('redis'),
     keys: notConnected('keys'),
     tokens: notConnected('tokens'),
-    artefacts: new ArtefactSigner(config.signingKeys),
+    artefacts: artefactSignerOf(config.signingKeys),
     store: notConnected('store'),
     hot: notConnected('hot'),
     passwords: notConnected('passwords'),

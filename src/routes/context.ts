@@ -23,8 +23,8 @@ export interface RouteContext {
   redis: RedisClient;
   keys: KeySpace;
   tokens: TokenService;
-  /** signs license tokens and receipts (Ed25519); the JWKS */
-  artefacts: ArtefactSigner;
+  /** signs license tokens and receipts (Ed25519); the JWKS. null: no signing keys, the routes that sign answer 503 */
+  artefacts: ArtefactSigner | null;
   store: LicenseStore;
   hot: HotLicenses;
   passwords: Passwords;

@@ -8,14 +8,15 @@ import { errorResponses, type ResponseDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf, eddsaJws, RateLimitedError } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { Login } from './login.js';
-import { authReplies, invalidRequest, rateLimited } from './replies.js';
+import { authReplies, invalidRequest, rateLimited, signingKeysMissing, SIGNING_KEYS_MISSING_WHEN } from './replies.js';
 import { Password, Text, valueParser } from './schemas.js';
-import { exampleSigner } from '../tokens/signingKeys.js';
+import { exampleSigner, type ArtefactSigner } from '../tokens/signingKeys.js';
 
 // License validation: POST /api/License/validate with a license key and password (a body
 // without `token`) answers a license token, an EdDSA JWS of the license's state that a
 // desktop application checks offline against /.well-known/jwks.json until it expires. The
-// login is get-token's, budgets and answers included; no quota is needed or spent.
+// login is get-token's, budgets and answers included; no quota is needed or spent. An instance
+// without signing keys answers 503 before the login: no password hashed, no budget counted.
 
 export const LicenseValidationBody = Type.Object({
   licenseKey: Text({ minLength: 1, maxLength: 128 }),
@@ -59,6 +60,7 @@ export function licenseValidationResponses(): Record<number, ResponseDoc> {
     ['the license is past its expiry date', authReplies.LICENSE_EXPIRED],
     ['the license is not active', authReplies.LICENSE_INACTIVE],
     ['the license key\'s logins for this minute are used (RATE_GET_TOKEN_PER_MIN), or too many failed attempts (as get-token)', rateLimited(42_000), RateLimitedError],
+    [`license validation: ${SIGNING_KEYS_MISSING_WHEN} (no password checked)`, signingKeysMissing.coded],
   ]);
 }
 
@@ -88,26 +90,32 @@ export class LicenseValidation {
   readonly #login: Login;
   readonly #parse = valueParser(LicenseValidationBody);
   readonly #issued: MetricCount;
+  /**
+   * The answer to a body that asks for license validation (already parsed as JSON). Chosen
+   * here, once: without signing keys, the 503 itself, so no request asks the configuration.
+   */
+  readonly answer: (req: Request, body: Record<string, unknown>) => Reply | Promise<Reply>;
 
   constructor(ctx: RouteContext) {
     this.#ctx = ctx;
     this.#login = new Login(ctx);
     this.#issued = ctx.metrics.licenseTokensIssued.series({});
+    const signer = ctx.artefacts;
+    this.answer = signer === null ? () => signingKeysMissing.coded : (req, body) => this.#validate(signer, req, body);
   }
 
   get rateLimits() {
     return this.#login.describe();
   }
 
-  /** The answer to a body that asks for license validation (already parsed as JSON). */
-  answer(req: Request, body: Record<string, unknown>): Reply | Promise<Reply> {
+  #validate(signer: ArtefactSigner, req: Request, body: Record<string, unknown>): Reply | Promise<Reply> {
     const parsed = this.#parse(body);
     if (!parsed.ok) return invalidRequest(parsed.field);
     const { licenseKey, password } = parsed.value;
-    return this.#login.answer(req, licenseKey, password, (cred) => this.#token(cred, licenseKey.toLowerCase()));
+    return this.#login.answer(req, licenseKey, password, (cred) => this.#token(signer, cred, licenseKey.toLowerCase()));
   }
 
-  async #token(cred: Credentials, licenseKey: string): Promise<Reply> {
+  async #token(signer: ArtefactSigner, cred: Credentials, licenseKey: string): Promise<Reply> {
     const live = await this.#ctx.hot.readFirma(cred.firmaId, licenseKey);
     if (live === null) return authReplies.INVALID_CREDENTIALS; // deleted since its credentials were read
     const nowMs = Date.now();
@@ -117,7 +125,7 @@ export class LicenseValidation {
     // never past the license's own expiry
     const exp = Math.min(iat + this.#ctx.config.licenseTokenSeconds, Math.floor(live.expiryMs / 1000));
     if (exp <= iat) return authReplies.LICENSE_EXPIRED;
-    const licenseToken = this.#ctx.artefacts.sign(claimsJson(this.#ctx.config.jwtIssuer, cred.firmaId, live, iat, exp));
+    const licenseToken = signer.sign(claimsJson(this.#ctx.config.jwtIssuer, cred.firmaId, live, iat, exp));
     this.#issued.inc();
     return reply(200, { success: true, licenseToken, expiresIn: exp - iat });
   }

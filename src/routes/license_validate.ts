@@ -75,8 +75,9 @@ function withLicenseValidation(d: RouteDoc, rateLimits: RouteDoc['rateLimits']):
     summary: 'Redeem a sign token, spending one unit of quota; or validate a license for a license token',
     description: `${d.description} With {licenseKey, password} instead (no token), it is license validation: the login of ` +
       'get-token (its budgets, limits and coded errors), answered with a license token, an EdDSA JWS of the license\'s state ' +
-      'that a client verifies offline with /.well-known/jwks.json. It spends no quota. Answers the HTTP layer gives by itself ' +
-      '(413, 503) are in validate\'s shape.',
+      'that a client verifies offline with /.well-known/jwks.json. It spends no quota. On an instance without signing keys ' +
+      '(SIGNING_KEYS_FILE or SIGNING_KEYS) it answers 503 SERVICE_UNAVAILABLE in that coded shape, before the password is ' +
+      'checked; redemptions are served as ever. Answers the HTTP layer gives by itself (413, 503) are in validate\'s shape.',
     body: {
       schema: Type.Union([body.schema, LicenseValidationBody]),
       examples: [...body.examples, { summary: 'license validation', value: { licenseKey: EXAMPLE.licenseKey, password: EXAMPLE.password } }],

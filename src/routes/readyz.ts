@@ -7,6 +7,7 @@ import type { RouteContext } from './context.js';
 import { HoldBack, heldBack } from '../http/holdBack.js';
 import { PROBE_HOLD_MS, PROBES_PER_SECOND, recentReport, REPORT_MAX_AGE_MS } from './recentReport.js';
 import { codedErrors } from './replies.js';
+import { SigningKeysMissing, unconfigured } from './unconfigured.js';
 
 /** How long each check may take before it counts as down: a load balancer polls this, and a hung Redis must not hang it. */
 const CHECK_TIMEOUT_MS = 1_000;
@@ -18,7 +19,7 @@ function withinTimeout(check: Promise<unknown>): Promise<unknown> {
 }
 
 const Up = Type.Union([Type.Literal('ok'), Type.Literal('down')]);
-const Readiness = Type.Object({ success: Type.Boolean(), redis: Up, postgres: Up, scripts: Up }, { additionalProperties: false });
+const Readiness = Type.Object({ success: Type.Boolean(), redis: Up, postgres: Up, scripts: Up, signingKeys: SigningKeysMissing }, { additionalProperties: false });
 
 const doc: RouteDoc = {
   summary: 'Readiness: this instance can serve',
@@ -26,14 +27,18 @@ const doc: RouteDoc = {
     + 'Past 50 probes a second per process, each is held about a second before it is answered, so a flood slows itself down. '
     + 'Never older than a second: each process of the instance checks at most once a second, and requests that arrive '
     + 'meanwhile share the checks in flight or their answer (the checks behind an answer began less than a second before '
-    + 'the request arrived), so any number of probes costs Redis and Postgres one round of checks per second per process.',
+    + 'the request arrived), so any number of probes costs Redis and Postgres one round of checks per second per process. '
+    + 'An instance without signing keys is ready (it serves all but license validation and sign) and says so: signingKeys "missing".',
   tags: ['operations'],
   auth: 'none',
   responses: {
     200: {
       description: 'Redis and Postgres answer, and Redis holds every script',
       schema: Readiness,
-      examples: [{ summary: 'ready', value: { success: true, redis: 'ok', postgres: 'ok', scripts: 'ok' } }],
+      examples: [
+        { summary: 'ready', value: { success: true, redis: 'ok', postgres: 'ok', scripts: 'ok' } },
+        { summary: 'ready, without signing keys', value: { success: true, redis: 'ok', postgres: 'ok', scripts: 'ok', signingKeys: 'missing' } },
+      ],
     },
     503: {
       description: 'a check failed or took over a second',
@@ -50,21 +55,22 @@ const doc: RouteDoc = {
  * process (recentReport): load balancers poll it, each of them as often as it likes.
  */
 export function readyRoute(ctx: RouteContext): Route {
+  const missing = unconfigured(ctx);
   return {
     method: 'get',
     path: '/readyz',
     errors: codedErrors,
     doc,
-    handler: heldBack(new HoldBack(PROBES_PER_SECOND, PROBE_HOLD_MS), recentReport(REPORT_MAX_AGE_MS, () => readiness(ctx))),
+    handler: heldBack(new HoldBack(PROBES_PER_SECOND, PROBE_HOLD_MS), recentReport(REPORT_MAX_AGE_MS, () => readiness(ctx, missing))),
   };
 }
 
-/** One round of checks; never rejects (a failed or late check is "down"). */
-async function readiness(ctx: RouteContext): Promise<Reply> {
+/** One round of checks; never rejects (a failed or late check is "down"). What is missing is said, and fails nothing. */
+async function readiness(ctx: RouteContext, missing: ReturnType<typeof unconfigured>): Promise<Reply> {
   const [redis, postgres, scripts] = await Promise.allSettled([
     withinTimeout(ctx.redis.ping()), withinTimeout(ctx.sql`select 1`), withinTimeout(ensureScriptsLoaded(ctx.redis)),
   ]);
   const state = (r: PromiseSettledResult<unknown>) => (r.status === 'fulfilled' ? 'ok' : 'down');
   const ok = redis.status === 'fulfilled' && postgres.status === 'fulfilled' && scripts.status === 'fulfilled';
-  return reply(ok ? 200 : 503, { success: ok, redis: state(redis), postgres: state(postgres), scripts: state(scripts) });
+  return reply(ok ? 200 : 503, { success: ok, redis: state(redis), postgres: state(postgres), scripts: state(scripts), ...missing });
 }

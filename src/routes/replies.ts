@@ -1,4 +1,5 @@
 import { reply, retryHeaders, retrySeconds, type Reply, type TransportErrors, type TransportFailure } from '../http/reply.js';
+import { SIGNING_KEYS_SETTINGS } from '../tokens/signingKeys.js';
 
 // The answers more than one endpoint gives, worded as published in docs/api.md#errors, so the
 // two can be read side by side. Each route's own answers are in its file, in a table by
@@ -36,6 +37,24 @@ export const authReplies = {
 export function invalidRequest(field: string): Reply {
   return coded(400, 'INVALID_REQUEST', `Geçersiz istek parametresi: ${field}`);
 }
+
+// ---- an instance without signing keys (SIGNING_KEYS_FILE, SIGNING_KEYS): what signs answers 503 --
+// Chosen when the route is built (src/routes/licenseToken.ts, signature_sign.ts), answered
+// before anything is read, counted or spent. SERVICE_UNAVAILABLE, the code clients already
+// know for "not now", but without Retry-After: no retry helps until an operator adds the keys
+// and restarts, which the message names.
+export const SIGNING_KEYS_MISSING_MESSAGE = 'İmzalama anahtarı yapılandırılmamış (SIGNING_KEYS_FILE veya SIGNING_KEYS)';
+
+export const signingKeysMissing = {
+  /** license validation's, in get-token's coded shape */
+  coded: coded(503, 'SERVICE_UNAVAILABLE', SIGNING_KEYS_MISSING_MESSAGE),
+  /** sign's, in validate's shape */
+  message: reply(503, { success: false, message: SIGNING_KEYS_MISSING_MESSAGE }),
+} as const;
+
+/** When the document says they are answered. */
+export const SIGNING_KEYS_MISSING_WHEN = `this instance has no signing keys (${SIGNING_KEYS_SETTINGS} unset), answered before anything `
+  + 'is read or counted; no Retry-After: it lasts until the keys are set and the service restarted';
 
 // ---- what the HTTP layer answers by itself, in each endpoint's shape --------------------
 //                                                    status  message

@@ -12,13 +12,15 @@ import {
   Token, type Redeemed as Redemption,
 } from './redemption.js';
 import { RateLimitFields } from './rateLimitFields.js';
-import { messageErrors } from './replies.js';
+import { messageErrors, signingKeysMissing, SIGNING_KEYS_MISSING_WHEN } from './replies.js';
 import { IdempotencyKey, valueParser } from './schemas.js';
 
 // POST /api/Signature/sign: validate's redemption (one unit, the same checks, answers and
 // limit: src/routes/redemption.ts) that also returns a receipt, an Ed25519 JWS of the
 // documents about to be signed and the redemption's figures, which a third party verifies
-// offline against GET /.well-known/jwks.json (src/routes/receipt.ts has its payload).
+// offline against GET /.well-known/jwks.json (src/routes/receipt.ts has its payload). An
+// instance without signing keys is built to answer 503 to every request, before the token is
+// read: no unit spent, the token not burned, no rate-limit count, no Idempotency-Key kept.
 
 /**
  * 100 documents of 255 characters fit, unless their names are mostly outside Latin
@@ -77,7 +79,9 @@ function docOf(issuer: string): RouteDoc {
       'spent; the same RATE_VALIDATE_PER_MIN count per company, shared with validate), and with the 200 a receipt naming the ' +
       `documents (1 to ${SIGN_DOCUMENTS_MAX}) and the quota after the redemption, which anyone verifies offline with the keys of ` +
       '/.well-known/jwks.json. The service keeps the receipt\'s digest and document count with the redemption. A refusal ' +
-      'changes nothing but the rate-limit count. Errors carry only a Turkish message, as validate\'s.',
+      'changes nothing but the rate-limit count. An instance without signing keys (SIGNING_KEYS_FILE or SIGNING_KEYS) ' +
+      'answers every request 503, redeeming nothing: the token still redeems at validate, or here once the keys are set. ' +
+      'Errors carry only a Turkish message, as validate\'s.',
     tags: ['public'],
     auth: 'none',
     headers: {
@@ -100,11 +104,12 @@ function docOf(issuer: string): RouteDoc {
         schema: Signed,
         examples: [{ summary: 'redeemed, with its receipt', value: bodyOf(exampleAnswer(issuer)) }],
       },
-      ...errorResponses(messageErrorOf, redemptionErrorRows([
+      ...errorResponses(messageErrorOf, [...redemptionErrorRows([
         ['the body is not a JSON object, or a field of the wrong type', badRequest('origin')],
         [`documents missing, empty, over ${SIGN_DOCUMENTS_MAX}, or one of them not {name: 1-255 characters of text, sha256: 64 hex ` +
           'digits} and nothing else', badRequest('documents')],
-      ], 'the Idempotency-Key was used for another token, for this token at validate, or for it with other documents')),
+      ], 'the Idempotency-Key was used for another token, for this token at validate, or for it with other documents'),
+      [`${SIGNING_KEYS_MISSING_WHEN} (no token read, no unit spent)`, signingKeysMissing.message]]),
     },
   };
 }
@@ -114,6 +119,7 @@ export function signRoute(ctx: RouteContext): Route {
   const fields = new RateLimitFields('validate', ctx.config.rate.validate, true);
   const prefix = new ReceiptPrefix(ctx.config.jwtIssuer);
   const parse = valueParser(SignBody);
+  const signer = ctx.artefacts;
   return {
     method: 'post',
     path: '/api/signature/sign',
@@ -122,11 +128,12 @@ export function signRoute(ctx: RouteContext): Route {
     needsIdempotencyKey: true,
     bodyLimit: SIGN_BODY_LIMIT_BYTES,
     doc: { ...docOf(ctx.config.jwtIssuer), rateLimits: [fields.describe(REDEMPTION_LIMIT)] },
-    handler: redemptionHandler(ctx, fields, {
+    // without a key to sign the receipt, nothing may be redeemed: the 503 is the whole handler
+    handler: signer === null ? () => signingKeysMissing.message : redemptionHandler(ctx, fields, {
       parse,
       outcomes: ctx.metrics.signOutcomes,
       receiptPrefix: (body, claims) => prefix.of(claims, body.documents),
-      redeemed: (r) => signed(ctx.artefacts, r),
+      redeemed: (r) => signed(signer, r),
     }),
   };
 }

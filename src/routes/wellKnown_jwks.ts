@@ -6,13 +6,20 @@ import type { RouteContext } from './context.js';
 import { codedErrors } from './replies.js';
 
 // GET /.well-known/jwks.json: the Ed25519 public keys of license tokens and receipts, for
-// verifying them offline. Built once at start (the keys change only with a restart).
+// verifying them offline. Built once at start (the keys change only with a restart). An
+// instance without signing keys publishes the empty set, {"keys":[]}: it signs nothing.
 
 /**
  * Cached for an hour by clients and shared caches: a key is added a restart ahead of signing
  * with it (docs/operations.md#signing-keys), so a copy an hour old still holds the signing key.
  */
 const CACHE: readonly [string, string] = ['Cache-Control', 'public, max-age=3600'];
+
+/**
+ * The empty set is asked again every time: the keys an operator adds sign from the restart
+ * on, with no published set of an hour before to hold them.
+ */
+const EMPTY: Reply = { status: '200 OK', body: '{"keys":[]}', headers: [['Cache-Control', 'no-cache']] };
 
 const Jwk = Type.Object({
   kty: Type.Literal('OKP'),
@@ -27,18 +34,19 @@ const doc: RouteDoc = {
   summary: 'The public keys of license tokens and signing receipts (JWKS)',
   description: 'Ed25519 keys (RFC 8037) as a JSON Web Key Set: license tokens and receipts are JWS with alg EdDSA whose kid ' +
     'names one of them. The first key signs; the others are published so that what they signed still verifies. Fetch once ' +
-    'and cache; fetch again on a kid not in the set.',
+    'and cache; fetch again on a kid not in the set. An instance without signing keys (SIGNING_KEYS_FILE or SIGNING_KEYS) ' +
+    'publishes no key, {"keys":[]}, with Cache-Control no-cache (its license validation and sign answer 503).',
   tags: ['public'],
   auth: 'none',
   neverUnavailable: true,
   responses: {
     200: {
-      description: 'the key set',
-      schema: Type.Object({ keys: Type.Array(Jwk, { minItems: 1 }) }, { additionalProperties: false }),
+      description: 'the key set (public, max-age=3600); empty on an instance without signing keys (no-cache)',
+      schema: Type.Object({ keys: Type.Array(Jwk) }, { additionalProperties: false }),
       examples: [{
         summary: 'one key',
         value: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k', alg: 'EdDSA', use: 'sig' }] },
-      }],
+      }, { summary: 'no signing keys (SIGNING_KEYS_FILE or SIGNING_KEYS unset)', value: { keys: [] } }],
       headers: ['Cache-Control'],
     },
   },
@@ -46,6 +54,6 @@ const doc: RouteDoc = {
 
 /** GET /.well-known/jwks.json */
 export function jwksRoute(ctx: RouteContext): Route {
-  const answer: Reply = { status: '200 OK', body: ctx.artefacts.jwksBody, headers: [CACHE] };
+  const answer: Reply = ctx.artefacts === null ? EMPTY : { status: '200 OK', body: ctx.artefacts.jwksBody, headers: [CACHE] };
   return { method: 'get', path: '/.well-known/jwks.json', errors: codedErrors, cors: true, doc, handler: () => answer };
 }

@@ -26,8 +26,8 @@ export interface Ed25519Jwk {
 }
 
 /**
- * A fixed, published Ed25519 key (RFC 8032's first test vector) for what needs a configuration but signs
- * nothing (npm run openapi, the bench's configuration reads): never a service's key.
+ * A fixed, published Ed25519 key (RFC 8032's first test vector) for what signs nothing a client trusts (the
+ * documents' examples, the bench's configuration reads): never a service's key.
  */
 export const PLACEHOLDER_SIGNING_KEY = 'MC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g';
 
@@ -113,14 +113,17 @@ export function keysFromList(list: string, source: string): SigningKey[] {
   return keySet(keys, source);
 }
 
-/** The artefact keys of the environment: SIGNING_KEYS_FILE or SIGNING_KEYS, exactly one. Throws a one-line message. */
+/**
+ * The artefact keys of the environment: SIGNING_KEYS_FILE or SIGNING_KEYS, not both. Neither
+ * set (or both empty) is none, []: a deployment of before these keys starts as it did, and
+ * only license validation and sign answer 503 (src/routes/replies.ts). A key that is set and
+ * cannot be used throws a one-line message: a key given wrong is never taken for none.
+ */
 export function signingKeysOf(env: Record<string, string | undefined>): SigningKey[] {
   const file = env.SIGNING_KEYS_FILE ?? '';
   const list = env.SIGNING_KEYS ?? '';
   if (file !== '' && list !== '') throw new Error('set SIGNING_KEYS_FILE or SIGNING_KEYS, not both');
-  if (file === '' && list === '') {
-    throw new Error(`SIGNING_KEYS_FILE (a PEM file of Ed25519 keys: ${GENERATE}) or SIGNING_KEYS is required`);
-  }
+  if (file === '' && list === '') return [];
   if (list !== '') return keysFromList(list, 'SIGNING_KEYS');
   let text: string;
   try {
@@ -129,6 +132,19 @@ export function signingKeysOf(env: Record<string, string | undefined>): SigningK
     throw new Error(`SIGNING_KEYS_FILE ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
   }
   return keysFromPem(text, `SIGNING_KEYS_FILE ${file}`);
+}
+
+/** The settings an instance without signing keys lacks, as its 503s' document and the warning at start name them. */
+export const SIGNING_KEYS_SETTINGS = 'SIGNING_KEYS_FILE or SIGNING_KEYS';
+
+/** The warning logged once at each start without signing keys (src/cli/server.ts). */
+export const SIGNING_KEYS_MISSING_WARNING = `no signing keys (${SIGNING_KEYS_SETTINGS} unset): license validation and `
+  + `POST /api/Signature/sign answer 503 and /.well-known/jwks.json is empty; everything else is served (${GENERATE}, `
+  + 'docs/operations.md#signing-keys)';
+
+/** The signer of a key set; null for none: the routes that sign are then built to answer 503 (src/routes/replies.ts). */
+export function artefactSignerOf(keys: readonly SigningKey[]): ArtefactSigner | null {
+  return keys.length === 0 ? null : new ArtefactSigner(keys);
 }
 
 /** Signs compact JWS (EdDSA) with the first key; the JWKS of every key. Built once at start. */

@@ -70,8 +70,10 @@ t.test('the server process refuses a bad configuration with one line', async (t)
     const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64');
     assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: SECRET, SIGNING_KEYS: rsa }), /SIGNING_KEYS.*not Ed25519/);
   });
-  t.test('no signing key', async (t) => {
-    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: SECRET, SIGNING_KEYS: '' }), /SIGNING_KEYS/);
+  t.test('a SIGNING_KEYS_FILE that cannot be read', async (t) => {
+    const missing = path.join(DIR, 'no-such-keys.pem');
+    assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: SECRET, SIGNING_KEYS: '', SIGNING_KEYS_FILE: missing }),
+      /SIGNING_KEYS_FILE .*no-such-keys\.pem cannot be read/);
   });
   t.test('JWT_SECRET of 31 bytes', async (t) => {
     assertRefused(t, await runServer(t, { ...BASE_ENV, ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(31) }), /JWT_SECRET/);

@@ -12,8 +12,9 @@ import { newSigningKey } from '../helpers/signingKeys.js';
 
 // The Ed25519 keys of license tokens and receipts (docs/operations.md#signing-keys): SIGNING_KEYS_FILE
 // (PEM, as openssl writes it) or SIGNING_KEYS (base64 DER), the first signs, every one is
-// published at /.well-known/jwks.json with its RFC 7638 thumbprint as kid; anything else is
-// refused at start with a message naming the variable.
+// published at /.well-known/jwks.json with its RFC 7638 thumbprint as kid; neither set (or
+// empty) is none (test/system/signingKeys.none.test.ts: the service as it serves then); a key
+// given wrong is refused at start with a message naming the variable, never taken for none.
 
 const run = promisify(execFile);
 const dir = mkdtempSync(path.join(tmpdir(), 'lic-signing-'));
@@ -55,7 +56,7 @@ t.test('a PEM file as openssl writes it; public keys after the first are publish
   t.ok(verify(null, Buffer.from(`${h}.${p}`), publicKey, Buffer.from(s, 'base64url')), 'verifies with the published key');
 });
 
-t.test('refused, each with a message naming the variable', async (t) => {
+t.test('refused, each with a message naming the variable; none set is no key, not a refusal', async (t) => {
   const encrypted = await opensslKey('encrypted.pem', '-aes-128-cbc', '-pass', 'pass:secret');
   const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64');
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' }).toString('base64');
@@ -64,7 +65,6 @@ t.test('refused, each with a message naming the variable', async (t) => {
   const empty = path.join(dir, 'empty.pem');
   writeFileSync(empty, 'no key here\n');
   const cases: [string, Record<string, string>, RegExp][] = [
-    ['neither set', {}, /SIGNING_KEYS_FILE .*or SIGNING_KEYS is required/],
     ['both set', { SIGNING_KEYS: key, SIGNING_KEYS_FILE: empty }, /not both/],
     ['not base64', { SIGNING_KEYS: 'not base64!' }, /SIGNING_KEYS: key 1 is not base64/],
     ['base64 of nothing useful', { SIGNING_KEYS: 'AAAA' }, /SIGNING_KEYS: key 1 is not/],
@@ -78,13 +78,16 @@ t.test('refused, each with a message naming the variable', async (t) => {
     ['an encrypted key', { SIGNING_KEYS_FILE: encrypted }, /key 1 is encrypted/],
   ];
   for (const [name, env, message] of cases) t.throws(() => keysOf(env), message, name);
+  t.same(keysOf({}), [], 'neither set: none, not refused');
+  t.same(keysOf({ SIGNING_KEYS_FILE: '', SIGNING_KEYS: '' }), [], 'both empty: none, as unset');
+  t.throws(() => keysOf({ SIGNING_KEYS: ' ' }), /SIGNING_KEYS: key 1 is not base64/, 'blank is a key given wrong, not none');
   t.equal(keysOf({ SIGNING_KEYS: ` ${key} ` }).length, 1, 'spaces around an entry are allowed');
 });
 
 t.test('GET /.well-known/jwks.json as deployed: every key, cacheable, the first signing', async (t) => {
   const retired = newSigningKey();
   const signing = newSigningKey();
-  const h = await startHarness(t, 'jwks', { ...LIVE_COUNTS, SIGNING_KEYS: `${signing},${retired}` });
+  const h = await startHarness(t, 'jwks', { ...LIVE_COUNTS, SIGNING_KEYS: `${signing},${retired}` }, { logLevel: 'warn' });
   const res = await h.request('GET', '/.well-known/jwks.json');
   t.equal(res.status, 200);
   t.equal(res.headers.get('cache-control'), 'public, max-age=3600');
@@ -96,4 +99,7 @@ t.test('GET /.well-known/jwks.json as deployed: every key, cacheable, the first 
   const upper = await h.request('GET', '/.WELL-KNOWN/JWKS.JSON');
   t.equal(upper.status, 200, 'paths match case-insensitively');
   t.equal((await h.request('POST', '/.well-known/jwks.json', {})).status, 405);
+  const ready = await h.request('GET', '/readyz');
+  t.strictSame(ready.body, { success: true, redis: 'ok', postgres: 'ok', scripts: 'ok' }, '/readyz names nothing missing');
+  t.same(h.logs.filter((r) => String(r.msg).startsWith('no signing keys')), [], 'no warning about the keys');
 });

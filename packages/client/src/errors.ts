@@ -43,6 +43,8 @@ export const VALIDATE_MESSAGES: Readonly<Record<string, LicenseErrorCode>> = {
   'İstek gövdesi çok büyük': 'PAYLOAD_TOO_LARGE',
   'Hizmet geçici olarak kullanılamıyor': 'SERVICE_UNAVAILABLE',
   'Bu kaynağa bu kökenden (Origin) erişim izni yok': 'ORIGIN_NOT_ALLOWED',
+  // sign on an instance without signing keys: no Retry-After, so never retried (license validation sends the code itself)
+  'İmzalama anahtarı yapılandırılmamış (SIGNING_KEYS_FILE veya SIGNING_KEYS)': 'SERVICE_UNAVAILABLE',
 };
 
 /** validate's and sign's 400 for a body or header they cannot read: "Geçersiz istek: <what>". */
