@@ -120,9 +120,10 @@ export class Login {
   /**
    * The key's credentials and its failure budget (one call: it says whether the address is
    * trusted there), then the address's budget unless it is. Every free place held by attempts
-   * still being checked: nothing kept, ask again shortly, until a place comes back or
-   * LoginLimits.waitMs has passed (then a place is taken beyond them). Then held for its turn
-   * if a budget's failures say so, refused if they say so; then the password.
+   * still being checked: nothing kept, ask again shortly, until places come back or the
+   * attempt has waited long enough (LoginLimits.waited: then pending places count as taken).
+   * Then held for its turn if a budget's failures say so, refused if they say so; then the
+   * password.
    */
   async #places(attempt: Attempt, licenseKey: string, req: Request): Promise<Places | Reply> {
     const { hot, logins } = this.#ctx;
