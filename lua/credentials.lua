@@ -36,6 +36,7 @@
     ARGV[8] the attempt's id (its pending place)
     ARGV[9] how long a place may stay pending, ms
     ARGV[10] "1": take a place even if every free one is pending (the attempt has waited enough)
+    ARGV[11] ms the attempt has waited for pending places (held at most ARGV[6] less this)
 
   Returns {outcome, left, reset, limit, ...}: left, reset and limit are the tokens-issued
   counter's (tokens the window still allows, ms until it resets, the limit that applies;
@@ -86,5 +87,5 @@ if trusted == 0 and ARGV[7] == '1' then
   return {DONE, left, reset, limit, cred[1], cred[2], cred[4] or '0', 0, -1, 0, 0}
 end
 local delay, remaining, fullIn = failureTake(trusted == 1 and KEYS[5] or KEYS[4], trusted == 1 and KEYS[8] or KEYS[7], budget,
-  tonumber(ARGV[2]), now, tonumber(ARGV[6]), ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1')
+  tonumber(ARGV[2]), now, tonumber(ARGV[6]), tonumber(ARGV[11]), ARGV[8], tonumber(ARGV[9]), ARGV[10] == '1')
 return {DONE, left, reset, limit, cred[1], cred[2], cred[4] or '0', trusted, delay, remaining, fullIn}

@@ -18,6 +18,7 @@
     ARGV[6] the attempt's id (its pending place)
     ARGV[7] how long a place may stay pending, ms
     ARGV[8] "1": take a place even if every free one is pending (the attempt has waited enough)
+    ARGV[9] ms the attempt has waited for pending places (held at most ARGV[4] less this)
 
   Returns {DONE, delay ms (0: at once), remaining, ms until whole}
           {DONE, "wait", 0, ms until whole}: every free place is pending: ask again, nothing taken
@@ -39,7 +40,7 @@ if op == 'fail' then
 end
 if pastDeadline(ARGV[5]) then return {DONE, 0, 0, 0} end
 local delay, remaining, fullIn = failureTake(KEYS[1], KEYS[2], tonumber(ARGV[2]), tonumber(ARGV[3]), now, tonumber(ARGV[4]),
-  attempt, tonumber(ARGV[7]), ARGV[8] == '1')
+  tonumber(ARGV[9]), attempt, tonumber(ARGV[7]), ARGV[8] == '1')
 if delay == WAIT then return {DONE, WAIT, 0, fullIn} end
 if delay < 0 then return {OVER_RATE_LIMIT, -delay, 0, fullIn} end
 return {DONE, delay, remaining, fullIn}

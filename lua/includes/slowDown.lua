@@ -12,16 +12,17 @@
 
   Only failures refuse an attempt, never attempts still being checked: when a place would
   be free without the pending ones, or only they push its turn past maxDelay, the attempt
-  takes nothing and is told to WAIT: the caller asks again shortly (with maxDelay less
-  the time it has waited), and then finds places given back, or failures that hold it back
-  or refuse it. With `force` (the caller has waited long enough for them) pending places
+  takes nothing and is told to WAIT: the caller asks again shortly (held, then, at most
+  maxDelay less the time it has waited), and then finds places given back, or failures that
+  hold it back or refuse it. With `force` (the caller has waited long enough for them) pending places
   count as taken, as failures would. So guesses stay at most `budget` at once and `budget`
   per window after, while correct logins behind the same subject wait for places to come
   back, never refused for attempts that have not failed.
 
-  failureTake(key, pending, budget, windowMs, now, maxDelay, attempt, pendingMs, force) -> delay, remaining, fullIn
+  failureTake(key, pending, budget, windowMs, now, maxDelay, waited, attempt, pendingMs, force) -> delay, remaining, fullIn
+    waited:      ms the attempt has already waited for pending places: it is held at most maxDelay - waited more
     delay >= 0:  go after delay ms (0: at once), place taken (pending under `attempt` for pendingMs)
-    delay < 0:   refused, -delay ms until an attempt would be held at most maxDelay; nothing taken
+    delay < 0:   refused, -delay ms until a new attempt would be held at most maxDelay; nothing taken
     delay WAIT:  every free place is pending: ask again; nothing taken
     remaining:   attempts the budget still allows at once; fullIn: ms until it is whole again
   failureGive(key, pending, budget, windowMs, now, attempt): the attempt succeeded (or was not made): its place back
@@ -40,8 +41,12 @@ local function intervalOf(budget, windowMs)
   return interval
 end
 
-local function failureTake(key, pending, budget, windowMs, now, maxDelay, attempt, pendingMs, force)
+local function failureTake(key, pending, budget, windowMs, now, maxDelay, waited, attempt, pendingMs, force)
   local interval = intervalOf(budget, windowMs)
+  -- what is left of the longest hold once the attempt has waited; a refusal still says when a
+  -- new attempt would be held at most maxDelay (at least 1 ms: at once)
+  local allowance = maxDelay - waited
+  if allowance < 0 then allowance = 0 end
   local span = interval * budget
   local tat = tonumber(redis.call('GET', key) or '0')
   if tat < now then tat = now end
@@ -55,12 +60,12 @@ local function failureTake(key, pending, budget, windowMs, now, maxDelay, attemp
       local failed = tat - checking * interval
       if failed < now then failed = now end
       local failedDelay = failed + interval - span - now
-      if failedDelay > maxDelay then return -(failedDelay - maxDelay), 0, tat - now end
-      if failedDelay <= 0 or delay > maxDelay then return WAIT, 0, tat - now end
+      if failedDelay > allowance then return -math.max(1, failedDelay - maxDelay), 0, tat - now end
+      if failedDelay <= 0 or delay > allowance then return WAIT, 0, tat - now end
     end
   end
-  if delay > maxDelay then
-    return -(delay - maxDelay), 0, tat - now
+  if delay > allowance then
+    return -math.max(1, delay - maxDelay), 0, tat - now
   end
   tat = tat + interval
   redis.call('SET', key, string.format('%d', tat), 'PX', tat - now)

@@ -83,7 +83,7 @@ export class LoginLimits {
     return {
       tokensLimit: this.tokensLimit, windowMs: this.window, address: client, keyBudget: this.keyBudget,
       trustMs: this.trustMs, maxDelayMs: this.maxDelayMs, addressRefused: this.refusedMs(client) > 0,
-      id: `${PROCESS_TAG}.${(attempts++).toString(36)}`, pendingMs: this.maxDelayMs + PENDING_BEYOND_HOLD_MS, force: false,
+      id: `${PROCESS_TAG}.${(attempts++).toString(36)}`, pendingMs: this.maxDelayMs + PENDING_BEYOND_HOLD_MS, force: false, waitedMs: 0,
     };
   }
 
@@ -92,7 +92,7 @@ export class LoginLimits {
    * held for its turn what is left of GET_TOKEN_MAX_DELAY_MS, and once it has waited long enough pending places count.
    */
   waited(attempt: LoginAttempt, waitedMs: number): void {
-    attempt.maxDelayMs = Math.max(0, this.maxDelayMs - waitedMs);
+    attempt.waitedMs = waitedMs;
     attempt.force = waitedMs >= this.waitMs;
   }
 

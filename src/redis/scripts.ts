@@ -182,8 +182,10 @@ export interface LoginAttempt {
   /** failures per window at one key (0: no budget) */
   keyBudget: number;
   trustMs: number;
-  /** the longest this attempt may still be held for its turn (GET_TOKEN_MAX_DELAY_MS less what it has waited) */
+  /** the longest an attempt is held for its turn (GET_TOKEN_MAX_DELAY_MS) */
   maxDelayMs: number;
+  /** ms this attempt has waited for places held by attempts still being checked: it is held at most maxDelayMs less this */
+  waitedMs: number;
   /** the address is refused for now (known to this process): an untrusted attempt is refused without taking the key's budget */
   addressRefused: boolean;
   /** the attempt's id: the name of the places it takes while its password is checked */
@@ -197,7 +199,7 @@ export interface LoginAttempt {
 /** A look-up that counts nothing (check-quota and history find a key's firma id). */
 export const LOOK_UP_ONLY: LoginAttempt = {
   tokensLimit: NOT_COUNTED, windowMs: 60_000, address: '', keyBudget: 0, trustMs: 0, maxDelayMs: 0, addressRefused: false,
-  id: '', pendingMs: 0, force: false,
+  id: '', pendingMs: 0, force: false, waitedMs: 0,
 };
 
 /** A rendered check-quota answer: its status line and its body up to the timestamp's value (`...,"timestamp":"`). */
@@ -338,7 +340,7 @@ export const scripts = {
       keys.pairFailures(licenseKey, a.address), keys.trustedAddresses(licenseKey),
       keys.pendingOf(keys.keyFailures(licenseKey)), keys.pendingOf(keys.pairFailures(licenseKey, a.address)),
       a.tokensLimit, a.windowMs, a.address, a.keyBudget, a.trustMs, a.maxDelayMs, a.addressRefused ? '1' : '0',
-      a.id, a.pendingMs, a.force ? '1' : '0'],
+      a.id, a.pendingMs, a.force ? '1' : '0', a.waitedMs],
     read: readCredentials,
   }),
 
@@ -363,15 +365,15 @@ export const scripts = {
    * pending until it is settled or given back; the refusal; or "wait" (every free place pending)
    */
   takeFailure: (keys: KeySpace, budgetKey: string, budget: number, windowMs: number, deadlineMs: number,
-    a: Pick<LoginAttempt, 'maxDelayMs' | 'id' | 'pendingMs' | 'force'>): ScriptCall<FailureGate> => ({
+    a: Pick<LoginAttempt, 'maxDelayMs' | 'waitedMs' | 'id' | 'pendingMs' | 'force'>): ScriptCall<FailureGate> => ({
     name: 'failures',
-    args: [2, budgetKey, keys.pendingOf(budgetKey), 'take', budget, windowMs, a.maxDelayMs, deadlineMs, a.id, a.pendingMs, a.force ? '1' : '0'],
+    args: [2, budgetKey, keys.pendingOf(budgetKey), 'take', budget, windowMs, a.maxDelayMs, deadlineMs, a.id, a.pendingMs, a.force ? '1' : '0', a.waitedMs],
     read: readFailureGate,
   }),
 
   /** lua/failures.lua: the attempt's place given back ('give': it succeeded, or was not made) or kept as a failure ('fail') */
   endFailure: (keys: KeySpace, budgetKey: string, op: 'give' | 'fail', budget: number, windowMs: number, attemptId: string): ScriptCall<FailureGate> => ({
-    name: 'failures', args: [2, budgetKey, keys.pendingOf(budgetKey), op, budget, windowMs, 0, 0, attemptId, 0, '0'], read: readFailureGate,
+    name: 'failures', args: [2, budgetKey, keys.pendingOf(budgetKey), op, budget, windowMs, 0, 0, attemptId, 0, '0', 0], read: readFailureGate,
   }),
 
   /**
