@@ -17,6 +17,9 @@
   next used (src/licenses/hot.ts): raising the count alone would leave the packages' units
   left above it. Its package hash stays until then: nothing reads it without the license
   hash, and sync.lua writes it anew with the copy. A license Redis does not hold is left alone.
+  A count of "-" drops the copy whatever it holds: Redis counted a second redemption of one
+  token that Postgres did not (src/usage/secondRedemptions.ts), so Redis is ahead of it by
+  that one for good; rebuilt, the copy agrees with Postgres again.
 
     KEYS[1]        usage stream     {b}:ev
     KEYS[2..n+1]   license hashes   {b}:l:<firmaId>   (the stream's slot)
@@ -26,7 +29,7 @@
     ARGV[3..k+2]       the batch's entry ids on this stream
     ARGV[k+3..k+n+2]   redemptions Postgres has counted for license i (KEYS[i+1]): its used quota plus
                        the units given back (licenses.released_quota), which only grows, as
-                       Redis's u + rr (used, released) does: a release lowers u alone
+                       Redis's u + rr (used, released) does: a release lowers u alone; "-": drop it
 
   Returns the number of copies dropped.
 ]]
@@ -68,7 +71,8 @@ end
 local dropped = 0
 for i = 2, #KEYS do
   local counts = redis.call('HMGET', KEYS[i], 'u', 'rr')
-  if counts[1] and tonumber(counts[1]) + tonumber(counts[2] or '0') < tonumber(ARGV[k + i + 1]) then
+  local counted = ARGV[k + i + 1]
+  if counts[1] and (counted == '-' or tonumber(counts[1]) + tonumber(counts[2] or '0') < tonumber(counted)) then
     redis.call('DEL', KEYS[i])
     dropped = dropped + 1
   end

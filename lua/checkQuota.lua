@@ -9,8 +9,13 @@
     KEYS[1] rate-limit counter  {k:<licenseKey>}:rq:<address bucket> (one per client and key;
             {k:<licenseKey>}:rq for clients whose address is unknown)
     KEYS[2] credentials hash    {k:<licenseKey>}:c   field v version of the license row, z fence,
-            lq the license's own limit ("" or none: ARGV[1])
-    KEYS[3] cached answer       {k:<licenseKey>}:qa  fields v version, s status line, b body head
+            lq the license's own limit ("" or none: ARGV[1]), n the Redis process it was written on
+    KEYS[3] cached answer       {k:<licenseKey>}:qa  fields v version, s status line, b body head,
+            n the Redis process it was stored on
+
+  A copy or an answer written on another Redis process than this one (a replica promoted
+  since, or this server before a restart: includes/server.lua) is not used: it may predate
+  writes the failover lost, and serving it could show a count lower than one served before.
 
     ARGV[1] limit per window (0 = off) unless the license has its own (ownLimit in
             includes/rateLimit.lua): read from the copy, so a change is in force at once
@@ -27,10 +32,12 @@
 ]]
 -- @include outcomes
 -- @include rateLimit
+-- @include server
 
 -- the copy first: it holds the license's own limit (a copy Redis lost counts the request
 -- at the default: the caller reloads it for the next)
-local copy = redis.call('HMGET', KEYS[2], 'v', 'z', 'lq')
+local copy = redis.call('HMGET', KEYS[2], 'v', 'z', 'lq', 'n')
+local here = thisServer()
 local limit = ownLimit(copy[3], tonumber(ARGV[1]))
 local left, reset = 0, 0
 if limit > 0 then
@@ -41,10 +48,10 @@ else
   limit = 0
 end
 local version = copy[1]
-if not version or copy[2] then version = '' end
+if not version or copy[2] or copy[4] ~= here then version = '' end
 if ARGV[3] == '1' and version ~= '' then
-  local cached = redis.call('HMGET', KEYS[3], 'v', 's', 'b')
-  if cached[1] == version then return {DONE, left, reset, limit, version, 0, cached[2], cached[3]} end
+  local cached = redis.call('HMGET', KEYS[3], 'v', 's', 'b', 'n')
+  if cached[1] == version and cached[4] == here then return {DONE, left, reset, limit, version, 0, cached[2], cached[3]} end
 end
 local t = redis.call('TIME')
 return {DONE, left, reset, limit, version, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), '', ''}

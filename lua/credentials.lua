@@ -15,7 +15,8 @@
   limit is refused before a hash is spent on it.
 
     KEYS[1] credentials hash       {k:<licenseKey>}:c    fields f firma id, h password hash, g token generation, z fence,
-                                                         lg the license's own tokens limit ("" or none: ARGV[1])
+                                                         lg the license's own tokens limit ("" or none: ARGV[1]),
+                                                         n the Redis process it was written on (sync.lua)
     KEYS[2] tokens-issued counter  {k:<licenseKey>}:rg
     KEYS[3] unknown-key marker     {k:<licenseKey>}:u    set when Postgres had no such key
     KEYS[4] key failure budget     {k:<licenseKey>}:fk
@@ -47,16 +48,19 @@
            place is pending, ask again, nothing taken; "": no budget),
            budget remaining, ms until the budget is whole}
     {OVER_RATE_LIMIT, 0, ms until the window resets, limit}   tokens-issued limit reached
-    {COPY_MISSING, 0, 0, 0}      no copy, or a fenced one (fence.lua): the caller reads Postgres
+    {COPY_MISSING, 0, 0, 0}      no copy, a fenced one (fence.lua), or one written on another Redis
+                                 process (includes/server.lua: a failover or restart may have lost
+                                 its last change): the caller reads Postgres
     {NO_SUCH_LICENSE, 0, 0, 0}   Postgres said so lately: no look-up
 ]]
 -- @include outcomes
 -- @include rateLimit
 -- @include slowDown
+-- @include server
 
 -- the copy first: it holds the limit (loginGranted.lua counts against the same one)
-local cred = redis.call('HMGET', KEYS[1], 'f', 'h', 'z', 'g', 'lg')
-if not cred[1] or cred[3] then
+local cred = redis.call('HMGET', KEYS[1], 'f', 'h', 'z', 'g', 'lg', 'n')
+if not cred[1] or cred[3] or cred[6] ~= thisServer() then
   if redis.call('EXISTS', KEYS[3]) == 1 then return {NO_SUCH_LICENSE, 0, 0, 0} end
   return {COPY_MISSING, 0, 0, 0}
 end

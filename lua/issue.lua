@@ -8,6 +8,7 @@
     KEYS[2]          epoch of the slot          {b}:epoch (includes/epoch.lua)
     KEYS[4i-1..4i+2] token i's license hash, token markers, rate-limit counter, package hash
                      (i = 1..n)
+    KEYS[4n+3]       stamp of the slot          {b}:node (includes/server.lua)
 
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
@@ -22,6 +23,7 @@
 -- @include outcomes
 -- @include deadline
 -- @include epoch
+-- @include server
 -- @include rateLimit
 -- @include packages
 -- @include issueToken

@@ -39,21 +39,24 @@
   there is no copy or it is fenced) and Redis's time in ms.
 ]]
 -- @include outcomes
+-- @include server
 
-local copy = redis.call('HMGET', KEYS[1], 'v', 'z')
+-- a copy or an answer of another Redis process is none (checkQuota.lua says why)
+local here = thisServer()
+local copy = redis.call('HMGET', KEYS[1], 'v', 'z', 'n')
 local version = copy[1]
-if not version or copy[2] then version = '' end
+if not version or copy[2] or copy[3] ~= here then version = '' end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if version == '' or version ~= ARGV[1] then return {STALE_ANSWER, '', '', version, now} end
 
-local kept = redis.call('HMGET', KEYS[2], 'v', 's', 'b')
-if kept[1] == version then return {DONE, kept[2], kept[3], version, now} end
+local kept = redis.call('HMGET', KEYS[2], 'v', 's', 'b', 'n')
+if kept[1] == version and kept[4] == here then return {DONE, kept[2], kept[3], version, now} end
 
 local lifetime = tonumber(ARGV[3])
 local expiresAt = tonumber(ARGV[2]) + lifetime
 if now - tonumber(ARGV[2]) >= lifetime / 2 then return {STALE_ANSWER, '', '', version, now} end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'v', version, 's', ARGV[4], 'b', ARGV[5])
+redis.call('HSET', KEYS[2], 'v', version, 's', ARGV[4], 'b', ARGV[5], 'n', here)
 redis.call('PEXPIREAT', KEYS[2], expiresAt)
 return {DONE, ARGV[4], ARGV[5], version, now}

@@ -12,6 +12,7 @@
     KEYS[4n+3..]     for each token sent with an Idempotency-Key, in token order, the
                      record hashes of the current window and the one before
                      {b}:ik:<window> (includes/redeemToken.lua)
+    KEYS[#KEYS]      stamp of the slot          {b}:node (includes/server.lua)
 
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
@@ -30,6 +31,7 @@
 -- @include constants
 -- @include deadline
 -- @include epoch
+-- @include server
 -- @include rateLimit
 -- @include packages
 -- @include idempotency

@@ -14,6 +14,7 @@
     KEYS[5] releases today   {b}:rl:<firmaId>:<UTC day>
     KEYS[6], KEYS[7]         with an Idempotency-Key: the record hashes of the current window
                              and the one before (includes/idempotency.lua)
+    KEYS[#KEYS]              the slot's stamp {b}:node (includes/server.lua)
 
     ARGV[1] now, ms since epoch
     ARGV[2] token id
@@ -30,13 +31,16 @@
   (issued and never redeemed, or unknown), ALREADY_RELEASED, RELEASE_WINDOW_PASSED (or a
   redemption of an earlier version, which recorded no package), RELEASES_OFF,
   RELEASE_ALLOWANCE_USED, PACKAGE_EXPIRED (its package has expired: the unit would only be
-  forfeited), IDEMPOTENCY_KEY_REUSED. A refusal changes nothing.
+  forfeited), IDEMPOTENCY_KEY_REUSED. A refusal changes nothing; so does a call on a Redis
+  process the stamp does not name (the error NEWSERVER).
 ]]
 -- @include outcomes
 -- @include constants
 -- @include idempotency
 -- @include packages
+-- @include server
 
+if not onStampedServer(KEYS[#KEYS]) then return newServer() end
 local license, markers, packages, stream, today = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now, tokenId, firmaId = ARGV[1], ARGV[2], ARGV[3]
 local idem = ARGV[6] ~= '' and ARGV[6] or nil

@@ -30,15 +30,31 @@
     ARGV[7] the number of the license's last package (licenses.packages_made; "" for credentials)
     ARGV[8..] field, value, field, value...
 
+  A credentials hash is written with the run id of the Redis process (n): one found with
+  another's is written anew (credentials.lua and checkQuota.lua do not use it).
+
   Returns {outcome, fenced} (SyncOutcome in src/redis/scripts.ts): outcome 1 created,
   2 updated, 0 left alone (already as new or newer), 3 not created (no used count given);
   fenced 1 while a fence remains.
 ]]
 -- @include packages
+-- @include server
 
 local h, packages = KEYS[1], KEYS[2]
 local current = redis.call('HGET', h, 'v')
 if current and packages and redis.call('HEXISTS', h, 'pl') == 0 then current = nil end
+-- a credentials copy names the Redis process it was written on (n): one of another process
+-- may lack its last change (includes/server.lua), so it is written again, keeping its fence
+local here
+if ARGV[2] == '-' then
+  here = thisServer()
+  if current and redis.call('HGET', h, 'n') ~= here then
+    local fence = redis.call('HMGET', h, 'z', 'zd')
+    redis.call('DEL', h)
+    if fence[1] then redis.call('HSET', h, 'z', fence[1], 'zd', fence[2] or '0') end
+    current = nil
+  end
+end
 local outcome = 0
 if not current and ARGV[2] == '' then return {3, 1} end
 
@@ -71,6 +87,10 @@ if not current then
   end
   for _, v in ipairs(fields) do created[#created + 1] = v end
   for _, v in ipairs(counts) do created[#created + 1] = v end
+  if here then
+    created[#created + 1] = 'n'
+    created[#created + 1] = here
+  end
   created[#created + 1] = 'v'
   created[#created + 1] = ARGV[1]
   redis.call('HSET', h, unpack(created))

@@ -13,9 +13,15 @@ export interface Config {
   workers: number;
   redisUrl: string;
   redisClusterNodes: { host: string; port: number }[];
+  /** REDIS_SENTINELS and the settings beside it: Redis found through Sentinel (null: not used) */
+  redisSentinel: RedisSentinel | null;
+  /** REDIS_PASSWORD (and REDIS_USERNAME): of the Redis servers found through Sentinel or Cluster; REDIS_URL carries its own */
+  redisAuth: { username?: string; password?: string };
   redisPrefix: string;
   /** a Redis call slower than this fails (503), never hangs */
   redisCommandTimeoutMs: number;
+  /** REDIS_WAIT_REPLICAS, REDIS_WAIT_TIMEOUT_MS: replicas that must hold a redemption before it is answered (src/redis/replicaWait.ts; 0: none) */
+  redisWait: { replicas: number; timeoutMs: number };
   /** REDIS_CONFIG_CHECK: what the start-up check of Redis's configuration does (src/redis/configCheck.ts) */
   redisConfigCheck: RedisConfigCheck;
   /** NODE_ENV=production: warn when Redis runs without persistence (appendonly no) */
@@ -233,13 +239,52 @@ function flagVar(env: Env, name: string, on: string, off: string): boolean {
   throw new ConfigError(`${name} must be 1 (${on}) or 0 (${off}), got "${raw}"`);
 }
 
-function parseClusterNodes(raw: string | undefined): { host: string; port: number }[] {
+function parseNodes(name: string, raw: string | undefined): { host: string; port: number }[] {
   if (!raw) return [];
   return raw.split(',').map((entry) => {
-    const match = /^\s*([^:\s]+):(\d+)\s*$/.exec(entry);
-    if (!match) throw new ConfigError(`REDIS_CLUSTER_NODES must be host:port,... got "${entry}"`);
-    return { host: match[1] as string, port: Number(match[2]) };
+    const match = /^\s*(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})\s*$/.exec(entry);
+    if (!match || Number(match[2]) < 1 || Number(match[2]) > 65535) throw new ConfigError(`${name} must be host:port,... got "${entry}"`);
+    return { host: (match[1] as string).replace(/^\[(.*)\]$/, '$1'), port: Number(match[2]) };
   });
+}
+
+function redisWait(env: Env): { replicas: number; timeoutMs: number } {
+  const commandTimeoutMs = intVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60000);
+  const replicas = intVar(env, 'REDIS_WAIT_REPLICAS', 0, 0, 16);
+  const timeoutMs = intVar(env, 'REDIS_WAIT_TIMEOUT_MS', Math.min(250, Math.floor(commandTimeoutMs / 2)), 1, 60000);
+  if (replicas > 0 && timeoutMs >= commandTimeoutMs) {
+    throw new ConfigError(`REDIS_WAIT_TIMEOUT_MS (${timeoutMs}) must be below REDIS_COMMAND_TIMEOUT_MS (${commandTimeoutMs}): the call it waits on would time out first`);
+  }
+  return { replicas, timeoutMs };
+}
+
+export interface RedisSentinel {
+  sentinels: { host: string; port: number }[];
+  /** REDIS_SENTINEL_MASTER: the name the sentinels monitor the master under */
+  masterName: string;
+  /** REDIS_SENTINEL_USERNAME, REDIS_SENTINEL_PASSWORD: of the sentinels themselves */
+  username?: string;
+  password?: string;
+}
+
+function redisSentinel(env: Env): RedisSentinel | null {
+  const sentinels = parseNodes('REDIS_SENTINELS', env.REDIS_SENTINELS);
+  if (sentinels.length === 0) {
+    for (const name of ['REDIS_SENTINEL_MASTER', 'REDIS_SENTINEL_USERNAME', 'REDIS_SENTINEL_PASSWORD']) {
+      if (env[name]) throw new ConfigError(`${name} is set but REDIS_SENTINELS is not: list the sentinels (host:port,...)`);
+    }
+    return null;
+  }
+  if (env.REDIS_CLUSTER_NODES) throw new ConfigError('REDIS_SENTINELS and REDIS_CLUSTER_NODES are both set: choose Sentinel or Cluster');
+  const masterName = env.REDIS_SENTINEL_MASTER ?? '';
+  if (!/^[\x21-\x7e]{1,200}$/.test(masterName)) {
+    throw new ConfigError(`REDIS_SENTINEL_MASTER must name the master the sentinels monitor (as in "sentinel monitor <name> ..."), got "${masterName}"`);
+  }
+  return {
+    sentinels, masterName,
+    ...(env.REDIS_SENTINEL_USERNAME ? { username: env.REDIS_SENTINEL_USERNAME } : {}),
+    ...(env.REDIS_SENTINEL_PASSWORD ? { password: env.REDIS_SENTINEL_PASSWORD } : {}),
+  };
 }
 
 /**
@@ -297,10 +342,16 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     workers: intVar(env, 'WORKERS', availableParallelism(), 1, 1024),
     host: env.HOST || '127.0.0.1',
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
-    redisClusterNodes: parseClusterNodes(env.REDIS_CLUSTER_NODES),
+    redisClusterNodes: parseNodes('REDIS_CLUSTER_NODES', env.REDIS_CLUSTER_NODES),
+    redisSentinel: redisSentinel(env),
+    redisAuth: {
+      ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME } : {}),
+      ...(env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD } : {}),
+    },
     redisPrefix: prefix,
     redisCommandTimeoutMs: intVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60000),
     redisConfigCheck: redisConfigCheck(env),
+    redisWait: redisWait(env),
     production: env.NODE_ENV === 'production',
     databaseUrl,
     pgSchema: schema,

@@ -17,6 +17,7 @@ import { RedisClock } from './redis/clock.js';
 import { checkRedisConfig } from './redis/configCheck.js';
 import { KeySpace } from './redis/keys.js';
 import { RedisRestarts } from './redis/restarts.js';
+import { ReplicaWait } from './redis/replicaWait.js';
 import { issueLayout, redeemLayout } from './redis/scripts.js';
 import { SlotBatcher } from './redis/slotBatcher.js';
 import type { RouteContext } from './routes/context.js';
@@ -56,12 +57,12 @@ export async function startService(config: Config, log: Logger, options: Service
   const redis = createRedis(config, 'license-api', { offlineQueue: false });
   const keys = new KeySpace(config.redisPrefix);
   await whenReady(redis, 10_000);
-  // before the first key is written (RedisRestarts writes one when Redis is ready): a Redis that may evict them refuses the start
+  // before the first key is written: a Redis that may evict them refuses the start
   await checkRedisConfig(redis, config.redisConfigCheck, config.production, log).catch(async (err: unknown) => {
     await closeAll(redis, sql);
     throw err;
   });
-  const restarts = new RedisRestarts(redis, keys, log);
+  const restarts = new RedisRestarts(redis, keys, log, (recovery) => metrics.redisRecovered(recovery));
   await restarts.ensure();
   const subscriber = duplicateRedis(redis);
   watchMetrics(metrics, redis, keys, [redis, subscriber]);
@@ -71,7 +72,7 @@ export async function startService(config: Config, log: Logger, options: Service
   const knownKeys = new KnownKeys(sql);
   await knownKeys.start();
   const tokens = new TokenService(config.jwtKeys, config.jwtIssuer);
-  const hot = new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000);
+  const hot = new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000, restarts);
   const passwords = new Passwords(config.passwordQueue);
   metrics.watchHasher(passwords);
   const ctx: RouteContext = {
@@ -80,7 +81,8 @@ export async function startService(config: Config, log: Logger, options: Service
     logins: new LoginLimits(redis, keys, config, clock),
     issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot, config.releaseWindowMs),
     releaser: new SignTokenReleaser(redis, keys, hot, config.releaseWindowMs),
-    redeemer: new SignTokenRedeemer(keys, new SlotBatcher(redis, redeemLayout, RATE_WINDOW_MS, clock, restarts), hot),
+    redeemer: new SignTokenRedeemer(keys, new SlotBatcher(redis, redeemLayout, RATE_WINDOW_MS, clock, restarts,
+      config.redisWait.replicas > 0 ? new ReplicaWait(config.redisWait.replicas, config.redisWait.timeoutMs) : null), hot),
     admin: new LicenseAdmin(redis, keys, store, hot, passwords),
     metrics,
   };
@@ -178,7 +180,8 @@ export async function startWorker(
   const partitions = new PartitionKeeper(sql, config.retentionDays, log, metrics.usagePartitionsDropped.series({}));
   // a pool of its own: while Postgres does not answer, its queries must not hold the connections requests and /healthz need
   const sweepSql = openPostgres(config.databaseUrl, config.pgSchema, 1, 'license-forfeits');
-  const sweep = new ForfeitSweep(sweepSql, new HotLicenses(redis, keys, new LicenseStore(sweepSql), new KnownKeys(sweepSql), 0), log);
+  const restarts = new RedisRestarts(redis, keys, log, (recovery) => metrics.redisRecovered(recovery));
+  const sweep = new ForfeitSweep(sweepSql, new HotLicenses(redis, keys, new LicenseStore(sweepSql), new KnownKeys(sweepSql), 0, restarts), log);
   const companions: Companion = {
     start: () => { webhooks.start(); sweep.start(); },
     stop: async (timeoutMs) => {

@@ -5,11 +5,12 @@ import { DeadLetters } from '../usage/deadLetters.js';
 import { runOperatorCommand } from './operatorCommand.js';
 import { shownUrl } from '../db/existing.js';
 
-/** Where the command reads: the cluster's nodes, or REDIS_URL without its password. */
+/** Where the command reads: the cluster's nodes, the sentinels' master, or REDIS_URL without its password. */
 function redisShown(config: Config): string {
-  return config.redisClusterNodes.length > 0
-    ? `cluster ${config.redisClusterNodes.map((n) => `${n.host}:${n.port}`).join(',')}`
-    : shownUrl(config.redisUrl);
+  const list = (nodes: { host: string; port: number }[]) => nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  if (config.redisClusterNodes.length > 0) return `cluster ${list(config.redisClusterNodes)}`;
+  if (config.redisSentinel !== null) return `sentinel master ${config.redisSentinel.masterName} at ${list(config.redisSentinel.sentinels)}`;
+  return shownUrl(config.redisUrl);
 }
 
 // npm run dead-letters -- list | count | replay [id ...]

@@ -1,3 +1,4 @@
+import type { RedisRestarts } from '../redis/restarts.js';
 import { ServiceUnavailable } from '../errors.js';
 import {
   CredentialsField as C, LicenseField as L, LOOK_UP_ONLY, NO_GATE, Outcome, runScript, scripts, SyncOutcome,
@@ -164,6 +165,8 @@ export class HotLicenses {
     private readonly known: KnownKeys,
     /** how long Redis remembers that Postgres has no such key (UNKNOWN_KEY_CACHE_SECONDS) */
     private readonly unknownKeyMs: number,
+    /** calls that must not run on a Redis process not yet verified go through it */
+    readonly restarts: RedisRestarts,
   ) {}
 
   /**
@@ -312,19 +315,13 @@ export class HotLicenses {
    * either way), ahead of Postgres by the worker lag; null: no copy written since packages.
    */
   async liveCounts(firmaId: string): Promise<LiveCounts | null> {
-    const keys = this.keys.forLicense(firmaId);
-    const answers = await this.redis.pipeline()
-      .hmget(keys.license, L.totalQuota, L.usedQuota, L.forfeitedQuota, L.packageNo, L.packageLeft)
-      .hgetall(keys.packages)
-      .exec();
-    const [copyError, copy] = answers?.[0] ?? [null, null];
-    const [othersError, others] = answers?.[1] ?? [null, null];
-    if (copyError || othersError) throw copyError ?? othersError;
-    const [q, u, f, pn, pl] = copy as (string | null)[];
+    const call = scripts.peek(this.keys.forLicense(firmaId), true, [L.totalQuota, L.usedQuota, L.forfeitedQuota, L.packageNo, L.packageLeft]);
+    const [copy, others] = await this.restarts.fenced(() => runScript(this.redis, call));
+    const [q, u, f, pn, pl] = copy;
     if (q == null || u == null || pl == null) return null;
     // the package hash: number -> "expiry ms<TAB>units left" (lua/includes/packages.lua)
     const left = new Map<number, number>();
-    for (const [no, entry] of Object.entries(others as Record<string, string>)) left.set(Number(no), Number(entry.split('\t')[1]));
+    for (const [no, entry] of Object.entries(others)) left.set(Number(no), Number(entry.split('\t')[1]));
     if (pn != null && pn !== '') left.set(Number(pn), Number(pl));
     return { totalQuota: Number(q) - Number(f ?? 0), usedQuota: Number(u), packageLeft: left };
   }
@@ -334,7 +331,7 @@ export class HotLicenses {
    * first if Redis does not hold it; resolves the units forfeited now.
    */
   async settle(firmaId: string): Promise<number> {
-    const step = () => runScript(this.redis, scripts.settle(this.keys.forLicense(firmaId), firmaId, Date.now()));
+    const step = () => this.restarts.fenced(() => runScript(this.redis, scripts.settle(this.keys.forLicense(firmaId), firmaId, Date.now())));
     const missed = ([outcome]: [Outcome, number]) => outcome === Outcome.COPY_MISSING;
     let settled: [Outcome, number] | null = await step();
     if (missed(settled)) settled = await this.retryAfterMiss(firmaId, step, missed);
@@ -349,9 +346,10 @@ export class HotLicenses {
 
   /** The live license of a firma id found by its key (as read does); null when it no longer exists. */
   async readFirma(firmaId: string, licenseKey: string): Promise<LiveLicense | null> {
-    const key = this.keys.forLicense(firmaId).license;
-    const readCopy = () => this.redis.hmget(key, L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName, L.fences, L.domains,
-      L.forfeitedQuota, L.packageLeft);
+    // the figures a client is shown: read only where the bucket is stamped (lua/peek.lua)
+    const call = scripts.peek(this.keys.forLicense(firmaId), false, [L.totalQuota, L.usedQuota, L.isActive, L.expiryMs, L.organizationName,
+      L.fences, L.domains, L.forfeitedQuota, L.packageLeft]);
+    const readCopy = () => this.restarts.fenced(() => runScript(this.redis, call)).then(([values]) => values);
     let copy: (string | null)[] | null = await readCopy();
     if (unusable(copy)) copy = await this.retryAfterMiss(firmaId, readCopy, unusable);
     if (copy === null) return null;

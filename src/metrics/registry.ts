@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import type { Recovery } from '../redis/restarts.js';
 import { CounterFamily, HistogramFamily, type Count } from './cells.js';
 import { dependencyOf } from './errors.js';
 import { metricsJson, type MetricJson } from './merge.js';
@@ -64,10 +65,13 @@ export class Metrics {
   // ---- dependencies ----
   readonly redisErrors: CounterFamily;
   readonly postgresErrors: CounterFamily;
+  readonly redisRecoveries: CounterFamily;
+  readonly redisRecoveredBuckets: CounterFamily;
 
   // ---- the usage worker of this process (absent when it runs elsewhere: RUN_WORKER=0) ----
   readonly usageWritten: CounterFamily;
   readonly usageDeadLettered: CounterFamily;
+  readonly usageSecondRedemptions: CounterFamily;
   readonly usageBatchDuration: HistogramFamily;
   readonly usagePartitionsDropped: CounterFamily;
 
@@ -89,14 +93,30 @@ export class Metrics {
     this.redisErrors = this.counter('license_redis_errors_total',
       'Redis errors (refusals, timeouts, closed connections) by where they were met: request, worker, connection (reconnection attempts), scrape');
     this.postgresErrors = this.counter('license_postgres_errors_total', 'Postgres errors (refusals, timeouts, lost connections) by where they were met: request, worker');
+    this.redisRecoveries = this.counter('license_redis_recoveries_total',
+      'Redis processes this process found new (a promoted replica, a restarted server: src/redis/restarts.ts) and recovered, by what it did there: ' +
+      'fenced (epochs raised, outstanding tokens refused, license copies rebuilt), moved (buckets that arrived whole: a resharding, an upgrade), joined (another process had done it)');
+    this.redisRecoveredBuckets = this.counter('license_redis_recovered_buckets_total',
+      'What this process did on new Redis processes, by what: epoch_raised (buckets whose tokens issued before are refused as used), copy_dropped (license copies rebuilt)');
     this.usageWritten = this.counter('license_usage_events_written_total', 'Usage events this process\'s worker wrote to Postgres');
     this.usageDeadLettered = this.counter('license_usage_dead_lettered_total', 'Usage events this process\'s worker moved to the dead letters (refused by Postgres for good)');
+    this.usageSecondRedemptions = this.counter('license_usage_second_redemptions_total',
+      'Redemptions of a token redeemed before that reached Postgres (never expected: alert on any). Not counted there, kept as dead letters (code SECOND_REDEMPTION), the license\'s Redis copy rebuilt');
     this.usagePartitionsDropped = this.counter('license_usage_partitions_dropped_total', 'Day partitions of token_issues and token_redemptions this process\'s worker dropped (RETENTION_DAYS)');
     this.usageBatchDuration = this.histogram('license_usage_batch_duration_seconds',
       'Time this process\'s worker took to write a batch to Postgres and acknowledge it', BATCH_BUCKETS);
     // bound at start, so each shows 0 until its first error (a rate over a series that appears with its first error misses that one)
     for (const source of ['request', 'worker', 'connection', 'scrape'] as const) this.errorSeries.set(`redis ${source}`, this.redisErrors.series({ source }));
     for (const source of ['request', 'worker'] as const) this.errorSeries.set(`postgres ${source}`, this.postgresErrors.series({ source }));
+  }
+
+  /** Counts a recovery of a new Redis process (src/redis/restarts.ts). */
+  redisRecovered(r: Recovery): void {
+    if (!this.enabled) return;
+    const what = r.raised > 0 ? 'fenced' : r.kept > 0 ? 'moved' : 'joined';
+    this.redisRecoveries.series({ what }).inc();
+    this.redisRecoveredBuckets.series({ what: 'epoch_raised' }).inc(r.raised);
+    this.redisRecoveredBuckets.series({ what: 'copy_dropped' }).inc(r.dropped);
   }
 
   /** A clock for durations, ms (0 when off: nothing is timed). */

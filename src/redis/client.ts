@@ -36,10 +36,21 @@ export function createRedis(
   config: Config, name: string, { offlineQueue = true, commandTimeoutMs = config.redisCommandTimeoutMs } = {},
 ): RedisClient {
   const options = connectionOptions(name, commandTimeoutMs, offlineQueue);
+  const sentinel = config.redisSentinel;
   const client =
     config.redisClusterNodes.length > 0
-      ? new Cluster(config.redisClusterNodes, { redisOptions: options, enableOfflineQueue: offlineQueue })
-      : new Redis(config.redisUrl, options);
+      ? new Cluster(config.redisClusterNodes, { redisOptions: { ...options, ...config.redisAuth }, enableOfflineQueue: offlineQueue })
+      : sentinel !== null
+        ? new Redis({
+          ...options, ...config.redisAuth,
+          sentinels: sentinel.sentinels, name: sentinel.masterName,
+          ...(sentinel.username ? { sentinelUsername: sentinel.username } : {}),
+          ...(sentinel.password ? { sentinelPassword: sentinel.password } : {}),
+          // the sentinels' +switch-master ends the connection to a master they replaced at once,
+          // rather than when it fails: one cut off from the sentinels but not from us takes no more writes
+          failoverDetector: true,
+        })
+        : new Redis(config.redisUrl, options);
   client.on('error', () => {
     // reported through the failing commands; an unhandled 'error' event would crash the process
   });

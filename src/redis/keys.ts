@@ -69,6 +69,8 @@ export interface LicenseKeys {
   stream: string;
   /** the bucket's epoch, raised after a Redis restart that may have lost writes (src/redis/restarts.ts) */
   epoch: string;
+  /** the run id of the Redis process the bucket was last verified on (lua/includes/server.lua, src/redis/restarts.ts) */
+  stamp: string;
   /** the marker hash of tokens expiring at expMs, and when the hash itself expires */
   markers(expMs: number): { key: string; expiresAt: number };
   /** where Idempotency-Key `key` is recorded by a redemption at nowMs (IDEMPOTENCY_WINDOW_MS) */
@@ -84,20 +86,24 @@ export class KeySpace {
   readonly streams: string[];
   /** every bucket's epoch key (LicenseKeys.epoch) */
   readonly epochs: string[];
-  /** the run id of the Redis server that holds this service's data, as last seen (src/redis/restarts.ts) */
-  readonly runId: string;
+  /** every bucket's stamp (LicenseKeys.stamp) */
+  readonly stamps: string[];
+  /** where versions before stamps kept the run id of the one Redis server (read once, to upgrade without raising the epochs) */
+  readonly legacyRunId: string;
   /** usage events Postgres refused for good (src/usage/deadLetters.ts) */
   readonly deadLetters: string;
 
   constructor(readonly prefix: string) {
     this.invalidationChannel = `${prefix}:invalidate`;
     this.deadLetters = `${prefix}:dead`;
-    this.runId = `${prefix}:runid`;
+    this.legacyRunId = `${prefix}:runid`;
     this.streams = [];
     this.epochs = [];
+    this.stamps = [];
     for (let b = 0; b < STREAM_BUCKETS; b++) {
       this.streams.push(`${prefix}:{${b}}:ev`);
       this.epochs.push(`${prefix}:{${b}}:epoch`);
+      this.stamps.push(`${prefix}:{${b}}:node`);
     }
   }
 
@@ -175,6 +181,7 @@ class LicenseKeyRing implements LicenseKeys {
   readonly rateValidate: string;
   readonly stream: string;
   readonly epoch: string;
+  readonly stamp: string;
   private readonly tag: string;
 
   constructor(space: KeySpace, private readonly firmaId: string, readonly bucket: number) {
@@ -184,6 +191,7 @@ class LicenseKeyRing implements LicenseKeys {
     this.rateValidate = `${this.tag}:rv:${firmaId}`;
     this.stream = space.streams[bucket] as string;
     this.epoch = space.epochs[bucket] as string;
+    this.stamp = space.stamps[bucket] as string;
   }
 
   get rateSign(): string {

@@ -97,12 +97,15 @@ export { CredentialsField, EVENT_PACKAGE, EVENT_RECEIPT, EVENT_SEPARATOR, EventK
 type Args = (string | number)[];
 type Reply = (string | number | null)[];
 export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'redeem'
-  | 'issue' | 'settle' | 'release';
+  | 'issue' | 'settle' | 'release' | 'peek';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
-const NAMES: ScriptName[] = ['credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue', 'settle', 'release'];
+const NAMES: ScriptName[] = [
+  'credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue', 'settle', 'release',
+  'peek',
+];
 const sources = new Map<string, string>();
 
 /** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
@@ -428,26 +431,41 @@ export const scripts = {
    */
   release: (keys: LicenseKeys, r: Release): ScriptCall<[Outcome, number, number]> => ({
     name: 'release',
-    args: [r.idempotency === null ? 5 : 7, keys.license, r.markers, keys.packages, keys.stream, r.today.key,
-      ...(r.idempotency === null ? [] : [r.idempotency.current, r.idempotency.previous]),
+    args: [r.idempotency === null ? 6 : 8, keys.license, r.markers, keys.packages, keys.stream, r.today.key,
+      ...(r.idempotency === null ? [] : [r.idempotency.current, r.idempotency.previous]), keys.stamp,
       r.nowMs, r.tokenId, r.firmaId, r.windowMs, r.reason, r.idempotency?.field ?? '', r.today.expiresAt],
     read: (reply) => [outcomeOf((reply as Reply)[0]), Number((reply as Reply)[1]), Number((reply as Reply)[2])],
+  }),
+
+  /**
+   * lua/peek.lua: fields of a license's copy and, withPackages, its package hash, read only on
+   * the Redis process its bucket is stamped with (else NEWSERVER: src/redis/restarts.ts)
+   */
+  peek: (keys: LicenseKeys, withPackages: boolean, fields: string[]): ScriptCall<[(string | null)[], Record<string, string>]> => ({
+    name: 'peek',
+    args: [3, keys.license, keys.packages, keys.stamp, withPackages ? '1' : '0', ...fields],
+    read: (reply) => {
+      const [values, flat] = reply as [(string | null)[], string[]];
+      const packages: Record<string, string> = {};
+      for (let i = 0; i + 1 < flat.length; i += 2) packages[flat[i] as string] = flat[i + 1] as string;
+      return [values, packages];
+    },
   }),
 
   /** lua/settle.lua: forfeits what the license's expired packages left; resolves the outcome (DONE, COPY_MISSING) and the units forfeited */
   settle: (keys: LicenseKeys, firmaId: string, nowMs: number): ScriptCall<[Outcome, number]> => ({
     name: 'settle',
-    args: [3, keys.license, keys.packages, keys.stream, nowMs, firmaId],
+    args: [4, keys.license, keys.packages, keys.stream, keys.stamp, nowMs, firmaId],
     read: (reply) => [outcomeOf((reply as Reply)[0]), Number((reply as Reply)[1])],
   }),
 
   /**
    * lua/ack.lua: acknowledges a written batch's entries of one stream and trims
    * the stream of what no consumer holds; drops the copies of licenses of the stream's slot
-   * (their hashes: KeySpace.licenseHash) whose used count is below Postgres's. Resolves how
-   * many copies were dropped.
+   * (their hashes: KeySpace.licenseHash) whose used count is below Postgres's, and those
+   * given '-' whatever they hold. Resolves how many copies were dropped.
    */
-  ack: (stream: string, group: string, ids: string[], licenses: string[], usedQuotas: number[]): ScriptCall<number> => ({
+  ack: (stream: string, group: string, ids: string[], licenses: string[], usedQuotas: (number | '-')[]): ScriptCall<number> => ({
     name: 'ack',
     args: [1 + licenses.length, stream, ...licenses, group, ids.length, ...ids, ...usedQuotas],
     read: Number,
@@ -546,6 +564,7 @@ export function batchArgs<T extends SlotItem>(
   const args: Args = [0, first.stream, first.epoch];
   for (let i = 0; i < count; i++) layout.pushKeys(args, item(i));
   if (layout.pushExtraKeys) for (let i = 0; i < count; i++) layout.pushExtraKeys(args, item(i));
+  args.push(first.stamp);
   args[0] = args.length - 1;
   args.push(nowMs, windowMs, deadlineMs);
   for (let i = 0; i < count; i++) layout.pushArgs(args, item(i));

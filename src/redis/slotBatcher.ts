@@ -3,6 +3,7 @@ import { isCluster, type RedisClient } from './client.js';
 import type { RedisClock } from './clock.js';
 import type { RedisRestarts } from './restarts.js';
 import { STREAM_BUCKETS } from './keys.js';
+import type { ReplicaWait } from './replicaWait.js';
 import { batchArgs, batchResult, type BatchLayout, type SlotItem } from './scripts.js';
 
 interface Pending<T, R> {
@@ -31,8 +32,10 @@ export class SlotBatcher<T extends SlotItem, R> {
     private readonly layout: BatchLayout<T, R>,
     private readonly windowMs: number,
     private readonly clock: RedisClock,
-    /** no script runs against a Redis that came back until it has been looked at */
+    /** a call that meets a Redis process not yet verified recovers it and runs again */
     private readonly restarts: RedisRestarts,
+    /** REDIS_WAIT_REPLICAS (redemptions only): answer once the replicas hold the turn's writes */
+    private readonly replicaWait: ReplicaWait | null = null,
   ) {
     for (let b = 0; b < STREAM_BUCKETS; b++) this.queues.push([]);
   }
@@ -49,41 +52,53 @@ export class SlotBatcher<T extends SlotItem, R> {
   }
 
   private flush(): void {
-    if (!this.restarts.ready) {
-      // stays scheduled: calls queue up behind the check
-      this.restarts.ensure().then(this.flushBound, (err: unknown) => this.failAll(err));
-      return;
-    }
     this.scheduled = false;
     const now = Date.now();
     const deadline = this.clock.deadline(now);
     // a Cluster spreads the calls over several sockets: only a single connection is corked
-    const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;
+    const single = isCluster(this.redis) ? null : this.redis as Redis;
+    const socket = single?.stream as Redis['stream'] | undefined;
+    // one WAIT after the turn's calls on the one connection; on a Cluster, one per call, on its node
+    const turnWait = single !== null && this.replicaWait !== null ? new TurnWait() : null;
     socket?.cork();
     for (const queue of this.queues) {
       if (queue.length === 0) continue;
-      for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.send(queue.slice(i, i + MAX_PER_CALL), now, deadline);
+      for (let i = 0; i < queue.length; i += MAX_PER_CALL) this.send(queue.slice(i, i + MAX_PER_CALL), now, deadline, turnWait);
       queue.length = 0;
     }
+    if (turnWait !== null && single !== null) turnWait.settle((this.replicaWait as ReplicaWait).afterTurn(single));
     socket?.uncork();
   }
 
-  private failAll(err: unknown): void {
-    this.scheduled = false;
-    for (const queue of this.queues) {
-      for (const p of queue) p.reject(err);
-      queue.length = 0;
-    }
-  }
-
-  private send(part: Pending<T, R>[], now: number, deadline: number): void {
-    const { layout } = this;
+  private send(part: Pending<T, R>[], now: number, deadline: number, turnWait: TurnWait | null): void {
+    const { layout, replicaWait } = this;
     const count = part.length;
     const args = batchArgs(layout, count, (i) => (part[i] as Pending<T, R>).item, now, this.windowMs, deadline);
-    this.redis[layout.name](...(args as [number, ...(string | number)[]])).then((reply) => {
+    const plain = () => this.redis[layout.name](...(args as [number, ...(string | number)[]]));
+    // a call sent again after a recovery keeps its deadline (past it, it changes nothing) and, with
+    // replicas to wait for, has its own WAIT: the turn's was sent before it
+    const again = replicaWait === null ? plain : () => replicaWait.withCall(this.redis, layout.name, args);
+    const first = turnWait !== null ? turnWait.after(plain()) : replicaWait !== null ? again() : plain();
+    this.restarts.fencedFrom(first, again).then((reply) => {
       for (let i = 0; i < count; i++) (part[i] as Pending<T, R>).resolve(batchResult(layout, reply, i, count));
     }, (err: unknown) => {
       for (const p of part) p.reject(err);
     });
+  }
+}
+
+/** The WAIT of one turn, which every call of the turn waits for before it is answered. */
+class TurnWait {
+  private acked: Promise<void> | null = null;
+  private readonly waiting: (() => void)[] = [];
+
+  /** the call's reply once the turn's WAIT has succeeded (the WAIT is sent after the calls) */
+  after<V>(call: Promise<V>): Promise<V> {
+    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => Promise.all([call, this.acked])).then(([reply]) => reply);
+  }
+
+  settle(acked: Promise<void>): void {
+    this.acked = acked;
+    for (const go of this.waiting) go();
   }
 }

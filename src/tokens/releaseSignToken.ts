@@ -32,7 +32,7 @@ export class SignTokenReleaser {
       markers: k.markers(claims.exp * 1000).key, today: k.releasesToday(now), nowMs: now, tokenId: claims.token_id, firmaId: claims.firma_id,
       windowMs: this.windowMs, reason, idempotency: idempotencyKey === null ? null : k.releaseIdempotency(idempotencyKey, now),
     });
-    const step = () => runScript(this.redis, call);
+    const step = () => this.hot.restarts.fenced(() => runScript(this.redis, call));
     const missed = ([outcome]: [Outcome, number, number]) => outcome === Outcome.COPY_MISSING;
     let result: [Outcome, number, number] | null = await step();
     if (missed(result)) result = await this.hot.retryAfterMiss(claims.firma_id, step, missed);

@@ -185,13 +185,26 @@ const STATEMENT = `
     where c.webhook_url is not null and e.crossed
     on conflict (event_key) do nothing
   )
-  select firma_id, (used_quota + released_quota)::float8 as used from counted`;
+  select firma_id, (used_quota + released_quota)::float8 as used from counted
+  union all select null, count(*)::float8 from used`;
+
+/** What a batch's write did: the used counts of the licenses it changed, and how many redemptions it inserted. */
+export interface Persisted {
+  counts: UsedCounts;
+  /** redemption rows inserted: fewer than the batch's redemptions when some were there already (src/usage/secondRedemptions.ts) */
+  redemptionsInserted: number;
+}
+
+/** As persistBatch, answering the used counts alone. */
+export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quotaLowPercent = 10): Promise<UsedCounts> {
+  return (await persistBatch(sql, events, quotaLowPercent)).counts;
+}
 
 /**
  * Writes one batch as one statement (atomic by itself: no transaction to roll back on a
  * lost connection, where postgres.js 3.4 can crash the process).
  */
-export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quotaLowPercent = 10): Promise<UsedCounts> {
+export async function persistBatch(sql: Sql, events: readonly UsageEvent[], quotaLowPercent = 10): Promise<Persisted> {
   const counts: UsedCounts = new Map();
   const issued: string[] = [];
   const used: string[] = [];
@@ -207,9 +220,15 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
       else used.push(e.values);
     }
   }
-  if (issued.length === 0 && used.length === 0 && signs.length === 0 && forfeits.length === 0 && releases.length === 0) return counts;
+  if (issued.length === 0 && used.length === 0 && signs.length === 0 && forfeits.length === 0 && releases.length === 0) {
+    return { counts, redemptionsInserted: 0 };
+  }
   const rows = await sql.unsafe(STATEMENT,
     [issued.join('\n'), used.join('\n'), quotaLowPercent, signs.join('\n'), forfeits.join('\n'), releases.join('\n')], { prepare: true });
-  for (const r of rows) counts.set(r.firma_id as string, r.used as number);
-  return counts;
+  let redemptionsInserted = 0;
+  for (const r of rows) {
+    if (r.firma_id === null) redemptionsInserted = r.used as number;
+    else counts.set(r.firma_id as string, r.used as number);
+  }
+  return { counts, redemptionsInserted };
 }

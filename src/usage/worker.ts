@@ -10,7 +10,8 @@ import { DeadLetters, isPermanent, type Refused as RefusedEvent } from './deadLe
 import { decodeEvent, type UsageEvent } from './events.js';
 import { usageLag } from './lag.js';
 import type { PartitionKeeper } from './partitionKeeper.js';
-import { persistEvents, type UsedCounts } from './persist.js';
+import { persistBatch, type UsedCounts } from './persist.js';
+import { firmaOf, secondRedemptions } from './secondRedemptions.js';
 import { runScript, scripts } from '../redis/scripts.js';
 
 export const GROUP = 'usage';
@@ -68,6 +69,7 @@ export class UsageWorker {
   readonly deadLetters: DeadLetters;
   private readonly written: Count;
   private readonly deadLettered: Count;
+  private readonly secondRedemptions: Count;
   private readonly batchSeconds: Observe;
 
   /** redis: a connection of its own, since reads block; metrics: where batches, events and failures are counted */
@@ -85,6 +87,7 @@ export class UsageWorker {
     this.deadLetters = new DeadLetters(redis, keys.deadLetters);
     this.written = metrics.usageWritten.series({});
     this.deadLettered = metrics.usageDeadLettered.series({});
+    this.secondRedemptions = metrics.usageSecondRedemptions.series({});
     this.batchSeconds = metrics.usageBatchDuration.series({});
   }
 
@@ -181,11 +184,20 @@ export class UsageWorker {
   private async flush(events: UsageEvent[]): Promise<void> {
     const writable = events.filter((e) => e.kind !== 'bad' && e.kind !== 'gone');
     const counts: UsedCounts = new Map();
-    const refusedByPostgres = await this.persistIsolating(writable, counts);
+    const seconds: Refused[] = [];
+    const refusedByPostgres = await this.persistIsolating(writable, counts, seconds);
     const refused: Refused[] = events
       .filter((e) => e.kind === 'bad')
       .map((event) => ({ event, error: 'malformed usage event', code: 'BAD_EVENT' }));
     refused.push(...refusedByPostgres);
+    const rebuild = new Set<string>();
+    for (const second of seconds) {
+      rebuild.add(firmaOf(second));
+      this.log.error({ stream: second.event.stream, id: second.event.id, error: second.error },
+        'a second redemption of one token reached Postgres: not counted, kept as a dead letter, the license\'s Redis copy rebuilt');
+    }
+    this.secondRedemptions.inc(seconds.length);
+    refused.push(...seconds);
     if (refused.length > 0) {
       await this.deadLetters.bury(refused);
       this.deadLettered.inc(refused.length);
@@ -193,14 +205,14 @@ export class UsageWorker {
         this.log.warn({ stream: event.stream, id: event.id, code, error }, 'usage event refused for good: moved to dead letters');
       }
     }
-    await this.ack(events, counts);
-    this.written.inc(writable.length - refusedByPostgres.length);
+    await this.ack(events, counts, rebuild);
+    this.written.inc(writable.length - refusedByPostgres.length - seconds.length);
   }
 
-  private async persistIsolating(events: UsageEvent[], counts: UsedCounts): Promise<Refused[]> {
+  private async persistIsolating(events: UsageEvent[], counts: UsedCounts, seconds: Refused[]): Promise<Refused[]> {
     if (events.length === 0) return [];
     try {
-      await this.persistRetrying(events, counts);
+      await this.persistRetrying(events, counts, seconds);
       return [];
     } catch (err) {
       if (!isPermanent(err)) throw err;
@@ -209,17 +221,18 @@ export class UsageWorker {
         return [{ event: events[0] as UsageEvent, error: e.message, code: e.code }];
       }
       const half = events.length >> 1;
-      return [...await this.persistIsolating(events.slice(0, half), counts), ...await this.persistIsolating(events.slice(half), counts)];
+      return [...await this.persistIsolating(events.slice(0, half), counts, seconds), ...await this.persistIsolating(events.slice(half), counts, seconds)];
     }
   }
 
   /** Retries transient failures with backoff; throws a permanent one at once. */
-  private async persistRetrying(events: UsageEvent[], counts: UsedCounts): Promise<void> {
+  private async persistRetrying(events: UsageEvent[], counts: UsedCounts, seconds: Refused[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        for (const [firmaId, used] of await persistEvents(this.sql, events, this.options.quotaLowPercent)) {
-          counts.set(firmaId, Math.max(used, counts.get(firmaId) ?? 0));
-        }
+        const written = await persistBatch(this.sql, events, this.options.quotaLowPercent);
+        for (const [firmaId, used] of written.counts) counts.set(firmaId, Math.max(used, counts.get(firmaId) ?? 0));
+        // committed: a failure from here on sends the batch again, which inserts nothing more and finds the same
+        seconds.push(...await secondRedemptions(this.sql, events, written.redemptionsInserted));
         return;
       } catch (err) {
         if (isPermanent(err) || (!this.running && attempt >= 3)) throw err;
@@ -236,8 +249,8 @@ export class UsageWorker {
    * lag), and drop the Redis copies of licenses whose used count is below what Postgres now
    * holds (only ever after Redis lost data: they are rebuilt from Postgres when next used). A single connection's calls leave in one write.
    */
-  private async ack(events: UsageEvent[], counts: UsedCounts): Promise<void> {
-    const byStream = new Map<string, { ids: string[]; licenses: string[]; used: number[] }>();
+  private async ack(events: UsageEvent[], counts: UsedCounts, rebuild: ReadonlySet<string> = new Set()): Promise<void> {
+    const byStream = new Map<string, { ids: string[]; licenses: string[]; used: (number | '-')[] }>();
     const of = (stream: string) => {
       let entry = byStream.get(stream);
       if (!entry) byStream.set(stream, (entry = { ids: [], licenses: [], used: [] }));
@@ -245,10 +258,17 @@ export class UsageWorker {
     };
     for (const e of events) of(e.stream).ids.push(e.id);
     for (const [firmaId, used] of counts) {
+      if (rebuild.has(firmaId)) continue;
       const bucket = bucketOf(firmaId);
       const entry = of(this.keys.streams[bucket] as string);
       entry.licenses.push(this.keys.licenseHash(firmaId, bucket));
       entry.used.push(used);
+    }
+    for (const firmaId of rebuild) {
+      const bucket = bucketOf(firmaId);
+      const entry = of(this.keys.streams[bucket] as string);
+      entry.licenses.push(this.keys.licenseHash(firmaId, bucket));
+      entry.used.push('-');
     }
     const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;
     socket?.cork();

@@ -1,0 +1,31 @@
+--[[
+  The Redis process a call runs on. A replica promoted by a failover (Sentinel, Cluster, a
+  virtual IP moved by hand) and a server restarted from its AOF or RDB are other processes,
+  with other run ids, holding a copy of the data that may lack the last writes the service
+  was answered for: a redemption among them would leave its token "issued" again. So a
+  script that changes what a bucket holds first checks the bucket's stamp, the run id of the
+  process the bucket was last verified on (src/redis/restarts.ts writes it with stamp.lua
+  after raising the bucket's epoch and dropping the license copies). On any other process it
+  changes nothing and answers the error NEWSERVER: the caller recovers that process and
+  calls again. The check is part of the script, so no write can come between it and the
+  script's own, and it needs no client to notice a reconnection: a Cluster client that
+  follows a MOVED to the promoted replica is caught as surely as one that reconnects.
+
+  thisServer() -> the run id of the process running the call (INFO server)
+  onStampedServer(stamp) -> true when the key stamp names the process running the call
+    stamp  {b}:node
+  newServer() -> the NEWSERVER error to return, naming this process's run id
+]]
+local function thisServer()
+  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+end
+
+local function newServer()
+  return redis.error_reply('NEWSERVER this bucket was last verified on another Redis process (a failover or a restart): '
+    .. 'recover run_id:' .. thisServer() .. ' first')
+end
+
+local function onStampedServer(stamp)
+  local id = redis.call('GET', stamp)
+  return id ~= false and string.find(redis.call('INFO', 'server'), 'run_id:' .. id, 1, true) ~= nil
+end
