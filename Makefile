@@ -1,7 +1,7 @@
 # The two commands: `make run` serves, `make test` tests (README.md). Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools fuzz
+.PHONY: run test test-faults build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools ha-tools fuzz
 
 # tap's plugins are compiled into node_modules: built here, before the first run, so that
 # not even the first run loads the TypeScript plugin the config turns off (a loader in every
@@ -59,13 +59,14 @@ run: build
 	  exec node dist/src/cli/server.js
 
 # tap runs holding dist/.build.lock shared: a build started meanwhile waits for it to end.
-test: browser-tools metrics-tools front-tools build prune-tests
+test: browser-tools metrics-tools front-tools ha-tools build prune-tests
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	scripts/build.sh --reading npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
 # Only the fault scenarios (test/faults: worker, server and Postgres failures; each test
-# starts and breaks its own private Redis, server processes and Postgres proxy).
-test-faults: build prune-tests
+# starts and breaks its own private Redis, server processes and Postgres proxy; the HA
+# topologies need ha-tools).
+test-faults: ha-tools build prune-tests
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	scripts/build.sh --reading npx tap run $(TAP_FLAGS) 'dist/test/faults/*.test.js'
 
@@ -113,6 +114,23 @@ front-tools:
 	  $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y nginx systemd >/dev/null 2>&1 || \
 	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y nginx systemd >/dev/null; }; \
 	  [ -x /usr/sbin/nginx ] || { echo "nginx did not install: apt-get install -y nginx"; exit 1; }; }
+
+# The HA topologies of the fault tests (test/helpers/redisHa.ts: Sentinel, a Cluster with
+# replicas, a partition) run Debian's redis-sentinel, and cut a Cluster node off with
+# iptables rules on its own loopback address: installed when missing, as root or through
+# passwordless sudo; otherwise the one command to run is printed. The partition itself needs
+# root or passwordless sudo when the tests run. On a machine with systemd the package also
+# starts a sentinel on port 26379 (systemctl disable --now redis-sentinel); the tests run
+# private ones on ports of their own.
+ha-tools:
+	@{ command -v redis-sentinel >/dev/null && [ -x /usr/sbin/iptables ]; } || { \
+	  if [ "$$(id -u)" -eq 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as="sudo -n"; \
+	  else echo "redis-sentinel or iptables is missing (the HA fault tests need them): sudo apt-get install -y redis-sentinel iptables"; exit 1; fi; \
+	  echo "installing redis-sentinel and iptables (Debian packages)"; \
+	  $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-sentinel iptables >/dev/null 2>&1 || \
+	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-sentinel iptables >/dev/null; }; \
+	  command -v redis-sentinel >/dev/null || { echo "redis-sentinel did not install: apt-get install -y redis-sentinel"; exit 1; }; \
+	  [ -x /usr/sbin/iptables ] || { echo "iptables did not install: apt-get install -y iptables"; exit 1; }; }
 
 # Performance (bench/README.md): wrk from Debian's packages, installed when missing.
 load-tools:
