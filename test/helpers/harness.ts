@@ -298,7 +298,8 @@ export async function startHarness(
   const config = loadConfig(env);
   const { redis, sql } = testStorage(t, config, !joinsStorage(overrides));
   const serviceRedis = createRedis(config, 'test-harness');
-  t.teardown(() => serviceRedis.quit());
+  // bounded: a Sentinel client whose sentinels are gone would wait for them for good
+  t.teardown(() => Promise.race([serviceRedis.quit(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]).finally(() => serviceRedis.disconnect()));
   const deployed = await startDeployed(t, env);
   return new Harness(deployed, config, redis, sql, () => atLevel(deployed.server.records(), options.logLevel), deployed, serviceRedis);
 }

@@ -36,7 +36,13 @@ export async function startVip(t: Teardown, targetPort: number): Promise<Vip> {
     }
     pairs.clear();
   };
+  let closed = false;
   const server = net.createServer((client) => {
+    // a client reconnecting while the VIP closes would hold server.close() open for good
+    if (closed) {
+      client.destroy();
+      return;
+    }
     accepted++;
     const upstream = net.connect(target, '127.0.0.1');
     const pair: [net.Socket, net.Socket] = [client, upstream];
@@ -56,12 +62,12 @@ export async function startVip(t: Teardown, targetPort: number): Promise<Vip> {
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as net.AddressInfo).port;
-  let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
+    const ended = new Promise<void>((resolve) => server.close(() => resolve()));
     dropAll();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await ended;
   };
   t.teardown(close);
   return {
