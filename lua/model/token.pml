@@ -1,23 +1,36 @@
 /*
-  The life of a sign token, checked by spin over every interleaving: `make test-model`
-  runs test/model/spin.test.ts, which searches every configuration below;
-  docs/durability.md#a-model-that-is-checked says what it covers.
+  The life of a sign token through a Redis failover, checked by spin over every
+  interleaving: `make test-model` runs test/model/spin.test.ts, which searches each
+  configuration below; docs/durability.md#a-model-that-is-checked says what it covers.
 
-  One license, N = 2 tokens, one usage stream, one usage worker, one Redis master A and
-  its asynchronous replica B, promoted once or never. Token 0's desktop sends an
+  One license, N = 2 tokens, one usage stream, one usage worker, one Redis master A and its
+  asynchronous replica B, promoted once or never. Token 0's desktop sends an
   Idempotency-Key, redeems, retries or replays (TRIES = 2 requests), may release, and its
-  token may expire at any moment; token 1's desktop sends one request without a key.
-  Each step is one Lua script (atomic on its server), one Postgres statement, or one step
-  of the service between them; spin interleaves them in every order.
+  token may expire meanwhile; token 1's desktop sends one request without a key. Redis has
+  no copy of the license at first: the first request rebuilds it. Each step is one Lua
+  script (atomic on its server), one Postgres statement, or one step of the service between
+  them; spin interleaves them in every order.
 
-  Each step, and the lines it stands for
+  Each step, and the lines it stands for (lua/ as it is; src/ where the step is there)
 
-    issue(t)      the web app gets token t. lua/issue.lua:30-33, through
-                  lua/includes/batch.lua:17-33 (the marker of this epoch: batch.lua:19,
-                  lua/includes/epoch.lua:9-11), into lua/includes/issueToken.lua:43-44 (no
-                  license copy: COPY_MISSING) and issueToken.lua:65-66 (marker "i<epoch>").
-    redeem(t, k)  the desktop redeems t, with a key (k) or without. lua/redeem.lua:39-52,
-                  through batch.lua:17-33, into lua/includes/redeemToken.lua:
+    the fence     issue.lua, redeem.lua and release.lua first check the slot's stamp
+                  {b}:node, a key replicated like the others, against the run id of the
+                  server running them (lua/includes/batch.lua:21, lua/release.lua:43,
+                  lua/includes/server.lua:19-31) and change nothing on another server
+                  (NEWSERVER): B is another process, its run id is not the stamp it
+                  inherited from A. sync.lua and ack.lua check nothing (the model's ack
+                  neither; for its sync, see the four pieces below).
+    recover()     on NEWSERVER the service recovers the server, then calls again
+                  (src/redis/restarts.ts:75-81): if the stamp still differs, the license
+                  copies are dropped (restarts.ts:105-110, :171-183), then lua/stamp.lua:24-32
+                  raises the bucket's epoch (every token issued before reads as used: fail
+                  closed) and sets the stamp, unless another process has (restarts.ts:111-112).
+    issue(t)      the web app gets token t: lua/issue.lua:32-35 through batch.lua:19-36 (the
+                  marker of this epoch: batch.lua:22, lua/includes/epoch.lua:9-11) into
+                  lua/includes/issueToken.lua:43-44 (no license copy: COPY_MISSING) and
+                  issueToken.lua:65-66 (marker "i<epoch>").
+    redeem(t, k)  the desktop redeems t, with a key (k) or without: lua/redeem.lua:41-54
+                  through batch.lua:19-36 into lua/includes/redeemToken.lua:
                   :97-98    no license copy: COPY_MISSING
                   :109-110  no marker: MARKER_MISSING, 400
                   :111-126  marker not "i<current epoch>" (used, released, or issued before
@@ -25,72 +38,82 @@
                             token's own redemption replays its 200 and spends nothing
                             (:117-124), unless the token was released since (:120)
                   :150-165  the spend: the key's record claimed (:150-152), used + 1
-                            (:153-154), marker "u..." (:156), the spent event XADDed (:159-165)
-                  Its 200 waits for the replica with WAIT (below).
-    release(t)    the holder gives the unit back. lua/release.lua:44-45 (COPY_MISSING),
-                  :49-59 (released already, or not redeemed: refused), :82-90 (used - 1,
+                            (:153-154), marker "u..." (:156), the spent event XADDed
+                            (:159-165)
+                  With WAIT its 200 waits for the replica (below).
+    release(t)    the holder gives the unit back: release.lua:48-49 (COPY_MISSING),
+                  :53-65 (released already, or not redeemed: refused), :86-94 (used - 1,
                   rr + 1, marker "r", the released event XADDed).
     expiry        token 0 passes its expiry: its redemptions are refused before Redis is
-                  asked (src/routes/redemption.ts:175-181, src/tokens/jwt.ts:114-128); a
+                  asked (src/routes/redemption.ts:176-180, src/tokens/jwt.ts:114-128); a
                   step of its desktop's process, since nothing else reads it.
-    hydrate()     a script found no license copy: it is rebuilt from Postgres plus the
-                  events still queued in the stream that Postgres has no row for
-                  (src/licenses/hot.ts:207-216, copyOf :103-133), written by
-                  lua/sync.lua:59-77.
-    Worker        reads every queued event (src/usage/worker.ts:261 next), writes them to
-                  Postgres in one statement (src/usage/persist.ts:58-80: one redemption row
-                  and one release row per token at most, "on conflict (token_id) do
-                  nothing"; :126-127, used_quota moves by the rows inserted), then
-                  acknowledges them on the master of that moment with lua/ack.lua:38-66
-                  (XACK, XTRIM) and :68-75 (a copy counting less than Postgres is dropped,
-                  to be rebuilt).
+    hydrate()     no license copy: the stream, then Postgres, are read on the master of
+                  that moment (one step here): Postgres's counts plus the queued events it
+                  has no row for (src/licenses/hot.ts:210-219, copyOf :104-134); then
+                  lua/sync.lua:75-97 creates the copy if there is none, on the master of
+                  that later moment.
+    Worker        reads every queued event (src/usage/worker.ts:281 next) on the master of
+                  that moment; writes them to Postgres in one statement
+                  (src/usage/persist.ts:61-70 and :76-79: one redemption row and one release
+                  row per token at most, "on conflict (token_id) do nothing"; :126, used_quota
+                  moves by the rows inserted); then acknowledges them with lua/ack.lua:41-69
+                  (XACK, XTRIM) and :71-79 (a copy counting fewer redemptions than Postgres
+                  is dropped, to be rebuilt), on the master of that moment.
     Failover      asynchronous replication: until a cut, at any moment, B holds every
                   write of A (a script's writes together); from the cut on it holds A as it
-                  was then; at any moment after the cut, B is promoted and every write A
+                  was then; at any moment after the cut B is promoted, and every write A
                   made since is lost: markers, counts, idempotency records, stream events
                   and acknowledgements alike, any number k >= 0 of the last writes. The
-                  worker may be holding a batch read from A, and may have written to
-                  Postgres events B never got.
-    the fence     every state-changing script (issue, redeem, release, sync, ack) first
-                  compares the slot's stamp {b}:node, a key replicated like the others,
-                  with the run id of the server running it, and answers NEW_SERVER,
-                  changing nothing, when they differ: B is another process, its run id is
-                  not the stamp it inherited from A. The fix being built: not in lua/ on
-                  this branch yet (each script will start with it, before batch.lua:19).
-    recover()     on NEW_SERVER the service recovers that server, then runs the script
-                  again: the license copies dropped (as src/redis/restarts.ts:108-116 does),
-                  and in one script, if the stamp still differs, the bucket's epoch raised
-                  (as restarts.ts:107: INCR {b}:epoch, so every token issued before reads
-                  as used: fail closed) and the stamp set to the server's run id. One step
-                  here: between the drop and the stamp every script is fenced.
-    WAIT          -DWAIT (REDIS_WAIT_REPLICAS >= 1): a redemption's 200, spend or replay,
-                  is answered once the replica holds its write; a failover first makes it a
-                  503. Without it, at once. Releases are answered at once either way.
+                  worker may hold a batch read from A, and may have written to Postgres
+                  events B never got.
+    WAIT          -DWAIT (REDIS_WAIT_REPLICAS >= 1, src/redis/replicaWait.ts): a
+                  redemption's 200, spend or replay, is answered once the replica holds its
+                  write; a failover first makes it a 503. Without it, at once. Releases are
+                  answered at once either way, as in src/redis/replicaWait.ts.
 
-  Two more pieces, which the design as briefed lacked and spin showed it needs (each can be
-  taken out to see the counterexample):
-    the epoch of a used marker  a "u" marker keeps the epoch its token was issued in, and a
-                  keyed retry's replay (redeemToken.lua:117-124) and a release
-                  (release.lua:59) refuse one of an earlier epoch. Without it
-                  (-DNO_USED_EPOCH): a release on A, written to Postgres by the worker,
-                  lost in the failover; B still reads "u", so a keyed retry replays the 200
-                  of a unit Postgres has given back (inv2), and a second release gives it
-                  back twice in Redis.
-    ack.lua dropping on releases  a copy whose rr is below Postgres's released_quota is
-                  dropped too (beside ack.lua:71). Without it (-DNO_RELEASE_DROP): the same
-                  lost release, written after B rebuilt its copy, leaves Redis counting the
-                  unit as spent while Postgres has it back (inv3): u + rr equals Postgres's
-                  used + released, so ack.lua:71 does not see it.
+  Four pieces lua/ does not have, which the search showed the design needs; the model has
+  them, and each can be taken out to see its counterexample (-DAS_IN_LUA: all four out):
+
+    the epoch of a used marker (-DNO_USED_EPOCH)
+                  a "u" marker keeps the epoch its token was issued in, and a keyed
+                  retry's replay (redeemToken.lua:117-124) or a release (release.lua:63-65)
+                  of one of an earlier epoch is refused. Without it: a release on A that
+                  the worker wrote to Postgres is lost in the failover; B still reads "u",
+                  so a keyed retry replays the 200 of a unit Postgres has given back
+                  (inv2), and with a second release request (-DRELEASE_TRIES=2) Redis gives
+                  it back twice (inv3).
+    ack.lua dropping on releases (-DNO_RELEASE_DROP)
+                  a copy whose rr is below Postgres's released_quota is dropped too
+                  (beside ack.lua:75). Without it: the same lost release, written after B
+                  rebuilt its copy, leaves Redis counting the unit spent while Postgres has
+                  it back (inv3): u + rr equals Postgres's used + released, so ack.lua:75
+                  does not see it.
+    ack.lua's floor (-DNO_ACK_FLOOR)
+                  when ack.lua finds no copy, or drops it, it keeps Postgres's counts of
+                  redemptions (used + released) and of releases, and sync.lua creates no
+                  copy counting less. Without it: after a failover, a hydration reads
+                  Postgres before the worker writes a batch it held from A (events B's
+                  stream lacks), the ack finds no copy to drop, and sync.lua then writes
+                  the copy without them (inv3).
+    sync.lua on the server the stream was read on (-DNO_SYNC_CHECK)
+                  sync.lua creates a copy only on a server its stamp names, and the one the
+                  hydration read the stream on. Without it: a hydration reads A's stream,
+                  with a redemption the failover then loses, and writes the copy on B
+                  between the recovery's drop and its stamp: Redis counts a unit no
+                  redemption kept (inv3).
 
   Abstracted away: token ids, times and signatures (a token is its index); quota,
   packages, forfeits, rate limits, origins, the license's own expiry and activity (refusals
   that change nothing, like a client that stops); the release window and daily allowance (a
   release refused for them is one not sent); the figures and receipt a replay carries; a
-  key reused for another token; the issued event (audit only); the stream's entry ids, its
-  order and the consumer group (an event is its kind and token, the worker alone reads
-  every event not acknowledged); the hydration reading stream and Postgres at once; the
-  marker hash's expiry; a second failover, and writes accepted by A after B's promotion
-  (they are lost writes like the others).
+  key reused for another token; the issued event (audit only); settle.lua and the
+  second-redemption check (src/usage/secondRedemptions.ts: nothing redeems twice here but
+  the mutant NO_FENCE); the stream's entry ids, its order and the consumer group (an event
+  is its kind and token, the worker alone reads every event not acknowledged); the
+  hydration reading stream and Postgres at once; the marker hash's expiry; a second
+  failover, and writes A accepts after B's promotion (they are lost writes like the
+  others). The recovery's drop and check of the stamp are one step, and its stamp.lua
+  another.
 
   The invariants, each assertion named by the variables it reads
 
@@ -103,23 +126,24 @@
           with it in a failover, and spin finds that; -DLOST_200_ALLOWED exempts exactly
           those 200s (answered on A for a spend B did not get), to check all the rest.
     inv3  the books agree once drained: Postgres's used_quota equals its redemption rows
-          less its release rows (nothing counted twice, nothing a script did not spend),
-          and Redis's used count equals used_quota (inv3_pg_rows, inv3_redis_used).
+          less its release rows (nothing counted twice), and Redis's used count equals
+          used_quota (inv3_pg_rows, inv3_redis_used).
 
   The mutants, each caught by the invariant it breaks
 
     -DNO_FENCE          no stamp check, no recovery (without WAIT): a redemption the
-                        failover lost is redeemed again (inv1; stale copies break inv2,
+                        failover lost is redeemed again (inv1; stale copies break inv2 and
                         inv3 too).
     -DNO_RELEASE_CHECK  a keyed retry after a release replays the 200 (redeemToken.lua:120
                         taken out): inv2.
     -DNO_DEDUP          the worker counts a redemption Postgres already has (no "on
                         conflict do nothing"): an event read again after its acknowledgement
                         was lost is counted twice, inv3.
-    -DNO_ACK_DROP       ack.lua keeps a copy counting less than Postgres (ack.lua:68-75
-                        taken out): a batch written after B rebuilt its copy, inv3.
+    -DNO_ACK_DROP       ack.lua keeps a copy counting fewer redemptions than Postgres
+                        (ack.lua:71-79 taken out): a batch written after B rebuilt its copy,
+                        inv3.
 
-  Run by hand: spin -DWAIT -a token.pml && gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c &&
+  By hand: spin -DWAIT -a token.pml && gcc -O2 -DSAFETY -DCOLLAPSE -o pan pan.c &&
   ./pan -m10000 -c0 (-c0: on past the first error, naming every assertion that fails).
 */
 
@@ -159,6 +183,14 @@
 #define COPY_MISSING 5
 #define UNAVAILABLE 6   /* 503: the failover came before the replica acknowledged (WAIT) */
 
+/* the scripts as lua/ has them: without the four pieces the model adds */
+#ifdef AS_IN_LUA
+#define NO_USED_EPOCH
+#define NO_RELEASE_DROP
+#define NO_SYNC_CHECK
+#define NO_ACK_FLOOR
+#endif
+
 #ifdef NO_FENCE
 #define STAMP_OK 1
 #else
@@ -174,6 +206,8 @@ byte stamp[2];          /* {b}:node: the run id of the server the slot was last 
 bit  copy[2];           /* the license copy {b}:l:<firmaId> exists */
 short used[2];          /* its u */
 short rr[2];            /* its rr: units given back */
+short floor[2];         /* Postgres's redemptions and ... */
+short rfloor[2];        /* ... releases, as ack.lua last saw them while there was no copy */
 byte qspent[2];         /* {b}:ev: the tokens whose spent event is queued, a bit each */
 byte qrel[2];           /* ... and whose released event is */
 byte cur = A;           /* the master the service talks to */
@@ -201,42 +235,64 @@ byte gi;
 short gq, gr;
 short inv3_pg_rows, inv3_redis_used;
 
-/* NEW_SERVER: drop the license copies, then raise the epoch and set the stamp (one script) */
+/* NEW_SERVER: the license copies dropped, unless another process has stamped the bucket
+   meanwhile; then stamp.lua: the epoch raised and the stamp set, if it still differs */
 inline recover() {
   d_step {
     if
-    :: stamp[cur] != cur + 1 -> copy[cur] = 0; epoch[cur]++; stamp[cur] = cur + 1
+    :: stamp[cur] != cur + 1 -> copy[cur] = 0
+    :: else -> skip
+    fi
+  };
+  d_step {
+    if
+    :: stamp[cur] != cur + 1 -> epoch[cur]++; stamp[cur] = cur + 1
     :: else -> skip
     fi
   }
 }
 
-/* COPY_MISSING: the copy rebuilt from Postgres plus the queued events it has no row for
-   (copyOf), written by sync.lua, which checks the stamp like every state-changing script */
+/* COPY_MISSING: the copy rebuilt. First the stream, then Postgres, read on the master of
+   that moment (one step): Postgres's counts plus the queued events it has no row for
+   (copyOf). Then sync.lua creates the copy if there is none, on the master of that moment,
+   which may be another: as in lua/ it checks nothing; with the check the model adds, only
+   on a server its stamp names and the one the stream was read on */
+#ifdef NO_SYNC_CHECK
+#define SYNC_OK 1
+#else
+#define SYNC_OK (STAMP_OK && hs == cur)
+#endif
 inline hydrate() {
   d_step {
+    hs = cur;
+    gi = 0;
+    do
+    :: gi < N ->
+       if
+       :: HAS(qspent[cur], gi) && !pg_red[gi] -> gq++
+       :: else -> skip
+       fi;
+       if
+       :: HAS(qrel[cur], gi) && !pg_rel[gi] -> gr++
+       :: else -> skip
+       fi;
+       gi++
+    :: else -> break
+    od;
+    hu = pg_used_quota + gq - gr;
+    hr = pg_released + gr;
+    gq = 0; gr = 0; gi = 0
+  };
+  d_step {
     if
-    :: STAMP_OK && !copy[cur] ->
-       gi = 0;
-       do
-       :: gi < N ->
-          if
-          :: HAS(qspent[cur], gi) && !pg_red[gi] -> gq++
-          :: else -> skip
-          fi;
-          if
-          :: HAS(qrel[cur], gi) && !pg_rel[gi] -> gr++
-          :: else -> skip
-          fi;
-          gi++
-       :: else -> break
-       od;
-       copy[cur] = 1;
-       used[cur] = pg_used_quota + gq - gr;
-       rr[cur] = pg_released + gr;
-       gq = 0; gr = 0; gi = 0
+#ifdef NO_ACK_FLOOR
+    :: SYNC_OK && !copy[cur] -> copy[cur] = 1; used[cur] = hu; rr[cur] = hr
+#else
+    :: SYNC_OK && !copy[cur] && hu + hr >= floor[cur] && hr >= rfloor[cur] -> copy[cur] = 1; used[cur] = hu; rr[cur] = hr
+#endif
     :: else -> skip
-    fi
+    fi;
+    hs = 0; hu = 0; hr = 0
   }
 }
 
@@ -388,7 +444,8 @@ inline release(t) {
 /* the web app issues the token; its desktop redeems it, retries or replays it, may
    release it, in any order, and the token may expire meanwhile */
 proctype Token(byte t) {
-  byte s, res, tries;
+  byte s, res, tries, hs;
+  short hu, hr;
   byte released;
   issue(t);
   do
@@ -425,6 +482,8 @@ proctype Failover() {
        copy[B] = copy[A];
        used[B] = used[A];
        rr[B] = rr[A];
+       floor[B] = floor[A];
+       rfloor[B] = rfloor[A];
        qspent[B] = qspent[A];
        qrel[B] = qrel[A]
      };
@@ -450,7 +509,7 @@ proctype Failover() {
 }
 
 proctype Worker() {
-  byte bspent, brel, s, res;
+  byte bspent, brel;
 end:
   do
   :: atomic {
@@ -480,33 +539,28 @@ end:
        od;
        gi = 0
      };
-     /* ack.lua, on the master of now (B after a failover) */
-     do
-     :: d_step {
-          s = cur;
-          if
-          :: !STAMP_OK -> res = NEW_SERVER
-          :: else ->
-             qspent[s] = qspent[s] & ~bspent;
-             qrel[s] = qrel[s] & ~brel;
+     /* ack.lua, on the master of that moment (B after a failover; no stamp check) */
+     d_step {
+       qspent[cur] = qspent[cur] & ~bspent;
+       qrel[cur] = qrel[cur] & ~brel;
 #ifndef NO_ACK_DROP
-             if
-             :: copy[s] && used[s] + rr[s] < pg_used_quota + pg_released -> copy[s] = 0
+       if
+       :: copy[cur] && used[cur] + rr[cur] < pg_used_quota + pg_released -> copy[cur] = 0
 #ifndef NO_RELEASE_DROP
-             :: copy[s] && rr[s] < pg_released -> copy[s] = 0
+       :: copy[cur] && rr[cur] < pg_released -> copy[cur] = 0
 #endif
-             :: else -> skip
-             fi;
+       :: else -> skip
+       fi;
 #endif
-             res = DONE
-          fi
-        };
-        if
-        :: res == NEW_SERVER -> recover()
-        :: else -> break
-        fi
-     od;
-     atomic { bspent = 0; brel = 0; s = 0; res = 0; worker_busy = 0 }
+#ifndef NO_ACK_FLOOR
+       /* no copy, or one just dropped: a copy a hydration creates later must count this much */
+       if
+       :: !copy[cur] -> floor[cur] = pg_used_quota + pg_released; rfloor[cur] = pg_released
+       :: else -> skip
+       fi;
+#endif
+       bspent = 0; brel = 0; worker_busy = 0
+     }
   od
 }
 
@@ -541,8 +595,7 @@ proctype Check() {
 init {
   byte t;
   atomic {
-    stamp[A] = 1;   /* the slot verified on A */
-    copy[A] = 1;
+    stamp[A] = 1;   /* the slot verified on A; no license copy yet: the first request hydrates it */
     run Failover();
     run Worker();
     run Check();
