@@ -1,7 +1,7 @@
 # The two commands: `make run` serves, `make test` tests (README.md). Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools ha-tools fuzz
+.PHONY: run test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools ha-tools model-tools fuzz
 
 # tap's plugins are compiled into node_modules: built here, before the first run, so that
 # not even the first run loads the TypeScript plugin the config turns off (a loader in every
@@ -59,7 +59,7 @@ run: build
 	  exec node dist/src/cli/server.js
 
 # tap runs holding dist/.build.lock shared: a build started meanwhile waits for it to end.
-test: browser-tools metrics-tools front-tools ha-tools build prune-tests
+test: browser-tools metrics-tools front-tools ha-tools model-tools build prune-tests
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	scripts/build.sh --reading npx tap run $(TAP_FLAGS) 'dist/test/**/*.test.js'
 
@@ -69,6 +69,11 @@ test: browser-tools metrics-tools front-tools ha-tools build prune-tests
 test-faults: ha-tools build prune-tests
 	@REDIS_URL="$${TEST_REDIS_URL:-redis://127.0.0.1:6379}" DATABASE_URL="$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	scripts/build.sh --reading npx tap run $(TAP_FLAGS) 'dist/test/faults/*.test.js'
+
+# Only the model check (test/model/spin.test.ts: spin searches lua/model/token.pml, the
+# design and its mutants; docs/durability.md#a-model-that-is-checked). No service needed.
+test-model: model-tools build prune-tests
+	scripts/build.sh --reading npx tap run $(TAP_FLAGS) dist/test/model/spin.test.js
 
 # Longer property-based fuzzing of every endpoint (make test runs the same file briefly with
 # a fixed seed): FUZZ_RUNS per property, FUZZ_SEED to replay a failure (printed on failure).
@@ -131,6 +136,18 @@ ha-tools:
 	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-sentinel iptables >/dev/null; }; \
 	  command -v redis-sentinel >/dev/null || { echo "redis-sentinel did not install: apt-get install -y redis-sentinel"; exit 1; }; \
 	  [ -x /usr/sbin/iptables ] || { echo "iptables did not install: apt-get install -y iptables"; exit 1; }; }
+
+# The model test (test/model/spin.test.ts) runs Debian's spin on lua/model/token.pml and
+# compiles the verifier it writes with gcc: installed when missing, as root or through
+# passwordless sudo; otherwise the one command to run is printed.
+model-tools:
+	@{ command -v spin >/dev/null && command -v gcc >/dev/null; } || { \
+	  if [ "$$(id -u)" -eq 0 ]; then as=""; elif sudo -n true 2>/dev/null; then as="sudo -n"; \
+	  else echo "spin or gcc is missing (the model test needs them): sudo apt-get install -y spin gcc"; exit 1; fi; \
+	  echo "installing spin and gcc (Debian packages spin, gcc)"; \
+	  $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y spin gcc >/dev/null 2>&1 || \
+	    { $$as apt-get update >/dev/null && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y spin gcc >/dev/null; }; \
+	  { command -v spin >/dev/null && command -v gcc >/dev/null; } || { echo "spin or gcc did not install: apt-get install -y spin gcc"; exit 1; }; }
 
 # Performance (bench/README.md): wrk from Debian's packages, installed when missing.
 load-tools:
