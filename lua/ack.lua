@@ -13,7 +13,9 @@
   its count of them (u + rr: used, and the units given back since, which only grows) is never
   legitimately lower; it is lower only after Redis lost data that the
   worker still wrote afterwards (a batch held in memory across the loss, or an AOF that lost
-  its last second). Such a copy is dropped, and rebuilt from Postgres and the stream when
+  its last second). Its count of releases (rr) is never lower either, unless a failover lost
+  a release the worker had written (u + rr then agree with Postgres, u alone is too high).
+  Such a copy is dropped, and rebuilt from Postgres and the stream when
   next used (src/licenses/hot.ts): raising the count alone would leave the packages' units
   left above it. Its package hash stays until then: nothing reads it without the license
   hash, and sync.lua writes it anew with the copy. A license Redis does not hold is left alone.
@@ -23,13 +25,17 @@
 
     KEYS[1]        usage stream     {b}:ev
     KEYS[2..n+1]   license hashes   {b}:l:<firmaId>   (the stream's slot)
+    KEYS[n+2..2n+1] their floors    {b}:fl:<firmaId>: where a copy was dropped, or none was found,
+                   Postgres's counts are kept a minute, and sync.lua makes no copy counting
+                   less (a rebuild that read Postgres before this batch was written would)
 
     ARGV[1]            consumer group
     ARGV[2]            k, the number of entry ids
     ARGV[3..k+2]       the batch's entry ids on this stream
-    ARGV[k+3..k+n+2]   redemptions Postgres has counted for license i (KEYS[i+1]): its used quota plus
-                       the units given back (licenses.released_quota), which only grows, as
-                       Redis's u + rr (used, released) does: a release lowers u alone; "-": drop it
+    ARGV[k+3..k+n+2]   "<counted>:<released>" for license i (KEYS[i+1]): the redemptions Postgres
+                       has counted, its used quota plus the units given back (licenses.released_quota),
+                       which only grows, as Redis's u + rr (used, released) does (a release
+                       lowers u alone), and those units given back; "-": drop it whatever it holds
 
   Returns the number of copies dropped.
 ]]
@@ -68,13 +74,19 @@ if not groups.err then
   end
 end
 
+local FLOOR_MS = 60000
+local n = (#KEYS - 1) / 2
 local dropped = 0
-for i = 2, #KEYS do
+for i = 2, n + 1 do
   local counts = redis.call('HMGET', KEYS[i], 'u', 'rr')
-  local counted = ARGV[k + i + 1]
-  if counts[1] and (counted == '-' or tonumber(counts[1]) + tonumber(counts[2] or '0') < tonumber(counted)) then
+  local given = ARGV[k + i + 1]
+  local counted, released = string.match(given, '^(%d+):(%d+)$')
+  local rr = tonumber(counts[2] or '0')
+  local drop = counts[1] and (not counted or tonumber(counts[1]) + rr < tonumber(counted) or rr < tonumber(released))
+  if drop then
     redis.call('DEL', KEYS[i])
     dropped = dropped + 1
   end
+  if counted and (drop or not counts[1]) then redis.call('SET', KEYS[n + i], given, 'PX', FLOOR_MS) end
 end
 return dropped

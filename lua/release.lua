@@ -7,13 +7,14 @@
 
     KEYS[1] license hash     {b}:l:<firmaId>   fields u used, ra releases a day, pn pe pl
                              (includes/packages.lua), z fence, q bought, f forfeited, a active, x expiry ms
-    KEYS[2] token markers    {b}:t:<expiry minute>   field token id: "u<package>:<ms>" once
-                             redeemed, then "r" once released
+    KEYS[2] token markers    {b}:t:<expiry minute>   field token id: "u<package>:<ms>:<epoch>" once
+                             redeemed (earlier versions: no epoch), then "r" once released
     KEYS[3] package hash     {b}:pk:<firmaId>
     KEYS[4] usage stream     {b}:ev   event "l" (EventValues.released in src/redis/fields.ts)
     KEYS[5] releases today   {b}:rl:<firmaId>:<UTC day>
     KEYS[6], KEYS[7]         with an Idempotency-Key: the record hashes of the current window
                              and the one before (includes/idempotency.lua)
+    KEYS[#KEYS-1]            the slot's epoch {b}:epoch (includes/epoch.lua)
     KEYS[#KEYS]              the slot's stamp {b}:node (includes/server.lua)
 
     ARGV[1] now, ms since epoch
@@ -29,7 +30,9 @@
   giving nothing more), or a refusal (src/redis/scripts.ts): COPY_MISSING, LICENSE_INACTIVE,
   LICENSE_EXPIRED, NOT_REDEEMED
   (issued and never redeemed, or unknown), ALREADY_RELEASED, RELEASE_WINDOW_PASSED (or a
-  redemption of an earlier version, which recorded no package), RELEASES_OFF,
+  redemption of an earlier version, which recorded no package, or of an earlier epoch: Redis
+  failed over or restarted since, and a release of it may have been lost with the old server
+  while Postgres has it), RELEASES_OFF,
   RELEASE_ALLOWANCE_USED, PACKAGE_EXPIRED (its package has expired: the unit would only be
   forfeited), IDEMPOTENCY_KEY_REUSED. A refusal changes nothing; so does a call on a Redis
   process the stamp does not name (the error NEWSERVER).
@@ -61,8 +64,9 @@ if marker == 'r' then
 end
 if idem and keyHolder(idem, KEYS[6], KEYS[7], now) then return {IDEMPOTENCY_KEY_REUSED, 0, 0} end
 if not marker or string.sub(marker, 1, 1) ~= 'u' then return {NOT_REDEEMED, 0, 0} end
-local packageNo, redeemedAt = string.match(marker, '^u(%d+):(%d+)$')
+local packageNo, redeemedAt, epoch = string.match(marker, '^u(%d+):(%d+)(.*)$')
 if not packageNo or tonumber(redeemedAt) + tonumber(ARGV[4]) < tonumber(now) then return {RELEASE_WINDOW_PASSED, 0, 0} end
+if epoch ~= '' and epoch ~= ':' .. (redis.call('GET', KEYS[#KEYS - 1]) or '') then return {RELEASE_WINDOW_PASSED, 0, 0} end
 
 local allowance = tonumber(lic[2] or '0')
 if allowance <= 0 then return {RELEASES_OFF, 0, 0} end

@@ -15,11 +15,14 @@
 
     KEYS[1] hash to write
     KEYS[2] the license's package hash {b}:pk:<firmaId> (none for the credentials hash)
+    KEYS[3] the bucket's stamp {b}:node (includes/server.lua; license hashes only)
+    KEYS[4] the license's floor {b}:fl:<firmaId> (lua/ack.lua; license hashes only)
 
     ARGV[1] version of the row (licenses.version)
     ARGV[2] used quota to start from when creating: a number, or "<used>:<released>" with the
-            units given back so far (rr, lua/ack.lua); "" = not known yet (do not create, answer
-            3); "-" = this hash has no used count (credentials)
+            units given back so far (rr, lua/ack.lua), followed by "@<run id>" when those were
+            computed from the usage stream of that Redis process; "" = not known yet (do not
+            create, answer 3); "-" = this hash has no used count (credentials)
     ARGV[3] "1": this write completes one fenced admin change; "0" otherwise
     ARGV[4] ms since epoch by Postgres's clock when the row was read less a margin: fences
             whose deadline is before it are lifted ("0" = none)
@@ -31,7 +34,12 @@
     ARGV[8..] field, value, field, value...
 
   A credentials hash is written with the run id of the Redis process (n): one found with
-  another's is written anew (credentials.lua and checkQuota.lua do not use it).
+  another's is written anew (credentials.lua and checkQuota.lua do not use it). A license
+  hash is created only from counts that cannot be stale: computed from the stream of this
+  very process, its bucket stamped with it (a stream read on a master a failover has since
+  replaced held events the new one lacks), and not below the floor the worker left (a
+  rebuild that read Postgres before the worker wrote a batch would count less). Otherwise it
+  answers {3, 1}: the caller reads Postgres and the stream again.
 
   Returns {outcome, fenced} (SyncOutcome in src/redis/scripts.ts): outcome 1 created,
   2 updated, 0 left alone (already as new or newer), 3 not created (no used count given);
@@ -72,6 +80,18 @@ end
 
 local fields = {}
 for i = 8, #ARGV do fields[#fields + 1] = ARGV[i] end
+local used, released, readOn
+if not current and ARGV[2] ~= '-' then
+  used, released, readOn = string.match(ARGV[2], '^(%d+):(%d+)@?(%x*)$')
+  if readOn and readOn ~= '' and (readOn ~= thisServer() or not onStampedServer(KEYS[3])) then return {3, 1} end
+  local floor = KEYS[4] and redis.call('GET', KEYS[4])
+  if floor and used then
+    local counted, floorReleased = string.match(floor, '^(%d+):(%d+)$')
+    if counted and (tonumber(used) + tonumber(released) < tonumber(counted) or tonumber(released) < tonumber(floorReleased)) then
+      return {3, 1}
+    end
+  end
+end
 if not current then
   -- a small hash is a list that HGET and HMGET search from its start, in the order written:
   -- the fields every redemption reads and writes first, then the row's (src/licenses/hot.ts
@@ -79,7 +99,6 @@ if not current then
   -- the version last
   local created, counts = {}, {}
   if ARGV[2] ~= '-' then
-    local used, released = string.match(ARGV[2], '^(%d+):(%d+)$')
     created = {'u', used or ARGV[2], 'pl', '0', 'pe', '', 'pn', '', 'f', ARGV[5]}
     counts = {'pm', ARGV[7], 'rr', released or '0'}
     redis.call('DEL', packages)

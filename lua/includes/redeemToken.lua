@@ -10,7 +10,8 @@
                                  lv the license's own validate limit ("" or none: limit)
     packages package hash        {b}:pk:<firmaId>  (includes/packages.lua)
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued,
-                                 "u<package>:<ms>" used (earlier versions: "u"), "r" released
+                                 "u<package>:<ms>:<epoch>" used in that epoch (earlier versions:
+                                 "u<package>:<ms>", "u"), "r" released
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
     stream   usage stream        {b}:ev   event "s" (EventValues.spent in src/redis/scripts.ts: the
@@ -84,6 +85,15 @@ local function sameRequest(receipt, prefix)
   return string.sub(receipt, 1, #prefix + 1) == prefix .. ','
 end
 
+-- Whether a "used" marker was written in this epoch (issuedMark's): a redemption of an earlier
+-- one may have been released since on a Redis that a failover replaced, the release lost with
+-- it while Postgres has it (the worker wrote it first), so its figures cannot be replayed.
+-- Markers of earlier versions name no epoch and count as this one.
+local function usedThisEpoch(marker, issuedMark)
+  local rest = string.match(marker, '^u%d*:%d+(.*)$')
+  return rest == nil or rest == '' or rest == ':' .. string.sub(issuedMark, 2)
+end
+
 -- A refusal of a token sent with a key that serves another token says so instead.
 local function refused(code, field, current, previous, now, left, reset, applied)
   if field and keyHolder(field, current, previous, now) then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied end
@@ -110,14 +120,15 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   if not marker then return MARKER_MISSING, 0, 0, left, reset, applied end
   if marker ~= issuedMark then
     -- spent: a retry with the key its redemption claimed gets that redemption's figures again,
-    -- unless the redemption was released ("r", release.lua): its unit is back and nothing is
-    -- spent, so the retry is answered as one without the key, already used (a 200 would let
-    -- the desktop sign for free). Both scripts run alone on this slot, so a release and a
+    -- unless the redemption was released ("r", release.lua), or may have been (a redemption
+    -- of an earlier epoch: usedThisEpoch): its unit is back and nothing is spent, so the
+    -- retry is answered as one without the key, already used (a 200 would let the desktop
+    -- sign for free). Both scripts run alone on this slot, so a release and a
     -- retry racing are answered in one order or the other, never both "spent" and released.
     if idem then
       local holder, used, remaining, receipt = keyHolder(idem, current, previous, now)
       if holder == tokenId and sameRequest(receipt, prefix) then
-        if marker == 'r' then return TOKEN_SPENT, 0, 0, left, reset, applied end
+        if marker == 'r' or not usedThisEpoch(marker, issuedMark) then return TOKEN_SPENT, 0, 0, left, reset, applied end
         return DONE, tonumber(used), tonumber(remaining), left, reset, applied, receipt
       end
       if holder then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied end
@@ -153,7 +164,7 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   used = used + 1
   redis.call('HSET', license, 'u', used, 'pl', pl - 1)
   -- used, with the package and the time: what a release of the token needs (release.lua)
-  redis.call('HSET', markers, tokenId, 'u' .. pn .. ':' .. now)
+  redis.call('HSET', markers, tokenId, 'u' .. pn .. ':' .. now .. ':' .. string.sub(issuedMark, 2))
   -- the spent event: one field, its values tab-separated, the package first (EventValues.spent in
   -- src/redis/scripts.ts); a sign's adds its receipt as a second field (EVENT_RECEIPT in src/redis/fields.ts)
   local values = pn .. '\t' .. tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat

@@ -71,11 +71,12 @@
                   write; a failover first makes it a 503. Without it, at once. Releases are
                   answered at once either way, as in src/redis/replicaWait.ts.
 
-  Four pieces lua/ does not have, which the search showed the design needs; the model has
-  them, and each can be taken out to see its counterexample (-DAS_IN_LUA: all four out):
+  Four pieces the first search showed the fence alone lacks, which lua/ now has; each can be
+  taken out to see its counterexample (-DAS_IN_LUA: all four out, the scripts as they were):
 
     the epoch of a used marker (-DNO_USED_EPOCH)
-                  a "u" marker keeps the epoch its token was issued in, and a keyed
+                  a "u" marker keeps the epoch it was written in (redeemToken.lua
+                  usedThisEpoch), and a keyed
                   retry's replay (redeemToken.lua:117-124) or a release (release.lua:63-65)
                   of one of an earlier epoch is refused. Without it: a release on A that
                   the worker wrote to Postgres is lost in the failover; B still reads "u",
@@ -84,7 +85,7 @@
                   it back twice (inv3).
     ack.lua dropping on releases (-DNO_RELEASE_DROP)
                   a copy whose rr is below Postgres's released_quota is dropped too
-                  (beside ack.lua:75). Without it: the same lost release, written after B
+                  (ack.lua's drop). Without it: the same lost release, written after B
                   rebuilt its copy, leaves Redis counting the unit spent while Postgres has
                   it back (inv3): u + rr equals Postgres's used + released, so ack.lua:75
                   does not see it.

@@ -209,11 +209,13 @@ export class HotLicenses {
    */
   private async createLicenseCopy(firmaId: string, completes: boolean, settledMs: number): Promise<boolean> {
     const k = this.keys.forLicense(firmaId);
+    // the process whose stream is read: sync.lua writes the copy there or nowhere
+    const readOn = await this.restarts.fenced(() => runScript(this.redis, scripts.here(k)));
     const queued = await this.queuedEvents(k.stream, firmaId);
     const found = await this.store.forHydration(firmaId, [...queued.redemptions.keys()], [...queued.releases.keys()]);
     if (found === null) return false;
     const { row } = found;
-    const copy = copyOf(row, queued, found.counted, found.released);
+    const copy = { ...copyOf(row, queued, found.counted, found.released), readOn };
     const [, fenced] = await runScript(this.redis, scripts.syncLicense(k, row.version, completes, settledMs, copy, licenseFields(row)));
     return fenced;
   }

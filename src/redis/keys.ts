@@ -71,6 +71,8 @@ export interface LicenseKeys {
   epoch: string;
   /** the run id of the Redis process the bucket was last verified on (lua/includes/server.lua, src/redis/restarts.ts) */
   stamp: string;
+  /** Postgres's counts of the license when the worker last found no copy to compare (lua/ack.lua): no copy is made counting less (lua/sync.lua) */
+  floor: string;
   /** the marker hash of tokens expiring at expMs, and when the hash itself expires */
   markers(expMs: number): { key: string; expiresAt: number };
   /** where Idempotency-Key `key` is recorded by a redemption at nowMs (IDEMPOTENCY_WINDOW_MS) */
@@ -105,6 +107,11 @@ export class KeySpace {
       this.epochs.push(`${prefix}:{${b}}:epoch`);
       this.stamps.push(`${prefix}:{${b}}:node`);
     }
+  }
+
+  /** A license's floor (LicenseKeys.floor), for the worker. */
+  floorOf(firmaId: string, bucket = bucketOf(firmaId)): string {
+    return `${this.prefix}:{${bucket}}:fl:${firmaId}`;
   }
 
   /** A license's hash alone, of the bucket's stream (LicenseKeys.license; forLicense makes every key of the license). */
@@ -192,6 +199,10 @@ class LicenseKeyRing implements LicenseKeys {
     this.stream = space.streams[bucket] as string;
     this.epoch = space.epochs[bucket] as string;
     this.stamp = space.stamps[bucket] as string;
+  }
+
+  get floor(): string {
+    return `${this.tag}:fl:${this.firmaId}`;
   }
 
   get rateSign(): string {

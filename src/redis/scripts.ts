@@ -97,14 +97,14 @@ export { CredentialsField, EVENT_PACKAGE, EVENT_RECEIPT, EVENT_SEPARATOR, EventK
 type Args = (string | number)[];
 type Reply = (string | number | null)[];
 export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'redeem'
-  | 'issue' | 'settle' | 'release' | 'peek';
+  | 'issue' | 'settle' | 'release' | 'peek' | 'here';
 
 /** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
 const NAMES: ScriptName[] = [
   'credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue', 'settle', 'release',
-  'peek',
+  'peek', 'here',
 ];
 const sources = new Map<string, string>();
 
@@ -331,6 +331,8 @@ export interface LicenseCopy {
   forfeitedQuota: number;
   packagesMade: number;
   packages: PackageCopy[];
+  /** the run id of the Redis process whose usage stream the counts were computed from (lua/here.lua); none: no stream read */
+  readOn?: string;
 }
 
 const readSynced = (reply: unknown): [SyncOutcome, boolean] => [Number((reply as Reply)[0]) as SyncOutcome, Number((reply as Reply)[1]) === 1];
@@ -419,10 +421,14 @@ export const scripts = {
    */
   syncLicense: (keys: LicenseKeys, version: number, completes: boolean, settledMs: number, copy: LicenseCopy, fields: Args): ScriptCall<[SyncOutcome, boolean]> => ({
     name: 'sync',
-    args: [2, keys.license, keys.packages, version, copy.usedQuota === 'unknown' ? '' : `${copy.usedQuota}:${copy.releasedQuota}`, completes ? '1' : '0', settledMs,
-      copy.forfeitedQuota, copy.packages.map((p) => `${p.no}\t${p.expiresMs}\t${p.left}`).join('\n'), copy.packagesMade, ...fields],
+    args: [4, keys.license, keys.packages, keys.stamp, keys.floor, version,
+      copy.usedQuota === 'unknown' ? '' : `${copy.usedQuota}:${copy.releasedQuota}${copy.readOn === undefined ? '' : `@${copy.readOn}`}`,
+      completes ? '1' : '0', settledMs, copy.forfeitedQuota, copy.packages.map((p) => `${p.no}\t${p.expiresMs}\t${p.left}`).join('\n'), copy.packagesMade, ...fields],
     read: readSynced,
   }),
+
+  /** lua/here.lua: the run id of the Redis process holding the license's bucket, which must be stamped with it (else NEWSERVER) */
+  here: (keys: LicenseKeys): ScriptCall<string> => ({ name: 'here', args: [1, keys.stamp], read: String }),
 
   /**
    * lua/release.lua: gives a redeemed token's unit back to its package, within windowMs of
@@ -431,8 +437,8 @@ export const scripts = {
    */
   release: (keys: LicenseKeys, r: Release): ScriptCall<[Outcome, number, number]> => ({
     name: 'release',
-    args: [r.idempotency === null ? 6 : 8, keys.license, r.markers, keys.packages, keys.stream, r.today.key,
-      ...(r.idempotency === null ? [] : [r.idempotency.current, r.idempotency.previous]), keys.stamp,
+    args: [r.idempotency === null ? 7 : 9, keys.license, r.markers, keys.packages, keys.stream, r.today.key,
+      ...(r.idempotency === null ? [] : [r.idempotency.current, r.idempotency.previous]), keys.epoch, keys.stamp,
       r.nowMs, r.tokenId, r.firmaId, r.windowMs, r.reason, r.idempotency?.field ?? '', r.today.expiresAt],
     read: (reply) => [outcomeOf((reply as Reply)[0]), Number((reply as Reply)[1]), Number((reply as Reply)[2])],
   }),
@@ -462,12 +468,12 @@ export const scripts = {
   /**
    * lua/ack.lua: acknowledges a written batch's entries of one stream and trims
    * the stream of what no consumer holds; drops the copies of licenses of the stream's slot
-   * (their hashes: KeySpace.licenseHash) whose used count is below Postgres's, and those
-   * given '-' whatever they hold. Resolves how many copies were dropped.
+   * (their hashes: KeySpace.licenseHash) whose counts are below Postgres's ("<used + released>:<released>"),
+   * and those given '-' whatever they hold. Resolves how many copies were dropped.
    */
-  ack: (stream: string, group: string, ids: string[], licenses: string[], usedQuotas: (number | '-')[]): ScriptCall<number> => ({
+  ack: (stream: string, group: string, ids: string[], licenses: string[], floors: string[], usedQuotas: string[]): ScriptCall<number> => ({
     name: 'ack',
-    args: [1 + licenses.length, stream, ...licenses, group, ids.length, ...ids, ...usedQuotas],
+    args: [1 + 2 * licenses.length, stream, ...licenses, ...floors, group, ids.length, ...ids, ...usedQuotas],
     read: Number,
   }),
 };

@@ -2,8 +2,14 @@ import type { Sql } from '../db/pg.js';
 import { EVENT_SEPARATOR } from '../redis/scripts.js';
 import type { UsageEvent } from './events.js';
 
-/** firma id -> licenses.used_quota + released_quota after a write (redemptions ever counted), for the licenses it changed */
-export type UsedCounts = Map<string, number>;
+/** A license's counts in Postgres after a write: used_quota + released_quota (redemptions ever counted), and released_quota. */
+export interface Counted {
+  counted: number;
+  released: number;
+}
+
+/** firma id -> its counts after a write, for the licenses it changed */
+export type UsedCounts = Map<string, Counted>;
 
 /**
  * One batch, one statement. The events travel as text parameters, one per kind, one event a
@@ -185,8 +191,8 @@ const STATEMENT = `
     where c.webhook_url is not null and e.crossed
     on conflict (event_key) do nothing
   )
-  select firma_id, (used_quota + released_quota)::float8 as used from counted
-  union all select null, count(*)::float8 from used`;
+  select firma_id, (used_quota + released_quota)::float8 as used, released_quota::float8 as released from counted
+  union all select null, count(*)::float8, null from used`;
 
 /** What a batch's write did: the used counts of the licenses it changed, and how many redemptions it inserted. */
 export interface Persisted {
@@ -228,7 +234,7 @@ export async function persistBatch(sql: Sql, events: readonly UsageEvent[], quot
   let redemptionsInserted = 0;
   for (const r of rows) {
     if (r.firma_id === null) redemptionsInserted = r.used as number;
-    else counts.set(r.firma_id as string, r.used as number);
+    else counts.set(r.firma_id as string, { counted: r.used as number, released: r.released as number });
   }
   return { counts, redemptionsInserted };
 }

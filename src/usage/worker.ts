@@ -230,7 +230,11 @@ export class UsageWorker {
     for (let attempt = 1; ; attempt++) {
       try {
         const written = await persistBatch(this.sql, events, this.options.quotaLowPercent);
-        for (const [firmaId, used] of written.counts) counts.set(firmaId, Math.max(used, counts.get(firmaId) ?? 0));
+        for (const [firmaId, c] of written.counts) {
+          const before = counts.get(firmaId);
+          counts.set(firmaId, before === undefined ? c
+            : { counted: Math.max(c.counted, before.counted), released: Math.max(c.released, before.released) });
+        }
         // committed: a failure from here on sends the batch again, which inserts nothing more and finds the same
         seconds.push(...await secondRedemptions(this.sql, events, written.redemptionsInserted));
         return;
@@ -250,30 +254,32 @@ export class UsageWorker {
    * holds (only ever after Redis lost data: they are rebuilt from Postgres when next used). A single connection's calls leave in one write.
    */
   private async ack(events: UsageEvent[], counts: UsedCounts, rebuild: ReadonlySet<string> = new Set()): Promise<void> {
-    const byStream = new Map<string, { ids: string[]; licenses: string[]; used: (number | '-')[] }>();
+    const byStream = new Map<string, { ids: string[]; licenses: string[]; floors: string[]; used: string[] }>();
     const of = (stream: string) => {
       let entry = byStream.get(stream);
-      if (!entry) byStream.set(stream, (entry = { ids: [], licenses: [], used: [] }));
+      if (!entry) byStream.set(stream, (entry = { ids: [], licenses: [], floors: [], used: [] }));
       return entry;
     };
     for (const e of events) of(e.stream).ids.push(e.id);
-    for (const [firmaId, used] of counts) {
+    for (const [firmaId, { counted, released }] of counts) {
       if (rebuild.has(firmaId)) continue;
       const bucket = bucketOf(firmaId);
       const entry = of(this.keys.streams[bucket] as string);
       entry.licenses.push(this.keys.licenseHash(firmaId, bucket));
-      entry.used.push(used);
+      entry.floors.push(this.keys.floorOf(firmaId, bucket));
+      entry.used.push(`${counted}:${released}`);
     }
     for (const firmaId of rebuild) {
       const bucket = bucketOf(firmaId);
       const entry = of(this.keys.streams[bucket] as string);
       entry.licenses.push(this.keys.licenseHash(firmaId, bucket));
+      entry.floors.push(this.keys.floorOf(firmaId, bucket));
       entry.used.push('-');
     }
     const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;
     socket?.cork();
-    const acks = [...byStream].map(([stream, { ids, licenses, used }]) =>
-      runScript(this.redis, scripts.ack(stream, GROUP, ids, licenses, used)));
+    const acks = [...byStream].map(([stream, { ids, licenses, floors, used }]) =>
+      runScript(this.redis, scripts.ack(stream, GROUP, ids, licenses, floors, used)));
     socket?.uncork();
     await Promise.all(acks);
   }
