@@ -5,8 +5,8 @@ import { isCluster, whenReady, type RedisClient } from './client.js';
 
 // Redis read at start (docs/operations.md#redis-configuration-check). Single use and exact books rest
 // on Redis keeping every key the service writes until the service drops it: a Redis that
-// evicts under memory pressure can take a bucket's restart epoch or the recorded run id
-// (a token whose "used" marker a restart lost is redeemable again), a queued usage event (a
+// evicts under memory pressure can take a bucket's restart epoch (a token whose "used"
+// marker a restart lost is redeemable again), a queued usage event (a
 // spent unit never reaches Postgres), or, under volatile-* policies, the keys that expire:
 // token markers, Idempotency-Key records and rate-limit counters. So any maxmemory-policy
 // but noeviction refuses the start, even with maxmemory 0: the policy applies the moment a
