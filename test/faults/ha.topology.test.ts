@@ -2,7 +2,7 @@ import { Cluster, Redis } from 'ioredis';
 import t from 'tap';
 import {
   call, counterLost, loseWritesOnFailover, parseInfo, partitionUnavailable, startReplicatedCluster, startReplicatedRedis,
-  startSentinels, startVip, writtenOffLost,
+  startSentinels, startVip, writtenOffLost, type ReplicatedRedis,
 } from '../helpers/redisHa.js';
 import { pollUntil, waitFor } from '../helpers/wait.js';
 
@@ -21,6 +21,17 @@ const KEY = 'ha:counter';
 const N = 20;
 const ONE_TO_N = Array.from({ length: N }, (_, i) => i + 1);
 
+/** The counter incremented N times through `client` while the first replica is cut off, then the master killed. */
+async function incrementsLost(redis: ReplicatedRedis, client: Redis) {
+  const [oldMaster, replica] = [redis.master, redis.replicas[0]];
+  if (!replica) throw new Error('no replica');
+  const acknowledged: number[] = [];
+  const window = await loseWritesOnFailover(oldMaster, [replica], async () => {
+    for (let i = 0; i < N; i++) acknowledged.push(await client.incr(KEY));
+  });
+  return { oldMaster, replica, acknowledged, window };
+}
+
 /** Milliseconds since `from`, for the comments. */
 const since = (from: number) => Date.now() - from;
 
@@ -36,12 +47,7 @@ t.test('a master and a replica behind a VIP, promoted by hand: the writes of the
   const started = since(begun);
 
   const failing = Date.now();
-  const [oldMaster, replica] = [redis.master, redis.replicas[0]];
-  if (!replica) throw new Error('no replica');
-  const acknowledged: number[] = [];
-  const window = await loseWritesOnFailover(oldMaster, [replica], async () => {
-    for (let i = 0; i < N; i++) acknowledged.push(await client.incr(KEY));
-  });
+  const { oldMaster, replica, acknowledged, window } = await incrementsLost(redis, client);
   t.same(acknowledged, ONE_TO_N, `the master acknowledged counter = 1..${N} through the VIP`);
   await redis.promote(replica);
   vip.switchTo(replica.port);
@@ -91,12 +97,7 @@ t.test('Sentinel fails the master over: the writes of the cut are lost, and a Se
   await redis.waitInSync();
 
   const failing = Date.now();
-  const [oldMaster, replica] = [redis.master, redis.replicas[0]];
-  if (!replica) throw new Error('no replica');
-  const acknowledged: number[] = [];
-  const window = await loseWritesOnFailover(oldMaster, [replica], async () => {
-    for (let i = 0; i < N; i++) acknowledged.push(await client.incr(KEY));
-  });
+  const { oldMaster, replica, acknowledged, window } = await incrementsLost(redis, client);
   t.same(acknowledged, ONE_TO_N, `the master acknowledged counter = 1..${N} through the Sentinel client`);
   const promoted = await sentinels.waitForPromotion(oldMaster);
   const promotion = since(failing);
