@@ -114,6 +114,8 @@ t.test('loadConfig: defaults', async (t) => {
   t.equal(config.redisPrefix, 'lic');
   t.equal(config.redisUrl, 'redis://127.0.0.1:6379');
   t.same(config.redisClusterNodes, []);
+  t.equal(config.redisSentinel, null, 'no Sentinel');
+  t.same(config.redisWait, { replicas: 0, timeoutMs: 250 }, 'no replica waited for');
   t.equal(config.databaseUrl, 'postgres://127.0.0.1:5432/licensing');
   t.equal(config.pgSchema, 'public');
   t.equal(config.jwtKeys[0]!.secret, SECRET);
@@ -147,6 +149,14 @@ t.test('loadConfig: overrides', async (t) => {
   t.equal(config.rate.history, 0);
   t.equal(config.quotaCacheSeconds, 0);
   t.same(config.redisClusterNodes, [{ host: '10.0.0.1', port: 7000 }, { host: '10.0.0.2', port: 7001 }]);
+  const sentinel = loadConfig({
+    JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1', REDIS_SENTINELS: '10.0.0.1:26379, [::1]:26380',
+    REDIS_SENTINEL_MASTER: 'lisans', REDIS_SENTINEL_PASSWORD: 'sentinel-secret', REDIS_PASSWORD: 'node-secret', REDIS_WAIT_REPLICAS: '1',
+  });
+  t.same(sentinel.redisSentinel, { sentinels: [{ host: '10.0.0.1', port: 26379 }, { host: '::1', port: 26380 }], masterName: 'lisans', password: 'sentinel-secret' },
+    'REDIS_SENTINELS, an IPv6 one in brackets, the master\'s name and the sentinels\' password');
+  t.same(sentinel.redisAuth, { password: 'node-secret' }, 'REDIS_PASSWORD: the servers\'');
+  t.same(sentinel.redisWait, { replicas: 1, timeoutMs: 250 }, 'REDIS_WAIT_REPLICAS, REDIS_WAIT_TIMEOUT_MS at its default');
   t.equal(loadConfig({ JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1', ADMIN_TOKEN: '' }).adminTokens.length, 0, 'empty ADMIN_TOKEN: no admin API');
 });
 
@@ -182,6 +192,15 @@ t.test('loadConfig: refusals name the variable', async (t) => {
     [{ ...ok, REDIS_CLUSTER_NODES: 'nohostport' }, /REDIS_CLUSTER_NODES/],
     [{ ...ok, REDIS_COMMAND_TIMEOUT_MS: '0' }, /REDIS_COMMAND_TIMEOUT_MS/],
     [{ ...ok, REDIS_COMMAND_TIMEOUT_MS: 'soon' }, /REDIS_COMMAND_TIMEOUT_MS/],
+    [{ ...ok, REDIS_CLUSTER_NODES: '10.0.0.1:70000' }, /REDIS_CLUSTER_NODES/],
+    [{ ...ok, REDIS_SENTINELS: '10.0.0.1:26379' }, /^REDIS_SENTINEL_MASTER must name the master/],
+    [{ ...ok, REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_MASTER: 'a b' }, /REDIS_SENTINEL_MASTER/],
+    [{ ...ok, REDIS_SENTINELS: 'sentinel-without-port', REDIS_SENTINEL_MASTER: 'mymaster' }, /REDIS_SENTINELS/],
+    [{ ...ok, REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: '10.0.0.2:7000' }, /choose Sentinel or Cluster/],
+    [{ ...ok, REDIS_SENTINEL_MASTER: 'mymaster' }, /REDIS_SENTINEL_MASTER is set but REDIS_SENTINELS is not/],
+    [{ ...ok, REDIS_WAIT_REPLICAS: '17' }, /REDIS_WAIT_REPLICAS/],
+    [{ ...ok, REDIS_WAIT_REPLICAS: 'one' }, /REDIS_WAIT_REPLICAS/],
+    [{ ...ok, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '1000' }, /REDIS_WAIT_TIMEOUT_MS \(1000\) must be below REDIS_COMMAND_TIMEOUT_MS \(1000\)/],
   ];
   for (const [env, name] of cases) {
     t.throws(() => loadConfig(env), name, `${JSON.stringify(env).replace(SECRET, '<secret>')} -> ${name}`);
