@@ -26,9 +26,11 @@ async function drained(lag: () => Promise<number>): Promise<boolean> {
 /**
  * How the service runs, and the load: "worker inside, Idempotency-Key" is the first
  * deployment with every validate carrying an Idempotency-Key of its own; "worker inside,
- * METRICS=0" the first with metrics off (every other mode records them, as npm start does).
+ * METRICS=0" the first with metrics off (every other mode records them, as npm start does);
+ * "worker inside, REDIS_WAIT_REPLICAS=1" the first answering redemptions once a replica holds them.
  */
-export type DeployedMode = 'worker inside' | 'worker apart' | 'worker inside, Idempotency-Key' | 'worker inside, METRICS=0';
+export type DeployedMode = 'worker inside' | 'worker apart' | 'worker inside, Idempotency-Key' | 'worker inside, METRICS=0'
+  | 'worker inside, REDIS_WAIT_REPLICAS=1';
 
 export interface DeployedSample {
   mode: DeployedMode;
@@ -69,7 +71,10 @@ type DeploymentOptions = Pick<DeployedRun, 'mode' | 'serverCpu' | 'loadCpu' | 'e
 /** The service started as `mode` deploys it, warmed up on tokens of its own, drained. */
 async function startDeployment(run: DeploymentOptions): Promise<{ server: Pinned; worker: Pinned | null; stop(): Promise<void> }> {
   const inside = run.mode !== 'worker apart';
-  const env = { ...run.env, PORT: String(run.port), RUN_WORKER: inside ? '1' : '0', METRICS: run.mode === 'worker inside, METRICS=0' ? '0' : '1' };
+  const env = {
+    ...run.env, PORT: String(run.port), RUN_WORKER: inside ? '1' : '0', METRICS: run.mode === 'worker inside, METRICS=0' ? '0' : '1',
+    REDIS_WAIT_REPLICAS: run.mode === 'worker inside, REDIS_WAIT_REPLICAS=1' ? '1' : '0',
+  };
   const server = await startService(run.serverCpu, env, run.port);
   const worker = inside ? null : await startPinned('worker', run.loadCpu, ['node', path.join(buildRoot, 'src/cli/worker.js')],
     { ...run.env, LOG_LEVEL: 'info' }, /usage worker running/, 0);
@@ -169,31 +174,52 @@ export async function measureMetrics(
   run: Omit<DeployedRun, 'mode' | 'tokens' | 'port'> & { ports: [number, number]; pairs: number; mint(): Promise<string> },
 ): Promise<DeployedSample[]> {
   const on: DeployedMode = 'worker inside';
-  const off: DeployedMode = 'worker inside, METRICS=0';
-  const port = { [on]: run.ports[0], [off]: run.ports[1] } as Record<DeployedMode, number>;
-  const started: Deployment[] = [];
+  return measurePairs(run, [on, 'worker inside, METRICS=0'], 'metrics A/B', (mode) => {
+    if (mode !== on) return () => {};
+    const scraper = setInterval(() => {
+      void fetch(`http://127.0.0.1:${run.ports[0]}/metrics`).then((r) => r.text(), () => '');
+    }, SCRAPE_EVERY_MS);
+    return () => clearInterval(scraper);
+  });
+}
+
+/**
+ * The price of REDIS_WAIT_REPLICAS=1: validate on two deployments of one Redis that has a
+ * replica attached for both (src/redis/replicaWait.ts), one waiting for it and one not,
+ * `pairs` times, the order turning each pair.
+ */
+export function measureReplicaWait(
+  run: Omit<DeployedRun, 'mode' | 'tokens' | 'port'> & { ports: [number, number]; pairs: number; mint(): Promise<string> },
+): Promise<DeployedSample[]> {
+  return measurePairs(run, ['worker inside', 'worker inside, REDIS_WAIT_REPLICAS=1'], 'replica wait A/B', () => () => {});
+}
+
+/** Two deployments (modes[i] on ports[i]), measured in `pairs` pairs, each run on fresh tokens; during(mode) runs beside a run and returns its end. */
+async function measurePairs(
+  run: Omit<DeployedRun, 'mode' | 'tokens' | 'port'> & { ports: [number, number]; pairs: number; mint(): Promise<string> },
+  modes: [DeployedMode, DeployedMode], label: string, during: (mode: DeployedMode) => () => void,
+): Promise<DeployedSample[]> {
+  const [first, second] = modes;
+  const port = { [first]: run.ports[0], [second]: run.ports[1] } as Record<DeployedMode, number>;
+  const started = new Map<DeployedMode, Deployment>();
   const samples: DeployedSample[] = [];
   try {
     // each warmed up on tokens of its own (on spent ones it would warm up the refusal instead)
-    for (const mode of [on, off]) {
-      started.push(await startDeployment({ ...run, mode, port: port[mode], warmupTokens: mode === on ? run.warmupTokens : await run.mint() }));
+    for (const mode of modes) {
+      started.set(mode, await startDeployment({ ...run, mode, port: port[mode], warmupTokens: mode === first ? run.warmupTokens : await run.mint() }));
     }
-    const [withMetrics, without] = started as [Deployment, Deployment];
     for (let i = 0; i < run.pairs; i++) {
-      for (const mode of i % 2 === 0 ? [on, off] : [off, on]) {
+      for (const mode of i % 2 === 0 ? [first, second] : [second, first]) {
         const tokens = await run.mint();
-        const scraper = mode === on ? setInterval(() => {
-          void fetch(`http://127.0.0.1:${port[on]}/metrics`).then((r) => r.text(), () => '');
-        }, SCRAPE_EVERY_MS) : undefined;
-        const sample = await measureOn(mode === on ? withMetrics : without, { ...run, mode, port: port[mode], tokens })
-          .finally(() => clearInterval(scraper));
+        const end = during(mode);
+        const sample = await measureOn(started.get(mode) as Deployment, { ...run, mode, port: port[mode], tokens }).finally(end);
         samples.push(sample);
-        process.stderr.write(`  metrics A/B, ${mode} c=${run.connections} ${Math.round(sample.rps)} req/s p99 ${(sample.p99 / 1000).toFixed(2)} ms ` +
+        process.stderr.write(`  ${label}, ${mode} c=${run.connections} ${Math.round(sample.rps)} req/s p99 ${(sample.p99 / 1000).toFixed(2)} ms ` +
           `server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us\n`);
       }
     }
   } finally {
-    await Promise.all(started.map((d) => d.stop()));
+    await Promise.all([...started.values()].map((d) => d.stop()));
   }
   return samples;
 }

@@ -10,6 +10,8 @@ const MODES: DeployedMode[] = ['worker inside', 'worker apart'];
 const KEYED_MODES: DeployedMode[] = ['worker inside', 'worker inside, Idempotency-Key'];
 /** the metrics A/B (deployed.ts measureMetrics): two deployments, METRICS=0 and METRICS=1 (npm start's default) */
 const METRICS_MODES: DeployedMode[] = ['worker inside, METRICS=0', 'worker inside'];
+/** the replica wait A/B (deployed.ts measureReplicaWait): REDIS_WAIT_REPLICAS=0 (the default) and 1, a replica attached for both */
+const WAIT_MODES: DeployedMode[] = ['worker inside', 'worker inside, REDIS_WAIT_REPLICAS=1'];
 const ms = (us: number) => (us / 1000).toFixed(2);
 
 /** A mode's medians over its runs. */
@@ -41,6 +43,10 @@ export interface DeployedFigures {
   metrics: DeployedRow[];
   /** on ÷ off, req/s, of each pair of the metrics A/B */
   metricsRatios: number[];
+  /** the replica wait A/B: REDIS_WAIT_REPLICAS=0, then 1 */
+  wait: DeployedRow[];
+  /** 1 ÷ 0, req/s, of each pair of the replica wait A/B */
+  waitRatios: number[];
 }
 
 /** with ÷ without of each pair, the samples in the order measureKeyed (measureMetrics) took them (two a pair) */
@@ -56,7 +62,7 @@ function pairRatios(samples: DeployedSample[], without: DeployedMode): number[] 
 
 export function deployedFigures(
   samples: Sample[], deployed: DeployedSample[], probes: SustainedProbe[], connections: number, keyed: DeployedSample[],
-  metered: DeployedSample[] = [],
+  metered: DeployedSample[] = [], waited: DeployedSample[] = [],
 ): DeployedFigures {
   const all = summarise(samples);
   return {
@@ -64,6 +70,7 @@ export function deployedFigures(
     alone: all.find((r) => r.name === 'service validate' && r.connections === connections),
     deployed: deployedRows(deployed), probes, keyed: deployedRows(keyed, KEYED_MODES), keyedRatios: pairRatios(keyed, 'worker inside'),
     metrics: deployedRows(metered, METRICS_MODES), metricsRatios: pairRatios(metered, 'worker inside, METRICS=0'),
+    wait: deployedRows(waited, WAIT_MODES), waitRatios: pairRatios(waited, 'worker inside'),
   };
 }
 
@@ -87,7 +94,7 @@ export function deployedReport(f: DeployedFigures, connections: number): string 
       `${a.serverUs.toFixed(1)} | | ${a.redisUs.toFixed(1)} | | | | |`);
   }
   const labelled = (rows: DeployedRow[], ab: string) => rows.map((k) => ({ ...k, mode: `${k.mode} (${ab})` as DeployedMode }));
-  for (const r of [...f.deployed, ...labelled(f.keyed, 'key A/B'), ...labelled(f.metrics, 'metrics A/B')]) {
+  for (const r of [...f.deployed, ...labelled(f.keyed, 'key A/B'), ...labelled(f.metrics, 'metrics A/B'), ...labelled(f.wait, 'replica wait A/B, a replica attached')]) {
     const w = workerUs(f, r);
     const worker = r.workerUs !== null ? r.workerUs.toFixed(1) : w === null ? '(in server)' : `(in server: ${w.toFixed(1)})`;
     out.push(`| service as deployed, ${r.mode} | ${r.runs} | ${Math.round(r.rps)} | ${ratio(r.rps, c?.rps)} | ${ms(r.p99)} | ${ratio(r.p99, c?.p99)} | ` +
@@ -117,6 +124,11 @@ export function deployedReport(f: DeployedFigures, connections: number): string 
   if (f.metricsRatios.length > 0) {
     target(`METRICS=1 (scraped every second) req/s ÷ METRICS=0 (metrics A/B, worker inside; median of ${f.metricsRatios.length} pairs: ` +
       `${f.metricsRatios.map((r) => r.toFixed(2)).join(', ')})`, median(f.metricsRatios), 0.95, true);
+  }
+  // the price of waiting for a replica: reported, no target (an opt-in that buys no lost 200 in a failover)
+  if (f.waitRatios.length > 0) {
+    out.push(`| REDIS_WAIT_REPLICAS=1 req/s ÷ 0 (replica wait A/B, worker inside; median of ${f.waitRatios.length} pairs: ` +
+      `${f.waitRatios.map((r) => r.toFixed(2)).join(', ')}) | ${median(f.waitRatios).toFixed(2)} | reported |`);
   }
   for (const r of f.deployed) {
     if (c) target(`as deployed (${r.mode}) req/s ÷ ceiling (c)`, r.rps / c.rps, 0.75, true);

@@ -6,10 +6,10 @@ import { connectPostgres } from '../../src/db/pg.js';
 import { KeySpace } from '../../src/redis/keys.js';
 import { cpuMicros, rssKiB } from './proc.js';
 import { luaDir, runWrk, type WrkResult } from './wrk.js';
-import { ADMIN_TOKEN, requiredEnv, serviceEnv, startCeiling, startRedis, startService, stopAll, stopGracefully, type Pinned } from './services.js';
+import { ADMIN_TOKEN, requiredEnv, serviceEnv, startCeiling, startRedis, startReplica, startService, stopAll, stopGracefully, type Pinned } from './services.js';
 import { printTable, type Sample } from './table.js';
 import { api, createLicenses } from './licenses.js';
-import { findSustained, measureDeployed, measureKeyed, measureMetrics, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
+import { findSustained, measureDeployed, measureKeyed, measureMetrics, measureReplicaWait, type DeployedMode, type DeployedSample, type SustainedProbe } from './deployed.js';
 import { chartRows, deployedFigures, deployedReport } from './deployedReport.js';
 import { chartSvg } from './chart.js';
 import { usageLag } from '../../src/usage/lag.js';
@@ -30,12 +30,13 @@ const LICENSES = 32;
 // BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change);
 // BENCH_ONLY=idempotency: validate as deployed with and without an Idempotency-Key, nothing else;
 // BENCH_ONLY=metrics: validate as deployed with METRICS=1 and METRICS=0, nothing else;
+// BENCH_ONLY=wait: validate as deployed with REDIS_WAIT_REPLICAS=0 and 1, a replica attached, nothing else;
 // BENCH_ONLY=workers: validate as deployed with WORKERS=1 and WORKERS=2, nothing else;
 // BENCH_ONLY=baseline: validate as deployed, this build and BENCH_BASELINE's, nothing else
 const ONLY = process.env.BENCH_ONLY;
 const ONLY_VALIDATE = ONLY === 'validate';
 /** an A/B alone: none of the other scenarios */
-const ONLY_AB = ONLY === 'idempotency' || ONLY === 'metrics' || ONLY === 'workers' || ONLY === 'baseline';
+const ONLY_AB = ONLY === 'idempotency' || ONLY === 'metrics' || ONLY === 'wait' || ONLY === 'workers' || ONLY === 'baseline';
 /** whether the A/B of that name runs: BENCH_ONLY unset, validate (the deployed runs follow it) or its name */
 const abRuns = (name: string) => !ONLY_AB || ONLY === name;
 // the WORKERS=N comparison: the counts, and the cores the server processes may use
@@ -51,6 +52,8 @@ const METRICS_PAIRS = Number(process.env.BENCH_METRICS_PAIRS ?? 7);
 const PROFILE_DIR = process.env.BENCH_PROFILE;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_PORT = 6391;
+/** a replica of it, attached for the replica wait A/B only */
+const REPLICA_PORT = 6392;
 const PORTS = { service: 9100, a: 9101, b: 9102, c: 9103, minter: 9104, baseline: 9105, deployed: 9106, metricsOff: 9107, workers: 9108, pool: 9109, builds: 9110 };
 // BENCH_DEPLOYED=0: skip the runs as deployed (usage worker running: bench/load/deployed.ts);
 // BENCH_SUSTAINED=0 skips only the open-loop search for the sustained rate
@@ -185,6 +188,7 @@ async function main(): Promise<void> {
   const deployed: DeployedSample[] = [];
   const keyed: DeployedSample[] = [];
   const metered: DeployedSample[] = [];
+  const waited: DeployedSample[] = [];
   const workerSamples: WorkersSample[] = [];
   const buildSamples: DeploymentSample[] = [];
   let buildLicenses = 0;
@@ -218,6 +222,18 @@ async function main(): Promise<void> {
       metered.push(...await measureMetrics({
         ...common, ports: [PORTS.deployed, PORTS.metricsOff], seconds: SECONDS, redis, warmupTokens: await mint(), pairs: METRICS_PAIRS, mint: freshTokens,
       }));
+    }
+    // validate waiting for a replica and not, in pairs on two deployments, a replica of the bench's Redis attached for both
+    if (abRuns('wait')) {
+      await refreshAccess();
+      const replica = await startReplica(LOAD_CPU, REPLICA_PORT, REDIS_PORT);
+      try {
+        waited.push(...await measureReplicaWait({
+          ...common, ports: [PORTS.deployed, PORTS.metricsOff], seconds: SECONDS, redis, warmupTokens: await mint(), pairs: METRICS_PAIRS, mint: freshTokens,
+        }));
+      } finally {
+        await stopGracefully(replica);
+      }
     }
     // validate as deployed, each round on fresh deployments: WORKERS=1 and WORKERS=2, then the two builds
     const deployments: Omit<DeploymentsRun, 'rounds' | 'port' | 'mint'> = {
@@ -262,8 +278,8 @@ async function main(): Promise<void> {
       }
     }
   }
-  const figures = deployedFigures(samples, deployed, probes, 64, keyed, metered);
-  const deployedReportText = (deployed.length + keyed.length + metered.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '') +
+  const figures = deployedFigures(samples, deployed, probes, 64, keyed, metered, waited);
+  const deployedReportText = (deployed.length + keyed.length + metered.length + waited.length > 0 ? `\nValidate as deployed (bench/load/deployed.ts):\n\n${deployedReport(figures, 64)}` : '') +
     (workerSamples.length > 0 ? `\n${workersReport(workerSamples, { connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU })}` : '') +
     (buildSamples.length > 0 ? `\n${buildsReport(buildSamples, {
       connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU, seconds: SECONDS, baselineRoot: BASELINE ?? '', licenses: buildLicenses, validateLimit: VALIDATE_LIMIT,

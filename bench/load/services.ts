@@ -55,6 +55,19 @@ export async function startRedis(cpu: string, port: number): Promise<Pinned> {
   return p;
 }
 
+/** A replica of the Redis on masterPort (no persistence either), once its link is up. */
+export async function startReplica(cpu: string, port: number, masterPort: number): Promise<Pinned> {
+  const p = await startPinned('redis-replica', cpu, ['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '',
+    '--appendonly', 'no', '--replicaof', '127.0.0.1', String(masterPort)], {}, /Ready to accept connections/, port);
+  const client = new Redis(port);
+  try {
+    for (let i = 0; i < 200 && !/master_link_status:up/.test(await client.info('replication')); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  } finally {
+    await client.quit();
+  }
+  return p;
+}
+
 /**
  * What the service needs set to serve the bench, no default fitting: plain HTTP (no
  * certificates here: as behind a TLS-terminating proxy), a JWT secret, a signing key, its port, the bench's

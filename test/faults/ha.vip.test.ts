@@ -2,34 +2,36 @@ import t from 'tap';
 import type { Test } from 'tap';
 import { failoverScenario } from '../helpers/faults/failoverScenario.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
-import { loseWritesOnFailover, startReplicatedRedis, startVip, writtenOffLost, type Appendfsync } from '../helpers/redisHa.js';
+import { loseWritesOnFailover, startReplicatedRedis, writtenOffLost, type Appendfsync } from '../helpers/redisHa.js';
+import { startVipProcess } from '../helpers/ha/vip.js';
 
 // One Redis and its replica behind a TCP proxy standing for a virtual IP, failed over by
 // hand the way it loses writes (test/helpers/ha/loseWrites.ts): the replica cut off, the
 // window's redemptions answered by the master alone, the master SIGKILLed, the replica
 // promoted and the VIP moved to it. Whatever the master's fsync setting the promoted
 // replica lacks the window, and the service must notice the new server before it runs a
-// script there (src/redis/restarts.ts). With REDIS_WAIT_REPLICAS=1 nothing is answered 200
-// that the replica does not hold: the window's redemptions answer 503 and none is lost.
+// script there (src/redis/restarts.ts). With REDIS_WAIT_REPLICAS=1 (and two replicas, both
+// cut off, the second following the promoted one after) nothing is answered 200 that a
+// replica does not hold: the window's redemptions answer 503 and none is lost.
 
 async function vipFailover(t: Test, label: string, appendfsync: Appendfsync, waitReplicas: number): Promise<void> {
-  const redis = await startReplicatedRedis(t, { replicas: 1, appendfsync });
-  const vip = await startVip(t, redis.master.port);
+  // waiting for a replica needs one after the failover too: the other replica follows the promoted one
+  const redis = await startReplicatedRedis(t, { replicas: waitReplicas > 0 ? 2 : 1, appendfsync });
+  const vip = await startVipProcess(t, redis.master.port);
   const h = await startHarness(t, label, {
     REDIS_URL: vip.url, ...NO_RATE_LIMITS, WORKER_CLAIM_IDLE_MS: '1000',
     ...(waitReplicas > 0 ? { REDIS_WAIT_REPLICAS: String(waitReplicas) } : {}),
   });
   const licenses = [await h.createLicense({ totalQuota: 1000, releasesPerDay: 100 }), await h.createLicense({ totalQuota: 1000, releasesPerDay: 100 })];
-  const [oldMaster, replica] = [redis.master, redis.replicas[0]];
+  const replica = redis.replicas[0];
   if (!replica) throw new Error('no replica');
   const result = await failoverScenario(t, h, licenses, async (windowLoad) => {
     await redis.waitInSync();
-    const window = await loseWritesOnFailover(redis.master, [replica], windowLoad);
+    const window = await loseWritesOnFailover(redis.master, redis.replicas, windowLoad);
     await redis.promote(replica);
-    vip.switchTo(replica.port);
+    await vip.switchTo(replica.port);
     t.ok((await writtenOffLost(replica, window)).lostBytes > 0, 'the promoted replica lacks the writes of the window');
-    // a redemption waits for a replica: the old master comes back as one (until then each answers 503)
-    if (waitReplicas > 0) await redis.rejoin(oldMaster);
+    if (waitReplicas > 0) await redis.waitInSync();
   });
   if (waitReplicas > 0) {
     t.same(result.window.filter((a) => a.status === 200).length, 0, 'REDIS_WAIT_REPLICAS=1: no redemption answered 200 while the replica was cut off');

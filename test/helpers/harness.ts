@@ -253,6 +253,11 @@ export function testEnv(label: string, overrides: Record<string, string> = {}): 
  * and the clients closed. Register it before anything that uses the storage: tap runs
  * teardowns last-in, first-out.
  */
+/** A cleanup step that gives up after 2 s (the step's own resources are then closed by force). */
+function bounded(step: Promise<unknown>): Promise<unknown> {
+  return Promise.race([step.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+}
+
 export function testStorage(t: Teardown, config: Config, cleanup = true): { redis: Redis; sql: postgres.Sql } {
   const redis = new Redis(config.redisUrl);
   const sql = postgres(DATABASE_URL, { onnotice: () => {}, max: 2, connection: { search_path: config.pgSchema } });
@@ -261,7 +266,8 @@ export function testStorage(t: Teardown, config: Config, cleanup = true): { redi
       await deleteKeys(redis, config.redisPrefix);
       await sql.unsafe(`drop schema if exists "${config.pgSchema}" cascade`);
     }
-    await Promise.all([redis.quit(), sql.end({ timeout: 2 })]);
+    // bounded: a Redis a test failed over may leave the client reconnecting, and QUIT waiting, for good
+    await Promise.all([bounded(redis.quit()).finally(() => redis.disconnect()), sql.end({ timeout: 2 })]);
   });
   return { redis, sql };
 }
@@ -299,7 +305,7 @@ export async function startHarness(
   const { redis, sql } = testStorage(t, config, !joinsStorage(overrides));
   const serviceRedis = createRedis(config, 'test-harness');
   // bounded: a Sentinel client whose sentinels are gone would wait for them for good
-  t.teardown(() => Promise.race([serviceRedis.quit(), new Promise((resolve) => setTimeout(resolve, 2000).unref())]).finally(() => serviceRedis.disconnect()));
+  t.teardown(() => bounded(serviceRedis.quit()).finally(() => serviceRedis.disconnect()));
   const deployed = await startDeployed(t, env);
   return new Harness(deployed, config, redis, sql, () => atLevel(deployed.server.records(), options.logLevel), deployed, serviceRedis);
 }

@@ -1,4 +1,7 @@
+import { spawn } from 'node:child_process';
 import net from 'node:net';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import type { Teardown } from '../harness.js';
 
 // A virtual IP in front of a replicated Redis, as keepalived or a cloud's floating address
@@ -87,5 +90,39 @@ export async function startVip(t: Teardown, targetPort: number): Promise<Vip> {
       dropAll();
     },
     close,
+  };
+}
+
+/** A virtual IP in a child process of its own (ha/vipProcess.ts), for tests that run the service through it. */
+export interface VipProcess {
+  port: number;
+  url: string;
+  /** new connections go to `next`; every forwarded one is dropped; resolves once done */
+  switchTo(next: number): Promise<void>;
+}
+
+export async function startVipProcess(t: Teardown, targetPort: number): Promise<VipProcess> {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('./vipProcess.js', import.meta.url)), String(targetPort)],
+    { stdio: ['pipe', 'pipe', 'inherit'] });
+  t.teardown(() => {
+    child.kill('SIGKILL');
+  });
+  const lines = readline.createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const next = (): Promise<string> => new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the VIP process did not answer within 5 s')), 5000);
+    lines.once('line', (line) => {
+      clearTimeout(timer);
+      resolve(line);
+    });
+  });
+  const port = Number(/^listening (\d+)$/.exec(await next())?.[1]);
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async switchTo(to: number) {
+      const done = next();
+      child.stdin?.write(`switch ${to}\n`);
+      if ((await done) !== 'switched') throw new Error('the VIP process did not switch');
+    },
   };
 }
