@@ -113,7 +113,10 @@ export class RedisRestarts {
       const recovery: Recovery = {
         runId, dropped, raised: stamped.filter((s) => s === 1).length, kept: stamped.filter((s) => s === 2).length,
       };
-      if (recovery.raised > 0 || recovery.kept > 0) {
+      if (owed.every((b) => b.stamp === '') && dropped === 0) {
+        // a Redis that never held a stamp: a first deployment (or one that lost everything): nothing to warn of
+        this.log.info({ ...recovery, buckets: owed.map((b) => b.bucket) }, 'Redis buckets stamped with this server');
+      } else if (recovery.raised > 0 || recovery.kept > 0) {
         this.log.warn({ ...recovery, buckets: owed.map((b) => b.bucket) }, recovery.raised > 0
           ? 'Redis server changed (a failover or a restart): tokens issued before are refused as used, license copies rebuilt'
           : 'Redis buckets moved to another master whole (a resharding, or an upgrade): stamped, nothing refused');

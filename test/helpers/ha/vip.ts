@@ -3,6 +3,7 @@ import net from 'node:net';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Teardown } from '../harness.js';
+import { forward, type Pair } from './forward.js';
 
 // A virtual IP in front of a replicated Redis, as keepalived or a cloud's floating address
 // gives one: clients connect to one loopback port, which forwards to the current master.
@@ -31,7 +32,7 @@ export interface Vip {
 export async function startVip(t: Teardown, targetPort: number): Promise<Vip> {
   let target = targetPort;
   let accepted = 0;
-  const pairs = new Set<[net.Socket, net.Socket]>();
+  const pairs = new Set<Pair>();
   const dropAll = () => {
     for (const [client, upstream] of pairs) {
       client.resetAndDestroy();
@@ -47,18 +48,7 @@ export async function startVip(t: Teardown, targetPort: number): Promise<Vip> {
       return;
     }
     accepted++;
-    const upstream = net.connect(target, '127.0.0.1');
-    const pair: [net.Socket, net.Socket] = [client, upstream];
-    pairs.add(pair);
-    const drop = () => {
-      if (!pairs.delete(pair)) return;
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    forward(client, target, pairs);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,5 +1,6 @@
 import net from 'node:net';
 import readline from 'node:readline';
+import { forward, type Pair } from './forward.js';
 
 // The virtual IP of ha/vip.ts in a process of its own, for the service tests (test/faults/ha.vip):
 // there, the in-process forwarder, carrying every connection of the service, kept the
@@ -8,22 +9,9 @@ import readline from 'node:readline';
 // sends new connections there, drops every forwarded one, and answers "switched".
 
 let target = Number(process.argv[2]);
-const pairs = new Set<[net.Socket, net.Socket]>();
+const pairs = new Set<Pair>();
 
-const server = net.createServer((client) => {
-  const upstream = net.connect(target, '127.0.0.1');
-  const pair: [net.Socket, net.Socket] = [client, upstream];
-  pairs.add(pair);
-  const drop = () => {
-    if (!pairs.delete(pair)) return;
-    client.destroy();
-    upstream.destroy();
-  };
-  client.on('error', drop).on('close', drop);
-  upstream.on('error', drop).on('close', drop);
-  client.pipe(upstream);
-  upstream.pipe(client);
-});
+const server = net.createServer((client) => forward(client, target, pairs));
 
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`listening ${(server.address() as net.AddressInfo).port}\n`);
