@@ -1,7 +1,7 @@
 # The two commands: `make run` serves, `make test` tests (README.md). Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory soak profile profile-deployed load-tools browser-tools metrics-tools front-tools ha-tools model-tools fuzz
+.PHONY: run test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory bench-script soak profile profile-deployed load-tools browser-tools metrics-tools front-tools ha-tools model-tools fuzz
 
 # tap's plugins are compiled into node_modules: built here, before the first run, so that
 # not even the first run loads the TypeScript plugin the config turns off (a loader in every
@@ -192,6 +192,11 @@ bench-lag: build load-tools
 bench-worker: build
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/worker.js
+
+# Redis time per call of the redemption script around its tokens (set-up, deadline, failover
+# fence); BENCH_BASELINE=<the build before's dist> adds that build's script in the same rounds
+bench-script: build
+	node dist/bench/scriptCall.js
 
 # Redis memory per license, outstanding token, queued event, idempotency record and rate-limit key
 # (MEMORY USAGE per key kind, used_memory per phase), against a private redis-server: docs/redis.md.

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { KeySpace } from '../src/redis/keys.js';
-import { batchCall, defineScripts, redeemLayout, type Redemption } from '../src/redis/scripts.js';
+import { batchCall, redeemLayout, type Redemption } from '../src/redis/scripts.js';
+import { attachScripts } from '../src/redis/library.js';
 
 // How ioredis is driven: CPU µs per redeemed token of this process (the client) and of Redis
 // (INFO cpu), 64 calls in flight, each completion sending the next as the server does, for
@@ -12,7 +13,7 @@ import { batchCall, defineScripts, redeemLayout, type Redemption } from '../src/
 type Call = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false });
-defineScripts(redis);
+attachScripts(redis);
 const client = redis as unknown as { redeem: Call; redeemBuffer: Call };
 const CALLS = Number(process.env.IOREDIS_CALLS ?? 100_000);
 const ROUNDS = Number(process.env.IOREDIS_ROUNDS ?? 5);

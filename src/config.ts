@@ -267,6 +267,27 @@ export interface RedisSentinel {
   password?: string;
 }
 
+/**
+ * REDIS_USERNAME and the like: any text but control characters (a newline pasted with a
+ * secret would only fail AUTH later, with a message that does not say why), at most 4096
+ * bytes. Never echoed in the message. Unset or empty: undefined.
+ */
+function redisCredential(env: Env, name: string): string | undefined {
+  const value = env[name];
+  if (!value) return undefined;
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x1f\x7f]/.test(value) || Buffer.byteLength(value) > 4096) {
+    throw new ConfigError(`${name} must be at most 4096 bytes without control characters (a newline, a tab, a NUL byte): check how it was pasted`);
+  }
+  return value;
+}
+
+function redisAuth(env: Env): { username?: string; password?: string } {
+  const username = redisCredential(env, 'REDIS_USERNAME');
+  const password = redisCredential(env, 'REDIS_PASSWORD');
+  return { ...(username ? { username } : {}), ...(password ? { password } : {}) };
+}
+
 function redisSentinel(env: Env): RedisSentinel | null {
   const sentinels = parseNodes('REDIS_SENTINELS', env.REDIS_SENTINELS);
   if (sentinels.length === 0) {
@@ -280,11 +301,9 @@ function redisSentinel(env: Env): RedisSentinel | null {
   if (!/^[\x21-\x7e]{1,200}$/.test(masterName)) {
     throw new ConfigError(`REDIS_SENTINEL_MASTER must name the master the sentinels monitor (as in "sentinel monitor <name> ..."), got "${masterName}"`);
   }
-  return {
-    sentinels, masterName,
-    ...(env.REDIS_SENTINEL_USERNAME ? { username: env.REDIS_SENTINEL_USERNAME } : {}),
-    ...(env.REDIS_SENTINEL_PASSWORD ? { password: env.REDIS_SENTINEL_PASSWORD } : {}),
-  };
+  const username = redisCredential(env, 'REDIS_SENTINEL_USERNAME');
+  const password = redisCredential(env, 'REDIS_SENTINEL_PASSWORD');
+  return { sentinels, masterName, ...(username ? { username } : {}), ...(password ? { password } : {}) };
 }
 
 /**
@@ -344,10 +363,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
     redisClusterNodes: parseNodes('REDIS_CLUSTER_NODES', env.REDIS_CLUSTER_NODES),
     redisSentinel: redisSentinel(env),
-    redisAuth: {
-      ...(env.REDIS_USERNAME ? { username: env.REDIS_USERNAME } : {}),
-      ...(env.REDIS_PASSWORD ? { password: env.REDIS_PASSWORD } : {}),
-    },
+    redisAuth: redisAuth(env),
     redisPrefix: prefix,
     redisCommandTimeoutMs: intVar(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 50, 60000),
     redisConfigCheck: redisConfigCheck(env),

@@ -15,6 +15,7 @@ import { Metrics } from './metrics/registry.js';
 import { createRedis, duplicateRedis, whenReady, type RedisClient } from './redis/client.js';
 import { RedisClock } from './redis/clock.js';
 import { checkRedisConfig } from './redis/configCheck.js';
+import { loadLibraryAtStart } from './redis/library.js';
 import { KeySpace } from './redis/keys.js';
 import { RedisRestarts } from './redis/restarts.js';
 import { ReplicaWait } from './redis/replicaWait.js';
@@ -58,7 +59,7 @@ export async function startService(config: Config, log: Logger, options: Service
   const keys = new KeySpace(config.redisPrefix);
   await whenReady(redis, 10_000);
   // before the first key is written: a Redis that may evict them refuses the start
-  await checkRedisConfig(redis, config.redisConfigCheck, config.production, log).catch(async (err: unknown) => {
+  await checkRedisConfig(redis, config.redisConfigCheck, config.production, log).then(() => loadLibraryAtStart(redis)).catch(async (err: unknown) => {
     await closeAll(redis, sql);
     throw err;
   });

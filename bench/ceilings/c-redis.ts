@@ -1,16 +1,17 @@
 import { createVerifier } from 'fast-jwt';
 import { Redis } from 'ioredis';
-import { batchCall, defineScripts, Outcome, redeemLayout, runScript, type ScriptClient } from '../../src/redis/scripts.js';
+import { batchCall, Outcome, redeemLayout, runScript, type ScriptClient } from '../../src/redis/scripts.js';
+import { attachScripts } from '../../src/redis/library.js';
 import { KeySpace } from '../../src/redis/keys.js';
 import { send, serve } from './common.js';
 
-// Ceiling (c): (b) plus one EVALSHA of lua/redeem.lua itself (same keys, same commands,
+// Ceiling (c): (b) plus one FCALL of lua/redeem.lua itself (same keys, same commands,
 // same arguments) per request: the one-round-trip design with nothing around it.
 const verify = createVerifier({ key: Buffer.from(process.env.JWT_SECRET ?? ''), algorithms: ['HS256'] });
 const keys = new KeySpace(process.env.REDIS_PREFIX ?? 'lic');
 const limit = Number(process.env.RATE_VALIDATE_PER_MIN ?? 0);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: false });
-defineScripts(redis);
+attachScripts(redis);
 const scripts = redis as unknown as ScriptClient;
 
 const bad = '{"success":false,"message":"Geçersiz token"}';

@@ -34,6 +34,7 @@ const FIGURES: [string, Figure, (v: number) => string][] = [
   ['p99 ms', (s) => s.p99 / 1000, (v) => v.toFixed(2)],
   ['server µs/req (all processes)', (s) => s.serverUs, (v) => v.toFixed(1)],
   ['Redis µs/req', (s) => s.redisUs, (v) => v.toFixed(1)],
+  ['Redis µs/req in script calls', (s) => s.scriptUs, (v) => v.toFixed(1)],
   ['Postgres µs/req', (s) => s.postgresUs, (v) => v.toFixed(1)],
   // what one validate costs the machine's two cores in all, wrk's share included
   ['all CPU µs/req', (s) => s.serverUs + s.redisUs + s.postgresUs + s.wrkUs, (v) => v.toFixed(1)],

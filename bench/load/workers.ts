@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis';
 import { readFileSync } from 'node:fs';
 import { cpuMicros, postgresCpu, treeMicros } from './proc.js';
 import { startPinned, stopGracefully, type Pinned } from './services.js';
@@ -34,6 +35,8 @@ export interface DeploymentSample {
   /** CPU per redemption, µs: every server process (the primary and its children), Redis, Postgres (every postgres process of the machine), wrk */
   serverUs: number;
   redisUs: number;
+  /** Redis's own time in script calls (INFO commandstats: evalsha, eval, fcall) per redemption, µs: steadier than its process CPU on a busy machine */
+  scriptUs: number;
   postgresUs: number;
   wrkUs: number;
   /** requests beyond the tokens minted (refused as used: the figure is then too high) */
@@ -57,6 +60,18 @@ export interface DeploymentsRun {
   drained(): Promise<void>;
   /** a deployment's runs are over (its tokens spent or abandoned) */
   ended?(): void;
+}
+
+/** Redis's time so far in script calls, µs (INFO commandstats: a script's commands count in its own call's time). */
+async function scriptMicros(port: number): Promise<number> {
+  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true });
+  try {
+    let usec = 0;
+    for (const m of (await client.info('commandstats')).matchAll(/^cmdstat_(?:evalsha|eval|fcall):calls=\d+,usec=(\d+)/gm)) usec += Number(m[1]);
+    return usec;
+  } finally {
+    client.disconnect();
+  }
 }
 
 function validate(run: DeploymentsRun, tokens: string, seconds: number): Promise<WrkResult> {
@@ -85,20 +100,21 @@ export async function measureDeployments(run: DeploymentsRun, variants: Variant[
         const warm = await validate(run, warmup, WARMUP_SECONDS);
         if (tokens === '') tokens = await run.mint(Math.ceil(3 * warm.rps * run.seconds));
         await run.drained();
-        const before = { server: treeMicros(server.pid), redis: cpuMicros(run.redis.pid), postgres: postgresCpu() };
+        const before = { server: treeMicros(server.pid), redis: cpuMicros(run.redis.pid), postgres: postgresCpu(), scripts: await scriptMicros(run.redis.port) };
         const r = await validate(run, tokens, run.seconds);
         await run.drained(); // the worker's writes belong to the redemptions
         const minted = readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
         const sample: DeploymentSample = {
           label: variant.label, round, rps: r.rps, p50: r.p50, p99: r.p99, serverUs: (treeMicros(server.pid) - before.server) / r.requests,
           redisUs: (cpuMicros(run.redis.pid) - before.redis) / r.requests, postgresUs: (postgresCpu() - before.postgres) / r.requests,
+          scriptUs: (await scriptMicros(run.redis.port) - before.scripts) / r.requests,
           wrkUs: r.wrkUs, short: Math.max(0, r.requests - minted),
           non200: r.statusErrors + r.socketErrors,
         };
         samples.push(sample);
         fastest = Math.max(fastest, r.rps);
         process.stderr.write(`  ${variant.label} c=${run.connections} ${Math.round(r.rps)} req/s p50 ${(r.p50 / 1000).toFixed(2)} ms ` +
-          `p99 ${(r.p99 / 1000).toFixed(2)} ms server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us postgres ${sample.postgresUs.toFixed(1)} us non-200 ${sample.non200}` +
+          `p99 ${(r.p99 / 1000).toFixed(2)} ms server ${sample.serverUs.toFixed(1)} us redis ${sample.redisUs.toFixed(1)} us (scripts ${sample.scriptUs.toFixed(1)}) postgres ${sample.postgresUs.toFixed(1)} us non-200 ${sample.non200}` +
           `${sample.short ? ` RAN OUT OF TOKENS by ${sample.short}` : ''}\n`);
       } finally {
         await stopGracefully(server);

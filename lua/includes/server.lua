@@ -11,13 +11,23 @@
   script's own, and it needs no client to notice a reconnection: a Cluster client that
   follows a MOVED to the promoted replica is caught as surely as one that reconnects.
 
-  thisServer() -> the run id of the process running the call (INFO server)
+  The service calls its scripts as one function library (src/redis/library.ts), which
+  holds this file once, above every function: the run id read by a function's first call
+  stays in thisProcess for the calls after it, so a call costs a GET and a comparison, not
+  an INFO. That value cannot outlive its process: a restarted server, a promoted replica or
+  a FUNCTION LOAD starts with a new library, thisProcess empty, and reads its own INFO.
+  Included in a plain script (stamp.lua), the variable lasts one call.
+
+  thisServer() -> the run id of the process running the call (INFO server, once)
   onStampedServer(stamp) -> true when the key stamp names the process running the call
     stamp  {b}:node
   newServer() -> the NEWSERVER error to return, naming this process's run id
 ]]
+local thisProcess
+
 local function thisServer()
-  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  if thisProcess == nil then thisProcess = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') end
+  return thisProcess
 end
 
 local function newServer()
@@ -26,6 +36,5 @@ local function newServer()
 end
 
 local function onStampedServer(stamp)
-  local id = redis.call('GET', stamp)
-  return id ~= false and string.find(redis.call('INFO', 'server'), 'run_id:' .. id, 1, true) ~= nil
+  return redis.call('GET', stamp) == thisServer()
 end

@@ -15,8 +15,8 @@
 
     the fence     issue.lua, redeem.lua and release.lua first check the slot's stamp
                   {b}:node, a key replicated like the others, against the run id of the
-                  server running them (lua/includes/batch.lua:21, lua/release.lua:43,
-                  lua/includes/server.lua:19-31) and change nothing on another server
+                  server running them (lua/includes/batch.lua:21, lua/release.lua:46,
+                  lua/includes/server.lua:26-40) and change nothing on another server
                   (NEWSERVER): B is another process, its run id is not the stamp it
                   inherited from A. sync.lua and ack.lua check nothing (the model's ack
                   neither; for its sync, see the four pieces below).

@@ -3,6 +3,7 @@ import { connectPostgres } from '../db/pg.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
 import { createRedis } from '../redis/client.js';
 import { checkRedisConfig } from '../redis/configCheck.js';
+import { loadLibraryAtStart } from '../redis/library.js';
 import { serveMetrics } from '../metrics/endpoint.js';
 import { Metrics } from '../metrics/registry.js';
 import { KeySpace } from '../redis/keys.js';
@@ -24,7 +25,7 @@ async function main(): Promise<void> {
   guardProcess(log);
   const redis = createRedis(config, 'license-worker');
   // before the first key is written (docs/operations.md#redis-configuration-check)
-  await checkRedisConfig(redis, config.redisConfigCheck, config.production, log).catch((err: Error) => {
+  await checkRedisConfig(redis, config.redisConfigCheck, config.production, log).then(() => loadLibraryAtStart(redis)).catch((err: Error) => {
     process.stderr.write(`license-worker: cannot start: ${scrub(err.message)}\n`);
     process.exit(1);
   });

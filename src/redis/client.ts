@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { Redis, Cluster } from 'ioredis';
 import type { Config } from '../config.js';
-import { allScriptSources, defineScripts, type ScriptClient } from './scripts.js';
+import { attachScripts, ensureLibrary } from './library.js';
+import type { ScriptClient } from './scripts.js';
 
 export type RedisClient = (Redis | Cluster) & ScriptClient;
 
@@ -54,7 +54,7 @@ export function createRedis(
   client.on('error', () => {
     // reported through the failing commands; an unhandled 'error' event would crash the process
   });
-  defineScripts(client);
+  attachScripts(client);
   return client as RedisClient;
 }
 
@@ -74,26 +74,12 @@ export function isCluster(client: Redis | Cluster): client is Cluster {
   return client instanceof Cluster;
 }
 
-/** Every script and its SHA1, as Redis names it (computed on first use). */
-let loadable: { sources: string[]; shas: string[] } | undefined;
-
-function scriptsWithShas(): { sources: string[]; shas: string[] } {
-  const sources = allScriptSources();
-  return { sources, shas: sources.map((lua) => createHash('sha1').update(lua).digest('hex')) };
-}
-
 /**
- * Makes sure Redis holds every script (each master of a Cluster): SCRIPT EXISTS, then SCRIPT
- * LOAD of the missing ones (after a restart or a SCRIPT FLUSH). Rejects when Redis refuses one.
+ * Makes sure Redis holds the scripts' function library (each master of a Cluster): loaded
+ * again after a restart without persistence or a FUNCTION FLUSH. Rejects when Redis refuses it.
  */
-export async function ensureScriptsLoaded(client: Redis | Cluster): Promise<void> {
-  loadable ??= scriptsWithShas();
-  const { sources, shas } = loadable;
-  const nodes: Redis[] = isCluster(client) ? client.nodes('master') : [client];
-  await Promise.all(nodes.map(async (node) => {
-    const present = await node.script('EXISTS', ...shas) as number[];
-    await Promise.all(sources.map((lua, i) => (present[i] === 1 ? null : node.script('LOAD', lua))));
-  }));
+export function ensureScriptsLoaded(client: Redis | Cluster): Promise<void> {
+  return ensureLibrary(client);
 }
 
 /**
@@ -108,6 +94,6 @@ export function duplicateRedis(client: RedisClient, extraTimeoutMs = 0): RedisCl
     ? client.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...base, commandTimeout: timeout, enableOfflineQueue: true } })
     : (client as Redis).duplicate({ commandTimeout: timeout, enableOfflineQueue: true });
   copy.on('error', () => {});
-  defineScripts(copy);
+  attachScripts(copy);
   return copy as RedisClient;
 }

@@ -1,6 +1,8 @@
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { RedisClient } from './client.js';
+import { ensureLibrary, functionOf, isMissingFunction } from './library.js';
+import type { ScriptName } from './scripts.js';
 
 /**
  * REDIS_WAIT_REPLICAS: a redemption is answered only once that many replicas hold it (Redis
@@ -27,11 +29,15 @@ export class ReplicaWait {
    * One script call and a WAIT behind it on the node the call runs on (a pipeline goes to
    * the node of its keys: on a Cluster, the slot's master).
    */
-  async withCall(client: RedisClient, name: string, args: (string | number)[]): Promise<unknown> {
-    const pipeline = client.pipeline() as unknown as Record<string, (...a: unknown[]) => unknown> & { exec(): Promise<[Error | null, unknown][] | null> };
-    pipeline[name]?.(...args);
-    (pipeline as unknown as { wait(n: number, t: number): unknown }).wait(this.replicas, this.timeoutMs);
+  async withCall(client: RedisClient, name: ScriptName, args: (string | number)[], attempt = 1): Promise<unknown> {
+    const pipeline = client.pipeline();
+    pipeline.fcall(functionOf(name), ...(args as [number, ...(string | number)[]]));
+    pipeline.wait(this.replicas, this.timeoutMs);
     const [[callError, reply] = [null, null], [waitError, acked] = [null, 0]] = (await pipeline.exec()) ?? [];
+    if (callError && isMissingFunction(callError) && attempt === 1) {
+      await ensureLibrary(client); // nothing ran: load the library, and make the call again with its WAIT
+      return this.withCall(client, name, args, 2);
+    }
     if (callError) throw callError;
     if (waitError) throw waitError;
     this.check(Number(acked));
@@ -43,4 +49,18 @@ export class ReplicaWait {
       throw new ServiceUnavailable(`Redis WAIT: ${acked} of REDIS_WAIT_REPLICAS=${this.replicas} replicas acknowledged within ${this.timeoutMs} ms`);
     }
   }
+}
+
+/** Replicas a master's INFO replication lists as online (state=online). */
+export function onlineReplicas(info: string): number {
+  let online = 0;
+  for (const line of info.split('\n')) if (/^slave\d+:.*state=online/.test(line)) online++;
+  return online;
+}
+
+/** Whether every master (one, or each of a Cluster) has at least `replicas` replicas online to acknowledge a WAIT. */
+export async function replicasOnline(client: Redis | Cluster, replicas: number): Promise<boolean> {
+  const masters = client instanceof Cluster ? client.nodes('master') : [client];
+  const counts = await Promise.all(masters.map(async (m) => onlineReplicas(await m.info('replication'))));
+  return counts.every((n) => n >= replicas);
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { isCluster, type RedisClient } from './client.js';
 import type { KeySpace } from './keys.js';
 import { scriptSource } from './scripts.js';
+import { ensureLibrary, isMissingFunction } from './library.js';
 
 /** Keys looked at per SCAN while dropping the license copies of a new server. */
 const SCAN_COUNT = 1000;
@@ -83,6 +84,8 @@ export class RedisRestarts {
   /** As fenced, where the first call is made already (first) and again makes the next ones. */
   fencedFrom<R>(first: Promise<R>, again: () => Promise<R>): Promise<R> {
     return first.catch((err: unknown) => {
+      // a raw FCALL (src/redis/slotBatcher.ts, under REDIS_WAIT_REPLICAS) that found no library ran nothing
+      if (isMissingFunction(err)) return ensureLibrary(this.redis).then(() => this.fenced(again, 2));
       const runId = newServerOf(err);
       if (runId === null) throw err;
       return this.recover(runId).then(() => this.fenced(again, 2));

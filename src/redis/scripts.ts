@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Redis, Cluster } from 'ioredis';
 import { luaDir } from '../paths.js';
 import { IDEMPOTENCY_WINDOW_MS, type IdempotencyRecord, type KeySpace, type LicenseKeys } from './keys.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
@@ -99,34 +98,35 @@ type Reply = (string | number | null)[];
 export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'redeem'
   | 'issue' | 'settle' | 'release' | 'peek' | 'here';
 
-/** The scripts as ioredis commands (EVALSHA, falling back to EVAL); every call gives its key count first. */
+/** The scripts as methods of the client (FCALLs of the function library, src/redis/library.ts); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
-const NAMES: ScriptName[] = [
+export const SCRIPT_NAMES: readonly ScriptName[] = [
   'credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue', 'settle', 'release',
   'peek', 'here',
 ];
 const sources = new Map<string, string>();
 
-/** A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as BullMQ does). */
-export function scriptSource(name: string): string {
-  let lua = sources.get(name);
+/** lua/includes/name.lua, or the outcomes and constants this code shares with the scripts. */
+export function includeSource(include: string): string {
+  return include === 'outcomes' ? luaOutcomes() : include === 'constants' ? luaConstants()
+    : readFileSync(path.join(luaDir, 'includes', `${include}.lua`), 'utf8');
+}
+
+/**
+ * A script's text with its "-- @include name" lines replaced by lua/includes/name.lua (as
+ * BullMQ does). withServer false: without server.lua, which the function library holds once
+ * for all its functions.
+ */
+export function scriptSource(name: string, { withServer = true } = {}): string {
+  const id = `${name}:${withServer}`;
+  let lua = sources.get(id);
   if (lua === undefined) {
     lua = readFileSync(path.join(luaDir, `${name}.lua`), 'utf8').replace(/^-- @include (\w+)$/gm, (_, include: string) =>
-      include === 'outcomes' ? luaOutcomes() : include === 'constants' ? luaConstants()
-        : readFileSync(path.join(luaDir, 'includes', `${include}.lua`), 'utf8'));
-    sources.set(name, lua);
+      include === 'server' && !withServer ? '-- (server.lua: at the top of the library)' : includeSource(include));
+    sources.set(id, lua);
   }
   return lua;
-}
-
-export function defineScripts(client: Redis | Cluster): void {
-  for (const name of NAMES) client.defineCommand(name, { lua: scriptSource(name) });
-}
-
-/** Every script's text, as defineScripts gives them to ioredis. */
-export function allScriptSources(): string[] {
-  return NAMES.map(scriptSource);
 }
 
 /** One call of a script: its arguments (key count first) and how to read its reply. */

@@ -4,6 +4,7 @@ import type { RedisClock } from './clock.js';
 import type { RedisRestarts } from './restarts.js';
 import { STREAM_BUCKETS } from './keys.js';
 import type { ReplicaWait } from './replicaWait.js';
+import { functionOf } from './library.js';
 import { batchArgs, batchResult, type BatchLayout, type SlotItem } from './scripts.js';
 
 interface Pending<T, R> {
@@ -76,9 +77,11 @@ export class SlotBatcher<T extends SlotItem, R> {
     const args = batchArgs(layout, count, (i) => (part[i] as Pending<T, R>).item, now, this.windowMs, deadline);
     const plain = () => this.redis[layout.name](...(args as [number, ...(string | number)[]]));
     // a call sent again after a recovery keeps its deadline (past it, it changes nothing) and, with
-    // replicas to wait for, has its own WAIT: the turn's was sent before it
+    // replicas to wait for, has its own WAIT: the turn's was sent before it. So the turn's own call
+    // is a raw FCALL: one that finds no library is made again by fencedFrom, with its WAIT.
     const again = replicaWait === null ? plain : () => replicaWait.withCall(this.redis, layout.name, args);
-    const first = turnWait !== null ? turnWait.after(plain()) : replicaWait !== null ? again() : plain();
+    const first = turnWait !== null ? turnWait.after(this.redis.fcall(functionOf(layout.name), ...(args as [number, ...(string | number)[]])))
+      : replicaWait !== null ? again() : plain();
     this.restarts.fencedFrom(first, again).then((reply) => {
       for (let i = 0; i < count; i++) (part[i] as Pending<T, R>).resolve(batchResult(layout, reply, i, count));
     }, (err: unknown) => {

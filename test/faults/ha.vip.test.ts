@@ -4,6 +4,7 @@ import { failoverScenario } from '../helpers/faults/failoverScenario.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { loseWritesOnFailover, startReplicatedRedis, writtenOffLost, type Appendfsync } from '../helpers/redisHa.js';
 import { startVipProcess } from '../helpers/ha/vip.js';
+import { pollUntil } from '../helpers/wait.js';
 
 // One Redis and its replica behind a TCP proxy standing for a virtual IP, failed over by
 // hand the way it loses writes (test/helpers/ha/loseWrites.ts): the replica cut off, the
@@ -25,15 +26,26 @@ async function vipFailover(t: Test, label: string, appendfsync: Appendfsync, wai
   const licenses = [await h.createLicense({ totalQuota: 1000, releasesPerDay: 100 }), await h.createLicense({ totalQuota: 1000, releasesPerDay: 100 })];
   const replica = redis.replicas[0];
   if (!replica) throw new Error('no replica');
+  /** /readyz's replicas member once it is `want` (it may be a second old), or the last seen */
+  const replicasSaid = async (want: string) => (await pollUntil(() => h.request('GET', '/readyz'),
+    (r) => (r.body as { replicas?: string }).replicas === want, { timeoutMs: 10_000, intervalMs: 200 })).body;
+  if (waitReplicas > 0) {
+    await redis.waitInSync();
+    t.match(await replicasSaid('ok'), { success: true, replicas: 'ok' }, '/readyz: the replicas to wait for are online');
+  }
   const result = await failoverScenario(t, h, licenses, async (windowLoad) => {
     await redis.waitInSync();
-    const window = await loseWritesOnFailover(redis.master, redis.replicas, windowLoad);
+    const window = await loseWritesOnFailover(redis.master, redis.replicas, async () => {
+      if (waitReplicas > 0) t.match(await replicasSaid('missing'), { success: true, replicas: 'missing' }, '/readyz: replicas missing while they are cut off, still ready');
+      await windowLoad();
+    });
     await redis.promote(replica);
     await vip.switchTo(replica.port);
     t.ok((await writtenOffLost(replica, window)).lostBytes > 0, 'the promoted replica lacks the writes of the window');
     if (waitReplicas > 0) await redis.waitInSync();
   });
   if (waitReplicas > 0) {
+    t.match(await replicasSaid('ok'), { success: true, replicas: 'ok' }, '/readyz: replicas online again after the failover');
     t.same(result.window.filter((a) => a.status === 200).length, 0, 'REDIS_WAIT_REPLICAS=1: no redemption answered 200 while the replica was cut off');
     t.same(result.lost, [], 'so none answered 200 was lost');
   }

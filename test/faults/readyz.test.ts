@@ -1,17 +1,17 @@
-import { createHash } from 'node:crypto';
 import t, { type Test } from 'tap';
-import { allScriptSources } from '../../src/redis/scripts.js';
-import { startStack, type Stack } from '../helpers/faults/stack.js';
+import { holdsLibrary } from '../../src/redis/library.js';
+import { makeProbe, probeRound } from '../helpers/faults/probe.js';
+import { startStack, type FaultLicense, type Stack } from '../helpers/faults/stack.js';
 import { pollUntil, until } from '../helpers/wait.js';
 
 // GET /readyz: 200 only when this instance can serve (Redis and Postgres answer, Redis holds
-// every script), else 503 naming what is down; scripts Redis dropped are loaded again; a hung
+// the scripts' function library), else 503 naming what is down; a library Redis dropped is
+// loaded again, by /readyz and by the first call that misses it; a hung
 // Redis is reported, not waited for. The test breaks only its own Redis and Postgres proxy.
 // An answer may be up to a second old (the instance checks at most once a second), so each
 // change is polled for.
 
 const READY = { success: true, redis: 'ok', postgres: 'ok', scripts: 'ok' };
-const SHAS = allScriptSources().map((lua) => createHash('sha1').update(lua).digest('hex'));
 
 async function readiness(stack: Stack): Promise<unknown[]> {
   const o = await stack.request('GET', '/readyz');
@@ -28,27 +28,30 @@ function becomesUnready(stack: Stack): Promise<unknown[]> {
   return pollUntil(() => readiness(stack), (r) => r[0] !== 200, { timeoutMs: 15_000, intervalMs: 100 });
 }
 
-/** Whether Redis holds each script (1) or not (0). */
-async function scriptsHeld(stack: Stack): Promise<number[]> {
-  return (await stack.redis.cli('SCRIPT', 'EXISTS', ...SHAS)).split('\n').map(Number);
-}
-
 t.test('/readyz follows Redis, Postgres and the scripts', { timeout: 120_000 }, async (t) => {
   const stack = await startStack(t, { label: 'readyz', proxyPostgres: true });
   const proxy = stack.proxy;
   if (!proxy) throw new Error('no proxy');
   t.same(await readiness(stack), [200, READY], 'everything up: 200');
 
-  await stack.redis.cli('SCRIPT', 'FLUSH');
-  t.same(await scriptsHeld(stack), SHAS.map(() => 0), 'scripts flushed');
-  // ready all along, and the scripts are back once /readyz has checked again
+  await stack.redis.cli('FUNCTION', 'FLUSH');
+  t.equal(await holdsLibrary(stack.redisClient), false, 'library flushed');
+  // ready all along, and the library is back once /readyz has checked again
   const answers: unknown[][] = [];
   const reloaded = await until(async () => {
     answers.push(await readiness(stack));
-    return (await scriptsHeld(stack)).every((held) => held === 1);
+    return holdsLibrary(stack.redisClient);
   }, { timeoutMs: 15_000, intervalMs: 100 });
-  t.ok(reloaded, 'every script loaded again by /readyz');
-  t.same(answers.filter((a) => a[0] !== 200 || JSON.stringify(a[1]) !== JSON.stringify(READY)), [], `after SCRIPT FLUSH: still ready (${answers.length} answers)`);
+  t.ok(reloaded, 'the library loaded again by /readyz');
+  t.same(answers.filter((a) => a[0] !== 200 || JSON.stringify(a[1]) !== JSON.stringify(READY)), [], `after FUNCTION FLUSH: still ready (${answers.length} answers)`);
+
+  // a request that finds no library loads it itself: no /readyz in between
+  const [lic] = await stack.createLicenses(1, { totalQuota: 10 });
+  const probe = await makeProbe(stack, lic as FaultLicense);
+  await stack.redis.cli('FUNCTION', 'FLUSH');
+  const round = await probeRound(stack, probe);
+  t.same(Object.values(round).map(({ outcome: o }) => (o.kind === 'answer' ? o.status : o.kind)), [200, 200, 200, 200], 'after FUNCTION FLUSH: validate, get-token, sign-token and check-quota answer 200');
+  t.equal(await holdsLibrary(stack.redisClient), true, 'the library loaded again by the first call');
 
   proxy.cut();
   t.same(await becomesUnready(stack), [503, { success: false, redis: 'ok', postgres: 'down', scripts: 'ok' }], 'Postgres cut: 503');

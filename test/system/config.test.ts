@@ -198,6 +198,10 @@ t.test('loadConfig: refusals name the variable', async (t) => {
     [{ ...ok, REDIS_SENTINELS: 'sentinel-without-port', REDIS_SENTINEL_MASTER: 'mymaster' }, /REDIS_SENTINELS/],
     [{ ...ok, REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_MASTER: 'm', REDIS_CLUSTER_NODES: '10.0.0.2:7000' }, /choose Sentinel or Cluster/],
     [{ ...ok, REDIS_SENTINEL_MASTER: 'mymaster' }, /REDIS_SENTINEL_MASTER is set but REDIS_SENTINELS is not/],
+    [{ ...ok, REDIS_PASSWORD: 'node-secret\n' }, /^REDIS_PASSWORD must be at most 4096 bytes without control characters/],
+    [{ ...ok, REDIS_USERNAME: 'svc\0' }, /^REDIS_USERNAME must be/],
+    [{ ...ok, REDIS_PASSWORD: 'p'.repeat(4097) }, /^REDIS_PASSWORD must be at most 4096 bytes/],
+    [{ ...ok, REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_MASTER: 'm', REDIS_SENTINEL_PASSWORD: 'sentinel\tsecret' }, /^REDIS_SENTINEL_PASSWORD must be/],
     [{ ...ok, REDIS_WAIT_REPLICAS: '17' }, /REDIS_WAIT_REPLICAS/],
     [{ ...ok, REDIS_WAIT_REPLICAS: 'one' }, /REDIS_WAIT_REPLICAS/],
     [{ ...ok, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '1000' }, /REDIS_WAIT_TIMEOUT_MS \(1000\) must be below REDIS_COMMAND_TIMEOUT_MS \(1000\)/],
@@ -205,6 +209,20 @@ t.test('loadConfig: refusals name the variable', async (t) => {
   for (const [env, name] of cases) {
     t.throws(() => loadConfig(env), name, `${JSON.stringify(env).replace(SECRET, '<secret>')} -> ${name}`);
   }
+});
+
+t.test('a Redis password refused at start is not repeated in the message', async (t) => {
+  const env = testEnv('redispw', { REDIS_PASSWORD: 'hunter2-hunter2\r\n' });
+  const err = (() => {
+    try {
+      loadConfig(env);
+      return null;
+    } catch (e) {
+      return e as Error;
+    }
+  })();
+  t.match(err?.message, /^REDIS_PASSWORD must be/, 'refused, naming the setting');
+  t.notMatch(err?.message, /hunter2/, 'without the password');
 });
 
 t.test('loadConfig accepts an empty ADMIN_TOKEN as "no admin API"', async (t) => {

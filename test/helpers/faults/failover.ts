@@ -20,6 +20,8 @@ export interface Answered {
   tokenId: string;
   firmaId: string;
   status: number;
+  /** the answer's message ("" when none came) */
+  message: string;
 }
 
 /** The tokens of a failover test: per license, those redeemed before, in the lost window, and never. */
@@ -50,16 +52,46 @@ export async function redeemAll(h: Harness, tokens: string[], releaseOf: string[
   const redeeming = tokens.map(async (token, i) => {
     const c = claimsOf(token);
     const answer = i % 2 === 0
-      ? await h.validate(token).catch(() => ({ status: 0 }))
-      : await h.request('POST', SIGN_PATH, { token, documents: DOCUMENTS }).catch(() => ({ status: 0 }));
-    return { token, tokenId: c.token_id, firmaId: c.firma_id, status: answer.status };
+      ? await h.validate(token).catch(() => ({ status: 0, body: null }))
+      : await h.request('POST', SIGN_PATH, { token, documents: DOCUMENTS }).catch(() => ({ status: 0, body: null }));
+    return { token, tokenId: c.token_id, firmaId: c.firma_id, status: answer.status, message: messageOf(answer.body) };
   });
   const releasing = releaseOf.map(async (token) => {
     const c = claimsOf(token);
-    const answer = await h.request('POST', RELEASE_PATH, { token, reason: 'kart çekildi' }).catch(() => ({ status: 0 }));
-    return { token, tokenId: c.token_id, firmaId: c.firma_id, status: answer.status };
+    const answer = await h.request('POST', RELEASE_PATH, { token, reason: 'kart çekildi' }).catch(() => ({ status: 0, body: null }));
+    return { token, tokenId: c.token_id, firmaId: c.firma_id, status: answer.status, message: messageOf(answer.body) };
   });
   return Promise.all([Promise.all(redeeming), Promise.all(releasing)]);
+}
+
+function messageOf(body: unknown): string {
+  const message = (body as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : '';
+}
+
+/** Each status and message the answers other than `expected` held, with their counts: what a failed check shows. */
+export function otherAnswers(answers: Answered[], expected: number): string {
+  const seen = new Map<string, number>();
+  for (const a of answers) if (a.status !== expected) seen.set(`${a.status} ${a.message}`, (seen.get(`${a.status} ${a.message}`) ?? 0) + 1);
+  return JSON.stringify(Object.fromEntries(seen));
+}
+
+/**
+ * redeemAll, with the answers that said "try again" (503, or none) tried again, at most
+ * `rounds` more times 300 ms apart, as a client would: a Sentinel client may drop its
+ * connection once more when the sentinels' announcement of the new master reaches it after
+ * it found that master itself. Each token's first answer that was not "try again".
+ */
+export async function redeemAnswered(h: Harness, tokens: string[], rounds = 5): Promise<Answered[]> {
+  const [answers] = await redeemAll(h, tokens);
+  for (let round = 0; round < rounds; round++) {
+    const again = answers.flatMap((a, i) => (a.status === 503 || a.status === 0 ? [i] : []));
+    if (again.length === 0) break;
+    await sleep(300);
+    const [retried] = await redeemAll(h, again.map((i) => (answers[i] as Answered).token));
+    again.forEach((i, j) => { answers[i] = retried[j] as Answered; });
+  }
+  return answers;
 }
 
 /** Counts of answers by status. */

@@ -1,0 +1,91 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { library } from '../src/redis/library.js';
+import { median } from './load/table.js';
+
+// make bench-script: what Redis spends on one call of the redemption script around its
+// tokens: the script's set-up (its includes' functions), the deadline, the failover fence
+// (this build: a GET of the slot's stamp against the run id the library keeps) and the
+// epoch read, with an empty batch. BENCH_BASELINE=<the build before's dist>: that build's
+// redeem.lua, called as it calls it (EVALSHA), in the same rounds, the order turning each
+// round. Redis's own time per call (INFO commandstats usec_per_call) on a private
+// redis-server pinned to BENCH_REDIS_CPU (default 1), no persistence; the client keeps 64
+// calls in flight. A wall-clock figure: compare within a run, not across machines.
+
+const BASELINE = process.env.BENCH_BASELINE;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const CALLS = Number(process.env.BENCH_CALLS ?? 50_000);
+const REDIS_CPU = process.env.BENCH_REDIS_CPU ?? '1';
+const PORT = 6457;
+const IN_FLIGHT = 64;
+
+interface Variant {
+  label: string;
+  command: string;
+  /** one call's arguments: an empty batch, its deadline far ahead */
+  args(deadline: number): (string | number)[];
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'bench-script-'));
+const server = spawn('taskset', ['-c', REDIS_CPU, 'redis-server', '--port', String(PORT), '--bind', '127.0.0.1', '--save', '',
+  '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+const redis = new Redis({ port: PORT, host: '127.0.0.1', retryStrategy: (n) => (n > 50 ? null : 100) });
+try {
+  await redis.ping();
+  const runId = /run_id:(\w+)/.exec(await redis.info('server'))?.[1] ?? '';
+  await redis.set('{0}:node', runId); // this build's fence passes: the slot is stamped with this process
+
+  const { source, functions } = library();
+  await redis.call('FUNCTION', 'LOAD', source);
+  const variants: Variant[] = [
+    { label: 'this build (FCALL)', command: 'fcall', args: (d) => [functions.redeem, 3, '{0}:ev', '{0}:epoch', '{0}:node', 0, 0, d] },
+  ];
+  if (BASELINE) {
+    const before = await import(path.resolve(BASELINE, 'src/redis/scripts.js')) as { scriptSource(name: string): string };
+    const sha = await redis.script('LOAD', before.scriptSource('redeem')) as string;
+    variants.unshift({ label: `before (EVALSHA, ${BASELINE})`, command: 'evalsha', args: (d) => [sha, 2, '{0}:ev', '{0}:epoch', 0, 0, d] });
+  }
+
+  const perCall = new Map<string, number[]>(variants.map((v) => [v.label, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const v of round % 2 === 0 ? variants : [...variants].reverse()) {
+      const args = v.args(Date.now() + 3_600_000);
+      await redis.config('RESETSTAT');
+      let sent = 0;
+      const lane = async () => {
+        while (sent < CALLS) {
+          sent++;
+          await redis.call(v.command, ...args);
+        }
+      };
+      await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+      const stat = new RegExp(`^cmdstat_${v.command}:calls=(\\d+),usec=\\d+,usec_per_call=([\\d.]+)`, 'm').exec(await redis.info('commandstats'));
+      perCall.get(v.label)?.push(Number(stat?.[2]));
+    }
+  }
+
+  const lines = [
+    `Redis time per call of redeem.lua with an empty batch (INFO commandstats usec_per_call), ${ROUNDS} rounds of ${CALLS} calls, ` +
+    `64 in flight, redis-server on cpu ${REDIS_CPU}, no persistence:`,
+    '',
+    '| build | µs per call (median) | rounds |',
+    '|---|---|---|',
+    ...variants.map((v) => {
+      const xs = perCall.get(v.label) ?? [];
+      return `| ${v.label} | ${median(xs).toFixed(2)} | ${xs.map((x) => x.toFixed(2)).join(', ')} |`;
+    }),
+  ];
+  if (variants.length === 2) {
+    const [b, a] = variants.map((v) => perCall.get(v.label) ?? []) as [number[], number[]];
+    const ratios = a.map((x, i) => x / (b[i] as number));
+    lines.push('', `this build ÷ before, per round: median ${median(ratios).toFixed(2)}, range ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`);
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+} finally {
+  redis.disconnect();
+  server.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+}
