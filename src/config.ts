@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseCorsOrigins } from './http/cors.js';
+import { placeholderIn, urlPassword } from './placeholders.js';
 import { signingKeysOf, type SigningKey } from './tokens/signingKeys.js';
 
 // Configuration comes from the environment only, validated once at start so that a
@@ -150,6 +151,13 @@ export const DEFAULT_KID = 'default';
 const KID = /^[A-Za-z0-9._-]{1,64}$/;
 const SECRET_HINT = 'at least 32 bytes (e.g. `openssl rand -hex 32`)';
 
+/** Refuses a secret-bearing setting whose value is a placeholder (src/placeholders.ts), naming the setting and not the value. */
+function ownSecret(what: string, value: string, make = 'openssl rand -base64 48'): string {
+  const reason = placeholderIn(value);
+  if (reason !== null) throw new ConfigError(`${what} is not a secret: ${reason}. Set one of your own (\`${make}\`)`);
+  return value;
+}
+
 /** JWT_SECRETS (kid:secret,...) or JWT_SECRET, validated. */
 function jwtKeys(env: Env): JwtKey[] {
   const single = env.JWT_SECRET ?? '';
@@ -157,7 +165,7 @@ function jwtKeys(env: Env): JwtKey[] {
   if (single !== '' && list !== '') throw new ConfigError('set JWT_SECRETS or JWT_SECRET, not both (JWT_SECRET=s is JWT_SECRETS=default:s)');
   if (list === '') {
     if (Buffer.byteLength(single) < 32) throw new ConfigError(`JWT_SECRET (or JWT_SECRETS) is required and must be ${SECRET_HINT}`);
-    return [{ kid: DEFAULT_KID, secret: single }];
+    return [{ kid: DEFAULT_KID, secret: ownSecret('JWT_SECRET', single) }];
   }
   const keys: JwtKey[] = [];
   for (const entry of list.split(',')) {
@@ -167,7 +175,7 @@ function jwtKeys(env: Env): JwtKey[] {
     if (!KID.test(kid)) throw new ConfigError('JWT_SECRETS must be kid:secret,... with kids of letters, digits, ".", "_" and "-" (at most 64)');
     if (Buffer.byteLength(secret) < 32) throw new ConfigError(`JWT_SECRETS: the secret of "${kid}" must be ${SECRET_HINT}`);
     if (keys.some((k) => k.kid === kid)) throw new ConfigError(`JWT_SECRETS names the kid "${kid}" twice`);
-    keys.push({ kid, secret });
+    keys.push({ kid, secret: ownSecret(`JWT_SECRETS: the secret of "${kid}"`, secret) });
   }
   return keys;
 }
@@ -194,7 +202,7 @@ function adminTokens(env: Env): AdminToken[] {
   if (list === '') {
     if (single === '') return [];
     if (single.length < 16) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
-    return [{ name: DEFAULT_ADMIN, token: single }];
+    return [{ name: DEFAULT_ADMIN, token: ownSecret('ADMIN_TOKEN', single, 'openssl rand -base64 33') }];
   }
   const admins: AdminToken[] = [];
   for (const entry of list.split(',')) {
@@ -210,7 +218,7 @@ function adminTokens(env: Env): AdminToken[] {
     if (admins.some((a) => a.name === name)) throw new ConfigError(`ADMIN_TOKENS names the admin "${name}" twice`);
     const twin = admins.find((a) => a.token === token);
     if (twin) throw new ConfigError(`ADMIN_TOKENS: "${name}" and "${twin.name}" have the same token (each admin needs its own)`);
-    admins.push({ name, token });
+    admins.push({ name, token: ownSecret(`ADMIN_TOKENS: the token of "${name}"`, token, 'openssl rand -base64 33') });
   }
   return admins;
 }
@@ -279,7 +287,14 @@ function redisCredential(env: Env, name: string): string | undefined {
   if (/[\x00-\x1f\x7f]/.test(value) || Buffer.byteLength(value) > 4096) {
     throw new ConfigError(`${name} must be at most 4096 bytes without control characters (a newline, a tab, a NUL byte): check how it was pasted`);
   }
-  return value;
+  return name.endsWith('PASSWORD') ? ownSecret(name, value) : value;
+}
+
+/** A URL whose password, if it has one, is no placeholder. */
+function urlWithOwnPassword(name: string, url: string): string {
+  const password = urlPassword(url);
+  if (password !== '') ownSecret(`the password in ${name}`, password);
+  return url;
 }
 
 function redisAuth(env: Env): { username?: string; password?: string } {
@@ -349,18 +364,20 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL');
   }
+  urlWithOwnPassword('DATABASE_URL', databaseUrl);
   const metrics = env.METRICS || '1';
   if (metrics !== '0' && metrics !== '1') throw new ConfigError(`METRICS must be 1 (record and serve /metrics) or 0 (off), got "${metrics}"`);
   const metricsToken = env.METRICS_TOKEN ? env.METRICS_TOKEN : null;
   if (metricsToken !== null && !/^[\x21-\x7e]{16,4096}$/.test(metricsToken)) {
     throw new ConfigError('METRICS_TOKEN must be 16 to 4096 printable ASCII characters without spaces');
   }
+  if (metricsToken !== null) ownSecret('METRICS_TOKEN', metricsToken, 'openssl rand -base64 33');
   const admins = adminTokens(env);
   return {
     port: intVar(env, 'PORT', 8080, 0, 65535),
     workers: intVar(env, 'WORKERS', availableParallelism(), 1, 1024),
     host: env.HOST || '127.0.0.1',
-    redisUrl: env.REDIS_URL || 'redis://127.0.0.1:6379',
+    redisUrl: urlWithOwnPassword('REDIS_URL', env.REDIS_URL || 'redis://127.0.0.1:6379'),
     redisClusterNodes: parseNodes('REDIS_CLUSTER_NODES', env.REDIS_CLUSTER_NODES),
     redisSentinel: redisSentinel(env),
     redisAuth: redisAuth(env),

@@ -28,11 +28,19 @@ function unitSettings(text: string): Map<string, string[]> {
 }
 
 /**
- * The example environment file as an operator fills it in: its SIGNING_KEYS_FILE made as its
- * comment says (openssl genpkey), here in a temporary directory.
+ * The example environment file as an operator fills it in: each secret it ships empty made
+ * by the command its comment gives (`sed -i "s|^KEY=$|KEY=$(command)|"`), and its
+ * SIGNING_KEYS_FILE made as its comment says (openssl genpkey), here in a temporary directory.
  */
 async function exampleEnvironment(t: Test): Promise<Record<string, string>> {
-  const env = environmentFile(readFileSync(ENV_FILE, 'utf8'));
+  const text = readFileSync(ENV_FILE, 'utf8');
+  const env = environmentFile(text);
+  for (const [, key, command] of text.matchAll(/^#.*s\|\^(\w+)=\$\|\1=\$\(([^)]+)\)\|/gm)) {
+    t.equal(env[key as string], '', `${key}: shipped empty, with the command that makes it`);
+    const [file, ...args] = (command as string).split(' ');
+    env[key as string] = (await run(file as string, args)).stdout.trim();
+  }
+  t.ok(env.JWT_SECRET, 'the comments make JWT_SECRET');
   t.equal(env.SIGNING_KEYS_FILE, '/etc/license-service/signing-keys.pem', 'the example names the signing key file');
   const dir = mkdtempSync(path.join(tmpdir(), 'lic-deploy-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -30,7 +30,13 @@ t.test('the service carries on after every Redis key is lost', async (t) => {
   t.equal(await pgUsed(h, lic.firmaId), 2);
 
   await h.flushRedis();
-  t.equal((await h.redis.keys(`${h.prefix}:*`)).length, 0, 'no key of the service is left in Redis');
+  // the worker makes its (empty) usage streams and their group again as it reads them: those
+  // may be back already, and hold nothing
+  const left = [];
+  for (const key of await h.redis.keys(`${h.prefix}:*`)) {
+    if (await h.redis.type(key) !== 'stream' || await h.redis.xlen(key) > 0) left.push(key);
+  }
+  t.same(left, [], 'no key of the service is left in Redis');
 
   // every token outstanding before the loss is refused, redeemed or not: Redis cannot
   // prove any of them unused (a redemption may have been lost with it), so none redeems twice

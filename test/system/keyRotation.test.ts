@@ -223,8 +223,9 @@ t.test('loadConfig refuses bad key settings, naming the variable', async (t) => 
 
   // what is accepted next to each refusal
   const k64 = 'k'.repeat(64);
-  const keys = loadConfig(testEnv('rotcfg', { JWT_SECRET: '', JWT_SECRETS: `k2:${S2},${k64}:${S1},A-z.0_9:${'ş'.repeat(16)}` })).jwtKeys;
-  t.strictSame(keys, [{ kid: 'k2', secret: S2 }, { kid: k64, secret: S1 }, { kid: 'A-z.0_9', secret: 'ş'.repeat(16) }],
+  const TWO_BYTE_32 = 'şığüöçŞİĞÜÖÇâîûê'; // 16 characters of two bytes each, none repeated (a repeated one is refused as a placeholder)
+  const keys = loadConfig(testEnv('rotcfg', { JWT_SECRET: '', JWT_SECRETS: `k2:${S2},${k64}:${S1},A-z.0_9:${TWO_BYTE_32}` })).jwtKeys;
+  t.strictSame(keys, [{ kid: 'k2', secret: S2 }, { kid: k64, secret: S1 }, { kid: 'A-z.0_9', secret: TWO_BYTE_32 }],
     'kids of 64 characters and of letters, digits, ".", "_", "-"; a secret of 32 bytes; listed in order');
   t.strictSame(loadConfig(testEnv('rotcfg', { JWT_SECRET: S1 })).jwtKeys, [{ kid: 'default', secret: S1 }], 'JWT_SECRET=s is default:s');
   t.equal(loadConfig(testEnv('rotcfg', { JWT_ISSUER: 'custom' })).jwtIssuer, 'custom', 'JWT_ISSUER=custom accepted');

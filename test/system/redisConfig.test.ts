@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import postgres from 'postgres';
@@ -63,7 +64,7 @@ t.test('judgeRedisConfig: the verdict on what the masters answered', async (t) =
 });
 
 t.test('REDIS_CONFIG_CHECK and NODE_ENV in the configuration', async (t) => {
-  const base = { JWT_SECRET: 'k'.repeat(32), SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1' };
+  const base = { JWT_SECRET: randomBytes(32).toString('hex'), SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1' };
   t.equal(loadConfig(base).redisConfigCheck, 'refuse', 'refuse by default');
   t.equal(loadConfig(base).production, false, 'development without NODE_ENV');
   t.equal(loadConfig({ ...base, NODE_ENV: 'production' }).production, true);
