@@ -185,6 +185,25 @@ t.test('the nginx front of deploy/', async (t) => {
     const coded413 = await viaFront(rawRequest('POST', '/api/v1/auth/get-token', `{"licenseKey":"${'a'.repeat(200_000)}"}`));
     t.same([coded413.status, coded413.body], [413, { success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'İstek gövdesi çok büyük' } }]);
 
+    // the same over HTTP/2, as browsers speak it: nginx's own 413 is the endpoint's JSON too
+    const session = http2.connect(`https://127.0.0.1:${front.tlsPort}`, { rejectUnauthorized: false, servername: 'localhost' });
+    t.teardown(() => session.close());
+    const h2 = (path: string, body: string) => new Promise<[number, unknown]>((resolve, reject) => {
+      const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      let status = 0;
+      let text = '';
+      req.on('response', (headers) => { status = Number(headers[':status']); });
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => { text += chunk; });
+      req.on('end', () => resolve([status, text.startsWith('{') ? JSON.parse(text) : text.slice(0, 60)]));
+      req.on('error', reject);
+      req.end(body);
+    });
+    t.same(await h2('/api/license/validate', `{"token":"${'a'.repeat(200_000)}"}`), [413, tooLarge], 'HTTP/2: validate, above the front\'s ceiling');
+    t.same(await h2('/api/v1/auth/get-token', `{"licenseKey":"${'a'.repeat(200_000)}"}`),
+      [413, { success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'İstek gövdesi çok büyük' } }], 'HTTP/2: get-token, the coded shape');
+    t.same(await h2('/api/license/validate', `{"token":"${'a'.repeat(20_000)}"}`), [413, tooLarge], 'HTTP/2: the service\'s own 413');
+
     const header = await viaFront(`GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: ${'a'.repeat(16_000)}\r\n\r\n`);
     t.equal(header.status, 400, 'a header line past 8 KiB');
     t.same(header.body, { success: false, error: { code: 'INVALID_REQUEST', message: 'Geçersiz istek parametresi: HTTP' } });
