@@ -1,6 +1,6 @@
 import { Redis, Cluster } from 'ioredis';
 import type { Config } from '../config.js';
-import { attachScripts, ensureLibrary } from './library.js';
+import { attachScripts } from './library.js';
 import type { ScriptClient } from './scripts.js';
 
 export type RedisClient = (Redis | Cluster) & ScriptClient;
@@ -72,14 +72,6 @@ export function whenReady(client: RedisClient, timeoutMs: number): Promise<void>
 
 export function isCluster(client: Redis | Cluster): client is Cluster {
   return client instanceof Cluster;
-}
-
-/**
- * Makes sure Redis holds the scripts' function library (each master of a Cluster): loaded
- * again after a restart without persistence or a FUNCTION FLUSH. Rejects when Redis refuses it.
- */
-export function ensureScriptsLoaded(client: Redis | Cluster): Promise<void> {
-  return ensureLibrary(client);
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RedisConfigCheck } from '../config.js';
 import { isCluster, whenReady, type RedisClient } from './client.js';
+import { mastersOf } from './masters.js';
 
 // Redis read at start (docs/operations.md#redis-configuration-check). Single use and exact books rest
 // on Redis keeping every key the service writes until the service drops it: a Redis that
@@ -135,7 +136,7 @@ async function readMaster(node: Redis, timeoutMs: number): Promise<MasterSetting
 /** Every master's settings: the single Redis, or each master of the Cluster (known once the client is ready). */
 export async function readMasters(redis: RedisClient, timeoutMs: number): Promise<MasterSettings[]> {
   if (isCluster(redis)) await whenReady(redis, timeoutMs);
-  const masters: Redis[] = isCluster(redis) ? redis.nodes('master') : [redis as Redis];
+  const masters = mastersOf(redis);
   return Promise.all(masters.map((node) => readMaster(node, timeoutMs)));
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { Cluster, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { mastersOf } from './masters.js';
 import { includeSource, SCRIPT_NAMES, scriptSource, type ScriptClient, type ScriptName } from './scripts.js';
 
 // The scripts reach Redis as one function library (FUNCTION LOAD, FCALL; Redis 7.0 or later)
@@ -60,10 +61,6 @@ async function loadInto(node: Redis): Promise<void> {
   });
 }
 
-function nodesOf(client: Redis | Cluster): Redis[] {
-  return client instanceof Cluster ? client.nodes('master') : [client];
-}
-
 const loading = new WeakMap<Redis | Cluster, Promise<void>>();
 
 /**
@@ -73,7 +70,7 @@ const loading = new WeakMap<Redis | Cluster, Promise<void>>();
 export function ensureLibrary(client: Redis | Cluster): Promise<void> {
   let attempt = loading.get(client);
   if (!attempt) {
-    attempt = Promise.all(nodesOf(client).map(loadInto)).then(() => undefined)
+    attempt = Promise.all(mastersOf(client).map(loadInto)).then(() => undefined)
       .finally(() => loading.delete(client));
     loading.set(client, attempt);
   }

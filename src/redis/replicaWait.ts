@@ -1,7 +1,8 @@
-import { Cluster, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { ServiceUnavailable } from '../errors.js';
 import type { RedisClient } from './client.js';
 import { ensureLibrary, functionOf, isMissingFunction } from './library.js';
+import { mastersOf } from './masters.js';
 import type { ScriptName } from './scripts.js';
 
 /**
@@ -60,7 +61,6 @@ export function onlineReplicas(info: string): number {
 
 /** Whether every master (one, or each of a Cluster) has at least `replicas` replicas online to acknowledge a WAIT. */
 export async function replicasOnline(client: Redis | Cluster, replicas: number): Promise<boolean> {
-  const masters = client instanceof Cluster ? client.nodes('master') : [client];
-  const counts = await Promise.all(masters.map(async (m) => onlineReplicas(await m.info('replication'))));
+  const counts = await Promise.all(mastersOf(client).map(async (m) => onlineReplicas(await m.info('replication'))));
   return counts.every((n) => n >= replicas);
 }

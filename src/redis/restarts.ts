@@ -4,6 +4,7 @@ import { isCluster, type RedisClient } from './client.js';
 import type { KeySpace } from './keys.js';
 import { scriptSource } from './scripts.js';
 import { ensureLibrary, isMissingFunction } from './library.js';
+import { mastersOf } from './masters.js';
 
 /** Keys looked at per SCAN while dropping the license copies of a new server. */
 const SCAN_COUNT = 1000;
@@ -65,7 +66,7 @@ export class RedisRestarts {
    * every stamp in place and does nothing).
    */
   async ensure(): Promise<void> {
-    const nodes: Redis[] = isCluster(this.redis) ? this.redis.nodes('master') : [this.redis as Redis];
+    const nodes = mastersOf(this.redis);
     for (const node of nodes) await this.recover(runIdOf(await node.info('server')));
   }
 

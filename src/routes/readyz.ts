@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
-import { ensureScriptsLoaded } from '../redis/client.js';
+import { ensureLibrary } from '../redis/library.js';
 import { replicasOnline } from '../redis/replicaWait.js';
 import type { RouteDoc } from '../openapi/routeDoc.js';
 import type { RouteContext } from './context.js';
@@ -78,7 +78,7 @@ export function readyRoute(ctx: RouteContext): Route {
 async function readiness(ctx: RouteContext, missing: ReturnType<typeof unconfigured>): Promise<Reply> {
   const waitFor = ctx.config.redisWait.replicas;
   const [redis, postgres, scripts, replicas] = await Promise.allSettled([
-    withinTimeout(ctx.redis.ping()), withinTimeout(ctx.sql`select 1`), withinTimeout(ensureScriptsLoaded(ctx.redis)),
+    withinTimeout(ctx.redis.ping()), withinTimeout(ctx.sql`select 1`), withinTimeout(ensureLibrary(ctx.redis)),
     waitFor > 0 ? withinTimeout(replicasOnline(ctx.redis, waitFor)) : Promise.resolve(null),
   ]);
   const state = (r: PromiseSettledResult<unknown>) => (r.status === 'fulfilled' ? 'ok' : 'down');
