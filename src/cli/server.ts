@@ -78,12 +78,23 @@ async function main(): Promise<void> {
 }
 
 /**
+ * Clients straight at the service (TRUST_PROXY=0) in production. uWebSockets.js, not the
+ * service, frames requests: what it mishandles never reaches a handler to be refused, and
+ * a connection it drops after the handler ran takes the answer with it. So serving without
+ * the front is for development; the warning says what it costs.
+ */
+const DIRECT_IN_PRODUCTION_WARNING = 'no front (TRUST_PROXY=0) under NODE_ENV=production: production needs the nginx front of deploy/nginx. ' +
+  'Straight to the service, pipelined requests or a request with two Content-Length headers can spend a unit and get no answer, ' +
+  'and HTTP/1.0 clients get none (docs/deployment.md, "Without a front")';
+
+/**
  * What the configuration starts without, said once per start of the service: by the primary
  * when several processes serve (its children share its configuration and say nothing), else
  * by the one process.
  */
 function warnAtStart(config: Config, log: Logger): void {
-  if (!config.tls) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
+  if (config.production && config.trustProxy === 0) log.warn(DIRECT_IN_PRODUCTION_WARNING);
+  else if (!config.tls) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
   if (config.signingKeys.length === 0) log.warn(SIGNING_KEYS_MISSING_WARNING);
 }
 

@@ -63,7 +63,8 @@ export interface HttpServer {
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-const HSTS = 'max-age=63072000; includeSubDomains';
+/** over direct TLS; deploy/nginx's front sends the same (test/system/nginxFront.access.test.ts) */
+export const HSTS = 'max-age=63072000; includeSubDomains';
 const NOSNIFF = ['X-Content-Type-Options', 'nosniff'] as const;
 const NO_STORE = ['Cache-Control', 'no-store'] as const;
 const VARY_ORIGIN = ['Vary', 'Origin'] as const;

@@ -65,8 +65,9 @@ export function transportResponses(route: Route, doc: RouteDoc, entry: PathEntry
   if (route.method !== 'get') {
     const limit = route.bodyLimit ?? options.bodyLimit;
     const setting = route.bodyLimit === undefined ? 'BODY_LIMIT_BYTES' : route.path.startsWith('/admin/') ? 'the admin API\'s limit' : 'this endpoint\'s limit';
-    cases.push([`the body is over ${limit} bytes (${setting}): answered as soon as Content-Length or the bytes received pass it, while the client may still be sending`,
-      withHeaders(route.errors('PAYLOAD_TOO_LARGE'), [['Connection', 'close']])]);
+    // no Connection header here: HTTP/2 forbids it, and a front speaking HTTP/2 to the client drops it
+    cases.push([`the body is over ${limit} bytes (${setting}): answered as soon as Content-Length or the bytes received pass it, while the client may ` +
+      'still be sending; over HTTP/1.1 the connection is then closed', route.errors('PAYLOAD_TOO_LARGE')]);
   }
   if (!doc.neverUnavailable) {
     cases.push(['the service cannot answer now (Redis or Postgres unavailable or slower than its timeout, or too busy): nothing changed; retry after Retry-After',

@@ -36,8 +36,11 @@ export interface NginxFront {
 }
 
 export interface NginxFrontOptions {
-  /** the addresses the config's geo block treats as internal: replaces its 127.0.0.0/8 line */
-  internal?: string;
+  /**
+   * geo lines that replace the config's 127.0.0.0/8 one, e.g. "127.0.0.2/32 internal;
+   * 127.0.0.6/32 admin;" (the tests' 127.0.0.1 then plays a client from outside)
+   */
+  geo?: string;
   /** a taskset CPU list for nginx and its workers (a bench pins it; tests leave it free) */
   cpu?: string;
   /** also listen on plainApiPort (see NginxFront) */
@@ -49,6 +52,36 @@ function replaceOnce(text: string, from: string, to: string): string {
   const at = text.indexOf(from);
   if (at < 0 || text.indexOf(from, at + 1) >= 0) throw new Error(`deploy/nginx config: expected exactly one "${from}"`);
   return text.slice(0, at) + to + text.slice(at + from.length);
+}
+
+export interface SitePlaces {
+  servicePort: number;
+  tlsPort: number;
+  httpPort: number;
+  plainApiPort?: number | null;
+  certFile: string;
+  keyFile: string;
+  /** the JWKS cache's directory */
+  cacheDir: string;
+  /** see NginxFrontOptions.geo */
+  geo?: string;
+}
+
+/** deploy/nginx's site with the places a test machine gives it, as an operator edits the lines marked EDIT. */
+export function frontSite(places: SitePlaces): string {
+  const { servicePort, tlsPort, httpPort, plainApiPort = null } = places;
+  let site = readFileSync(NGINX_SITE, 'utf8');
+  site = replaceOnce(site, 'server 127.0.0.1:8080 ', `server 127.0.0.1:${servicePort} `);
+  site = replaceOnce(site, 'listen 443 ssl http2;', `listen 127.0.0.1:${tlsPort} ssl http2;` +
+    (plainApiPort === null ? '' : `\n    listen 127.0.0.1:${plainApiPort};`));
+  site = replaceOnce(site, 'listen [::]:443 ssl http2;', '');
+  site = replaceOnce(site, 'listen 80 default_server;', `listen 127.0.0.1:${httpPort} default_server;`);
+  site = replaceOnce(site, 'listen [::]:80 default_server;', '');
+  site = replaceOnce(site, '/var/lib/nginx/license-service-cache ', `${places.cacheDir} `);
+  site = replaceOnce(site, '/etc/ssl/license-service/fullchain.pem', places.certFile);
+  site = replaceOnce(site, '/etc/ssl/license-service/privkey.pem', places.keyFile);
+  if (places.geo !== undefined) site = replaceOnce(site, '127.0.0.0/8 internal;', places.geo);
+  return site;
 }
 
 /** nginx's binary, or null when it is not installed (make test installs it). */
@@ -95,16 +128,7 @@ export async function startNginx(servicePort: number, options: NginxFrontOptions
     const [tlsPort, httpPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
     const plainApiPort = options.plainApi ? await freeLoopbackPort() : null;
 
-    let site = readFileSync(NGINX_SITE, 'utf8');
-    site = replaceOnce(site, 'server 127.0.0.1:8080 ', `server 127.0.0.1:${servicePort} `);
-    site = replaceOnce(site, 'listen 443 ssl http2;', `listen 127.0.0.1:${tlsPort} ssl http2;` +
-      (plainApiPort === null ? '' : `\n    listen 127.0.0.1:${plainApiPort};`));
-    site = replaceOnce(site, 'listen [::]:443 ssl http2;', '');
-    site = replaceOnce(site, 'listen 80;', `listen 127.0.0.1:${httpPort};`);
-    site = replaceOnce(site, 'listen [::]:80;', '');
-    site = replaceOnce(site, '/etc/ssl/license-service/fullchain.pem', certFile);
-    site = replaceOnce(site, '/etc/ssl/license-service/privkey.pem', keyFile);
-    if (options.internal !== undefined) site = replaceOnce(site, '127.0.0.0/8 1;', `${options.internal} 1;`);
+    const site = frontSite({ servicePort, tlsPort, httpPort, plainApiPort, certFile, keyFile, cacheDir: path.join(dir, 'cache'), geo: options.geo });
     writeFileSync(path.join(dir, 'license-service.conf'), site);
 
     // the parts of Debian's /etc/nginx/nginx.conf a front needs, with every path in `dir`

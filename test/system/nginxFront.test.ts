@@ -17,7 +17,7 @@ const VALIDATE_SHAPE_400 = { success: false, message: 'Geçersiz istek parametre
 t.test('the nginx front of deploy/', async (t) => {
   const h = await startHarness(t, 'nginx-front', { TRUST_PROXY: '1' });
   // in this copy only 127.0.0.2 is internal: the tests' usual 127.0.0.1 plays the public client
-  const front = await startNginxFront(t, h.service.port, { internal: '127.0.0.2/32' });
+  const front = await startNginxFront(t, h.service.port, { geo: '127.0.0.2/32 internal;' });
 
   /** One request through the front's HTTPS port, from `from` (default 127.0.0.1). */
   async function viaFront(request: string, from?: string): Promise<RawAnswer> {
