@@ -38,7 +38,11 @@ async function migrate(sql: Sql, schema: string): Promise<void> {
     // the service's sessions (whose requests must not wait on a lock) does not apply here
     await tx`set local lock_timeout = 0`;
     await tx`select pg_advisory_xact_lock(hashtext(${'license-migrations:' + schema}))`;
-    await tx.unsafe(`create schema if not exists "${schema}"`);
+    // created only when missing: CREATE SCHEMA IF NOT EXISTS asks for CREATE on the database
+    // even when the schema exists, a right that a role owning just its schema (PG_SCHEMA) in a
+    // database shared with others lacks, and needs no more
+    const [found] = await tx`select 1 from pg_namespace where nspname = ${schema}`;
+    if (!found) await tx.unsafe(`create schema if not exists "${schema}"`);
     await tx.unsafe(
       `create table if not exists "${schema}".schema_migrations (name text primary key, applied_at timestamptz not null default now())`,
     );
