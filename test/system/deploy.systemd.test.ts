@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,11 +41,17 @@ async function exampleEnvironment(t: Test): Promise<Record<string, string>> {
     env[key as string] = (await run(file as string, args)).stdout.trim();
   }
   t.ok(env.JWT_SECRET, 'the comments make JWT_SECRET');
+  t.equal(env.DATABASE_URL, '', 'DATABASE_URL shipped empty: the line the database step prints goes there');
+  env.DATABASE_URL = `postgres://license:${(await run('openssl', ['rand', '-hex', '24'])).stdout.trim()}@127.0.0.1:5432/license`;
   t.equal(env.SIGNING_KEYS_FILE, '/etc/license-service/signing-keys.pem', 'the example names the signing key file');
   const dir = mkdtempSync(path.join(tmpdir(), 'lic-deploy-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const keyFile = path.join(dir, 'signing-keys.pem');
-  await run('openssl', ['genpkey', '-algorithm', 'ed25519', '-out', keyFile]);
+  // the key made by docs/deployment.md's own command, readable by its owner only from the start
+  const made = /^\s*sudo sh -c '(umask 077 && openssl genpkey [^']*)'$/m.exec(readFileSync(repo('docs/deployment.md'), 'utf8'));
+  t.ok(made, 'the document makes the key under umask 077');
+  await run('sh', ['-c', (made?.[1] ?? '').replace('/etc/license-service/signing-keys.pem', keyFile)]);
+  t.equal(statSync(keyFile).mode & 0o777, 0o600, 'the private key was never readable by group or others');
   return { ...env, SIGNING_KEYS_FILE: keyFile };
 }
 

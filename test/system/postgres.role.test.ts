@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
@@ -11,6 +13,8 @@ import { dayOf, partitionName, USAGE_TABLES } from '../../src/usage/partitions.j
 import { startDeployed } from '../helpers/deployed.js';
 import { DATABASE_URL, deleteKeys, Harness, testEnv, uniqueName } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
+import { startNginxFront } from '../helpers/nginxFront.js';
+import { rawExchange, rawRequest } from '../helpers/rawHttp.js';
 import { waitFor } from '../helpers/wait.js';
 
 // The deployment's database step (docs/deployment.md, step 1) run as an operator runs it, then
@@ -23,23 +27,19 @@ import { waitFor } from '../helpers/wait.js';
 const run = promisify(execFile);
 
 /**
- * The step's commands, exactly as the operator pastes them (Debian 12, PostgreSQL 15, whose
- * public schema only its database's owner may create in: so the role owns the database).
+ * The step's two shell blocks, read from docs/deployment.md, step 1, as the operator pastes
+ * them (Debian 12, PostgreSQL 15, whose public schema only its database's owner may create in:
+ * so the role owns the database; or, in a shared database, a schema of its own, PG_SCHEMA).
  * They print the DATABASE_URL the settings file gets (step 3).
  */
-export const OWN_DATABASE = `pw=$(openssl rand -hex 24)
-sudo -u postgres psql -v ON_ERROR_STOP=1 \\
-  -c "CREATE ROLE license LOGIN PASSWORD '$pw'" \\
-  -c "CREATE DATABASE license OWNER license"
-echo "DATABASE_URL=postgres://license:$pw@127.0.0.1:5432/license"
-`;
-
-/** The least a database shared with others needs: a role owning its own schema there (PG_SCHEMA), no right on the database itself. */
-export const SHARED_DATABASE = `pw=$(openssl rand -hex 24)
-sudo -u postgres psql -v ON_ERROR_STOP=1 -c "CREATE ROLE license LOGIN PASSWORD '$pw'"
-sudo -u postgres psql -v ON_ERROR_STOP=1 -d shared -c "CREATE SCHEMA license AUTHORIZATION license"
-printf 'DATABASE_URL=%s\\nPG_SCHEMA=license\\n' "postgres://license:$pw@127.0.0.1:5432/shared"
-`;
+function databaseStep(): [string, string] {
+  const doc = readFileSync(fileURLToPath(new URL('../../../docs/deployment.md', import.meta.url)), 'utf8');
+  const step = doc.slice(doc.indexOf('1. **Redis and Postgres.**'), doc.indexOf('2. **The service\'s files**'));
+  const blocks = [...step.matchAll(/^ {3}```sh\n([\s\S]*?)^ {3}```$/gm)].map((m) => (m[1] as string).replace(/^ {3}/gm, ''));
+  if (blocks.length !== 2) throw new Error(`docs/deployment.md, step 1: expected two sh blocks, found ${blocks.length}`);
+  return blocks as [string, string];
+}
+const [OWN_DATABASE, SHARED_DATABASE] = databaseStep();
 
 const DAY_MS = 86_400_000;
 const server = new URL(DATABASE_URL);
@@ -156,7 +156,7 @@ async function expectServes(t: Test, h: Harness, role: string, schema: string): 
   return lic;
 }
 
-t.test('a role that owns its database: the service migrates, serves, writes its books and starts again', async (t) => {
+t.test('a role that owns its database: the service migrates, serves, writes its books, starts again and answers through the front', async (t) => {
   const name = uniqueName('pgrole');
   const admin = superuser(t, name, [name]);
   const settings = await runStep(OWN_DATABASE, name);
@@ -167,7 +167,7 @@ t.test('a role that owns its database: the service migrates, serves, writes its 
 
   const books = postgres(superuserUrl(name), { max: 1, onnotice: () => {} });
   t.teardown(() => books.end({ timeout: 2 }));
-  const start = deployment(t, { DATABASE_URL: settings.DATABASE_URL as string });
+  const start = deployment(t, { DATABASE_URL: settings.DATABASE_URL as string, TRUST_PROXY: '1' });
   const h = await start(books);
   const lic = await expectServes(t, h, name, 'public');
 
@@ -178,8 +178,14 @@ t.test('a role that owns its database: the service migrates, serves, writes its 
     'after a restart: it starts again, with nothing more to apply');
   const ready = await again.request('GET', '/readyz');
   t.same([ready.status, ready.body.postgres], [200, 'ok'], '/readyz 200, Postgres ok');
-  const got = await again.getToken(lic.licenseKey, lic.password);
-  t.same((await again.validate(got.body.signToken)).body.usedQuota, 2, 'the license spends its next unit');
+  // as clients reach it in production: through the nginx front of deploy/nginx
+  const front = await startNginxFront(t, again.service.port);
+  const viaFront = async (path: string, body: unknown) =>
+    (await rawExchange(front.tlsPort, rawRequest('POST', path, body), { tls: true, answers: 1 })).answers[0];
+  const login = await viaFront('/api/v1/auth/get-token', { licenseKey: lic.licenseKey, password: lic.password, imzaTipi: 0 });
+  t.equal(login?.status, 200, `get-token through the front: ${login?.text}`);
+  const spent = await viaFront('/api/license/validate', { token: (login?.body as { signToken: string }).signToken });
+  t.match(spent?.body, { success: true, usedQuota: 2 }, 'through the front, the license spends its next unit');
   await again.drainWorker(20_000);
   const [row] = await books`select used_quota::int as used from licenses where firma_id = ${lic.firmaId}`;
   t.equal(row?.used, 2, 'and the usage worker writes it: used_quota 2 in Postgres');
