@@ -55,6 +55,8 @@ export interface AsDeployedOptions {
   licenses: number;
   /** how long a mint runs when the rate is not known yet (tokenMinter) */
   mintSeconds: number;
+  /** the dist folder of the measured service (default: this build's; BENCH_BASELINE gives the build before's) */
+  root?: string;
 }
 
 export async function startAsDeployed(o: AsDeployedOptions): Promise<AsDeployed> {
@@ -70,7 +72,7 @@ export async function startAsDeployed(o: AsDeployedOptions): Promise<AsDeployed>
   // the helper first: it creates the schema, so the two never migrate at once
   const helper = await startService(o.helperCpu, { ...serviceEnv(o.redisPort, o.databaseUrl, o.helperPort), ...namespace }, o.helperPort);
   started.push(helper);
-  const service = await startPinned('service', o.serverCpu, ['node', path.join(buildRoot, 'src/cli/server.js')],
+  const service = await startPinned('service', o.serverCpu, ['node', path.join(o.root ?? buildRoot, 'src/cli/server.js')],
     { PATH: process.env.PATH, ...requiredEnv(o.redisPort, o.databaseUrl, o.servicePort), ...namespace, ...o.env }, READY, o.servicePort, false);
   started.push(service);
 

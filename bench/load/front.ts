@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { startNginx, type RunningNginx } from '../../test/helpers/nginxFront.js';
-import { startAsDeployed } from './asDeployed.js';
+import { startAsDeployed, type AsDeployed } from './asDeployed.js';
 import { cpuMicros, treeMicros } from './proc.js';
 import { median } from './table.js';
 import { runWrk, type WrkResult } from './wrk.js';
@@ -18,6 +20,10 @@ import { runWrk, type WrkResult } from './wrk.js';
 // Pinning (2 cores): the service and nginx share BENCH_SERVER_CPU (0), as they share a
 // machine in production, so the front's work comes out of the server's core; wrk and Redis
 // on BENCH_LOAD_CPU (1) whichever path is measured. BENCH_FRONT_CPU puts nginx elsewhere.
+// BENCH_BASELINE=<the build before's dist folder>: that build is measured in the same rounds,
+// as deployed on a Redis and schema of its own, behind the nginx front of its own checkout
+// (its test/helpers/nginxFront.js, its deploy/nginx), and the report gives this build ÷ the
+// build before per round and path.
 const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0';
 const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
 const FRONT_CPU = process.env.BENCH_FRONT_CPU ?? SERVER_CPU;
@@ -31,6 +37,8 @@ const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.
 const REDIS_PORT = 6396;
 const PORTS = { service: 9140, helper: 9141 };
 const WARMUP_SECONDS = 2;
+const BASELINE = process.env.BENCH_BASELINE;
+const BEFORE_PORTS = { redis: 6397, service: 9142, helper: 9143 };
 /** a run that outran its tokens (the machine sped up) is measured again, this many times in all at most */
 const MEASURE_ATTEMPTS = 3;
 
@@ -39,7 +47,10 @@ const LABELS: Record<FrontPath, string> = {
   direct: 'direct (HTTP to the service)', https: 'through nginx, HTTPS', http: 'through nginx, plain HTTP',
 };
 
+type Build = 'this build' | 'build before';
+
 interface Sample {
+  build: Build;
   round: number;
   path: FrontPath;
   rps: number;
@@ -58,6 +69,15 @@ interface Sample {
 /** 200s a second (a run that outran its tokens also answers the repeats, faster) */
 const answered = (r: WrkResult) => (r.requests - r.statusErrors - r.socketErrors) / (r.durationUs / 1e6);
 
+/** One build as deployed behind its front. */
+interface Deployment {
+  build: Build;
+  deployed: AsDeployed;
+  front: RunningNginx;
+  /** tokens for a run: 1.5 × the fastest rate seen (0 at first: the pool's first guess) */
+  fastest: number;
+}
+
 function urlOf(path: FrontPath, servicePort: number, front: RunningNginx): string {
   if (path === 'direct') return `http://127.0.0.1:${servicePort}`;
   if (path === 'https') return `https://127.0.0.1:${front.tlsPort}`;
@@ -66,66 +86,107 @@ function urlOf(path: FrontPath, servicePort: number, front: RunningNginx): strin
 
 async function main(): Promise<void> {
   for (const p of PATHS) if (!(p in LABELS)) throw new Error(`BENCH_FRONT_PATHS: unknown path ${p} (direct, https, http)`);
-  const deployed = await startAsDeployed({
-    namespace: 'front', redisPort: REDIS_PORT, servicePort: PORTS.service, helperPort: PORTS.helper,
-    serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, helperCpu: `${SERVER_CPU},${LOAD_CPU}`, databaseUrl: DATABASE_URL,
-    env: { TRUST_PROXY: '1' }, licenses: LICENSES, mintSeconds: SECONDS,
-  });
-  const { service, redis, pool, drained } = deployed;
-  const front = await startNginx(service.port, { cpu: FRONT_CPU, plainApi: true });
-  process.on('exit', () => front.stopNow());
+  const deployments: Deployment[] = [await deploy('this build', { redis: REDIS_PORT, ...PORTS }, undefined)];
+  if (BASELINE !== undefined) deployments.unshift(await deploy('build before', BEFORE_PORTS, BASELINE));
   process.stderr.write(`bench-front: service (as deployed, TRUST_PROXY=1) on cpu ${SERVER_CPU}, nginx on cpu ${FRONT_CPU}, ` +
-    `wrk + Redis on cpu ${LOAD_CPU}; ${CONNECTIONS} connections, ${SECONDS} s runs, ${ROUNDS} rounds of ${PATHS.join('/')}\n`);
+    `wrk + Redis on cpu ${LOAD_CPU}; ${CONNECTIONS} connections, ${SECONDS} s runs, ${ROUNDS} rounds of ${PATHS.join('/')}` +
+    `${BASELINE === undefined ? '' : `, this build and the build before (${BASELINE}) in turn`}\n`);
 
-  let fastest = 0;
-  /** tokens for a run: 1.5 × the fastest rate seen (0 at first: the pool's first guess) */
-  const tokensFor = (seconds: number) => pool.tokens(Math.ceil(1.5 * fastest * seconds));
-  const validate = (path: FrontPath, tokens: string, seconds: number) => runWrk({
-    cpu: LOAD_CPU, url: `${urlOf(path, service.port, front)}/api/license/validate`, script: 'redeem.lua',
+  const tokensFor = (d: Deployment, seconds: number) => d.deployed.pool.tokens(Math.ceil(1.5 * d.fastest * seconds));
+  const validate = (d: Deployment, path: FrontPath, tokens: string, seconds: number) => runWrk({
+    cpu: LOAD_CPU, url: `${urlOf(path, d.deployed.service.port, d.front)}/api/license/validate`, script: 'redeem.lua',
     connections: CONNECTIONS, seconds, args: [tokens, '1'],
   });
 
   // every path warmed up once (nginx's upstream connections opened, the service's code hot)
-  for (const path of PATHS) {
-    const tokens = await tokensFor(WARMUP_SECONDS);
-    await drained();
-    const warm = await validate(path, tokens, WARMUP_SECONDS);
-    fastest = Math.max(fastest, answered(warm));
-    await drained();
-    pool.ended();
+  for (const d of deployments) {
+    for (const path of PATHS) {
+      const tokens = await tokensFor(d, WARMUP_SECONDS);
+      await d.deployed.drained();
+      const warm = await validate(d, path, tokens, WARMUP_SECONDS);
+      d.fastest = Math.max(d.fastest, answered(warm));
+      await d.deployed.drained();
+      d.deployed.pool.ended();
+    }
   }
 
   /** One measured run; a run that outran its tokens is measured again (the rate it showed sizes the next mint). */
-  const measure = async (round: number, path: FrontPath, attempt = 1): Promise<Sample> => {
-    const tokens = await tokensFor(SECONDS);
+  const measure = async (d: Deployment, round: number, path: FrontPath, attempt = 1): Promise<Sample> => {
+    const { service, redis, pool, drained } = d.deployed;
+    const tokens = await tokensFor(d, SECONDS);
     await drained();
-    const before = { service: treeMicros(service.pid), nginx: treeMicros(front.pid), redis: cpuMicros(redis.pid) };
-    const r = await validate(path, tokens, SECONDS);
+    const before = { service: treeMicros(service.pid), nginx: treeMicros(d.front.pid), redis: cpuMicros(redis.pid) };
+    const r = await validate(d, path, tokens, SECONDS);
     await drained(); // the usage worker's writes belong to the run's redemptions
     const minted = readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
     const sample: Sample = {
-      round, path, rps: r.rps, p50: r.p50, p99: r.p99,
-      serviceUs: (treeMicros(service.pid) - before.service) / r.requests, nginxUs: (treeMicros(front.pid) - before.nginx) / r.requests,
+      build: d.build, round, path, rps: r.rps, p50: r.p50, p99: r.p99,
+      serviceUs: (treeMicros(service.pid) - before.service) / r.requests, nginxUs: (treeMicros(d.front.pid) - before.nginx) / r.requests,
       redisUs: (cpuMicros(redis.pid) - before.redis) / r.requests, wrkUs: r.wrkUs,
       non200: r.statusErrors + r.socketErrors, short: Math.max(0, r.requests - minted),
     };
     pool.ended();
-    fastest = Math.max(fastest, answered(r));
-    process.stderr.write(`  round ${round + 1} ${path.padEnd(6)} ${Math.round(r.rps)} req/s p50 ${(r.p50 / 1000).toFixed(2)} ms ` +
+    d.fastest = Math.max(d.fastest, answered(r));
+    process.stderr.write(`  round ${round + 1} ${d.build.padEnd(12)} ${path.padEnd(6)} ${Math.round(r.rps)} req/s p50 ${(r.p50 / 1000).toFixed(2)} ms ` +
       `p99 ${(r.p99 / 1000).toFixed(2)} ms service ${sample.serviceUs.toFixed(1)} us nginx ${sample.nginxUs.toFixed(1)} us ` +
       `non-200 ${sample.non200}${sample.short ? ` RAN OUT OF TOKENS by ${sample.short}` : ''}\n`);
-    if (sample.short > 0 && attempt < MEASURE_ATTEMPTS) return measure(round, path, attempt + 1);
+    if (sample.short > 0 && attempt < MEASURE_ATTEMPTS) return measure(d, round, path, attempt + 1);
     return sample;
   };
+  // each round every (build, path) once, the order turning each round
+  const turns = deployments.flatMap((d) => PATHS.map((path) => [d, path] as const));
   const samples: Sample[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    for (let i = 0; i < PATHS.length; i++) samples.push(await measure(round, PATHS[(i + round) % PATHS.length] as FrontPath));
+    for (let i = 0; i < turns.length; i++) {
+      const [d, path] = turns[(i + round) % turns.length] as (typeof turns)[number];
+      samples.push(await measure(d, round, path));
+    }
   }
+  const current = deployments.find((d) => d.build === 'this build') as Deployment;
+  const front = current.front;
   const errors = front.errorLog().split('\n').filter((l) => /\[(error|crit|alert|emerg)\]/.test(l));
-  process.stdout.write(report(samples, errors.length, pool.size));
-  await front.stop();
-  await deployed.stop();
+  process.stdout.write(report(samples.filter((x) => x.build === 'this build'), errors.length, current.deployed.pool.size));
+  if (BASELINE !== undefined) process.stdout.write(buildsReport(samples));
+  for (const d of deployments) {
+    await d.front.stop();
+    await d.deployed.stop();
+  }
   process.exit(0);
+}
+
+/** One build as deployed (its own Redis, schema and helper) behind the nginx front of its checkout. */
+async function deploy(build: Build, ports: { redis: number; service: number; helper: number }, root: string | undefined): Promise<Deployment> {
+  const deployed = await startAsDeployed({
+    namespace: build === 'this build' ? 'front' : 'front_before', redisPort: ports.redis, servicePort: ports.service, helperPort: ports.helper,
+    serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, helperCpu: `${SERVER_CPU},${LOAD_CPU}`, databaseUrl: DATABASE_URL,
+    env: { TRUST_PROXY: '1' }, licenses: LICENSES, mintSeconds: SECONDS, root,
+  });
+  // the build before's front is its own checkout's deploy/nginx, started by its own helper
+  const starter = root === undefined ? startNginx
+    : ((await import(pathToFileURL(path.join(root, 'test/helpers/nginxFront.js')).href)) as { startNginx: typeof startNginx }).startNginx;
+  const front = await starter(deployed.service.port, { cpu: FRONT_CPU, plainApi: true });
+  process.on('exit', () => front.stopNow());
+  return { build, deployed, front, fastest: 0 };
+}
+
+/** This build ÷ the build before, per round and path (the two runs of a round follow each other closely). */
+function buildsReport(samples: Sample[]): string {
+  const out = ['', `This build ÷ the build before (${BASELINE}), each behind its own checkout's front, per round: median (range).`, '',
+    '| path | rounds | req/s: this ÷ before | p99: this ÷ before | service µs/req: this ÷ before | nginx µs/req: this ÷ before |', '|---|---|---|---|---|---|'];
+  for (const path of PATHS) {
+    const pairs = samples.filter((s) => s.build === 'this build' && s.path === path).flatMap((a) => {
+      const b = samples.find((s) => s.build === 'build before' && s.path === path && s.round === a.round);
+      return b ? [[a, b] as const] : [];
+    });
+    if (pairs.length === 0) continue;
+    const cell = (f: (s: Sample) => number) => {
+      const r = pairs.map(([a, b]) => f(a) / f(b));
+      return `${median(r).toFixed(2)}× (${Math.min(...r).toFixed(2)}–${Math.max(...r).toFixed(2)})`;
+    };
+    out.push(`| ${LABELS[path]} | ${pairs.length} | ${cell((s) => s.rps)} | ${cell((s) => s.p99)} | ${cell((s) => s.serviceUs)} | ` +
+      `${path === 'direct' ? '–' : cell((s) => s.nginxUs)} |`);
+  }
+  return out.join('\n') + '\n';
 }
 
 function report(samples: Sample[], nginxErrors: number, licenses: number): string {
