@@ -168,8 +168,9 @@ bench-front: build load-tools front-tools
 	node dist/bench/load/front.js
 
 # A customer's get-token latency while 300 connections spray unknown license keys (flood.js);
-# then other customers' validate latency under floods of /healthz, one holder's history and
-# check-quota of random keys (publicFloods.js). FLOOD_ONLY=get-token or FLOOD_ONLY=public: one of them.
+# then other customers' validate latency under floods of /healthz, one holder's history,
+# check-quota of random keys and /.well-known/jwks.json (publicFloods.js). FLOOD_ONLY=get-token
+# or FLOOD_ONLY=public: one of them; FLOOD_PUBLIC=healthz,history,check-quota,jwks: which floods.
 bench-flood: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	@case "$${FLOOD_ONLY:-}" in ''|get-token|public) ;; *) echo "FLOOD_ONLY: get-token or public (unset: both)"; exit 1;; esac

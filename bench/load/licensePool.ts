@@ -2,8 +2,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig, RATE_WINDOW_MS } from '../../src/config.js';
 import { ACCESS_TOKEN_SECONDS } from '../../src/tokens/jwt.js';
-import { PLACEHOLDER_SIGNING_KEY } from '../../src/tokens/signingKeys.js';
 import { api, createLicenses, type BenchLicense } from './licenses.js';
+import { JWT_SECRET, SIGNING_KEYS } from './services.js';
 
 // Licenses for servers running with their default limits. Validate is limited per company
 // (RATE_VALIDATE_PER_MIN: 100 by default, in a window of a minute from the company's first
@@ -12,8 +12,11 @@ import { api, createLicenses, type BenchLicense } from './licenses.js';
 // run licenses whose last window has ended, with at most the limit's worth of tokens each,
 // and takes them back when the run is over: their window ends at most a window later.
 
-/** the per-company validate limit of a server with RATE_VALIDATE_PER_MIN unset */
-export const VALIDATE_LIMIT = loadConfig({ ALLOW_HTTP: '1', JWT_SECRET: 'x'.repeat(32), SIGNING_KEYS: PLACEHOLDER_SIGNING_KEY }).rate.validate;
+/**
+ * the per-company validate limit of a server with RATE_VALIDATE_PER_MIN unset; read with the
+ * bench's own secrets, as a placeholder secret refuses the configuration
+ */
+export const VALIDATE_LIMIT = loadConfig({ ALLOW_HTTP: '1', JWT_SECRET, SIGNING_KEYS }).rate.validate;
 /** a license serves again this long after the run that used it ended (a second for clocks and stragglers) */
 const WINDOW_MS = RATE_WINDOW_MS + 1000;
 /** access tokens older than this are fetched again before minting (they last ACCESS_TOKEN_SECONDS) */

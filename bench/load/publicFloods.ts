@@ -6,12 +6,15 @@ import { cpuMicros, postgresCpu, treeMicros } from './proc.js';
 import { runWrk, type WrkResult } from './wrk.js';
 
 // make bench-flood, after flood.js (FLOOD_ONLY=public: this alone): validate's latency for
-// other customers, quiet and under three floods of public GETs, from many connections:
+// other customers, quiet and under four floods of public GETs, from many connections:
 //   healthz     - GET /healthz;
 //   history     - GET /api/License/history/{key}?limit=500 by ONE license holder with its
 //                 own valid access token, its license holding a few thousand redemptions
 //                 in Postgres, so every page is full (500 rows);
-//   check-quota - GET /api/License/check-quota/{a random UUID}: keys no license has.
+//   check-quota - GET /api/License/check-quota/{a random UUID}: keys no license has;
+//   jwks        - GET /.well-known/jwks.json, the service's set of one signing key (the
+//                 cacheable answer; an empty set would be the no-cache one), from
+//                 FLOOD_JWKS_CONNECTIONS (200, the flood first measured) connections.
 // The service runs as deployed at its defaults (npm start, every limit on, the usage worker
 // inside): whatever it answers the flood with is counted by status, not assumed. The
 // customers' validate is a paced loop (paced.lua: open loop at FLOOD_VALIDATE_RATE a second,
@@ -26,6 +29,7 @@ const SERVER_CPU = process.env.BENCH_SERVER_CPU ?? '0';
 const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
 const SECONDS = Number(process.env.FLOOD_SECONDS ?? 15);
 const CONNECTIONS = Number(process.env.FLOOD_CONNECTIONS ?? 300);
+const JWKS_CONNECTIONS = Number(process.env.FLOOD_JWKS_CONNECTIONS ?? 200);
 const RATE = Number(process.env.FLOOD_VALIDATE_RATE ?? 200);
 /**
  * The loop's connections bound its requests in flight: a second's worth, so it keeps its
@@ -34,7 +38,7 @@ const RATE = Number(process.env.FLOOD_VALIDATE_RATE ?? 200);
  */
 const LOOP_CONNECTIONS = RATE;
 const HISTORY_REDEMPTIONS = Number(process.env.FLOOD_HISTORY_REDEMPTIONS ?? 3000);
-const FLOODS = (process.env.FLOOD_PUBLIC ?? 'healthz,history,check-quota').split(',') as Flood[];
+const FLOODS = (process.env.FLOOD_PUBLIC ?? 'healthz,history,check-quota,jwks').split(',') as Flood[];
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const NAMESPACE = 'pubflood';
 const REDIS_PORT = 6395;
@@ -46,10 +50,12 @@ const TARGET = 2;
 /** redemptions made at once for the history holder */
 const IN_FLIGHT = 16;
 
-type Flood = 'healthz' | 'history' | 'check-quota';
+type Flood = 'healthz' | 'history' | 'check-quota' | 'jwks';
 const LABELS: Record<Flood, string> = {
   healthz: 'GET /healthz', history: 'GET history?limit=500, one holder', 'check-quota': 'GET check-quota/{random UUID}',
+  jwks: `GET /.well-known/jwks.json, ${JWKS_CONNECTIONS} connections`,
 };
+const connectionsOf = (flood: Flood): number => (flood === 'jwks' ? JWKS_CONNECTIONS : CONNECTIONS);
 
 interface Phase {
   flood: Flood;
@@ -78,8 +84,20 @@ async function historyHolder(helperBase: string, count: number): Promise<BenchLi
   return holder;
 }
 
+/**
+ * The set the jwks flood asks for, checked to be the real case: keys in it, cacheable. An
+ * empty set (a service without signing keys) is a smaller, no-cache answer, not worth a row.
+ */
+async function publishedKeys(base: string): Promise<string> {
+  const res = await fetch(`${base}/.well-known/jwks.json`);
+  const body = await res.text();
+  const { keys } = JSON.parse(body) as { keys: unknown[] };
+  if (res.status !== 200 || keys.length === 0) throw new Error(`the JWKS is ${res.status} ${body}: the service has no signing keys`);
+  return `${keys.length} key(s), ${body.length} bytes, Cache-Control ${res.headers.get('cache-control')}`;
+}
+
 async function main(): Promise<void> {
-  for (const f of FLOODS) if (!(f in LABELS)) throw new Error(`FLOOD_PUBLIC: unknown flood ${f} (healthz, history, check-quota)`);
+  for (const f of FLOODS) if (!(f in LABELS)) throw new Error(`FLOOD_PUBLIC: unknown flood ${f} (${Object.keys(LABELS).join(', ')})`);
   const loopTokens = RATE * (SECONDS + 1);
   const deployed = await startAsDeployed({
     namespace: NAMESPACE, redisPort: REDIS_PORT, servicePort: PORTS.service, helperPort: PORTS.helper,
@@ -92,7 +110,7 @@ async function main(): Promise<void> {
   const base = `http://127.0.0.1:${service.port}`;
   const helperBase = `http://127.0.0.1:${deployed.helper.port}`;
   process.stderr.write(`bench-flood (public GETs): service as deployed on cpu ${SERVER_CPU}; Redis, the flood's wrk (${CONNECTIONS} ` +
-    `connections) and the validate loop (${RATE}/s) on cpu ${LOAD_CPU}; ${SECONDS} s phases\n`);
+    `connections; jwks ${JWKS_CONNECTIONS}) and the validate loop (${RATE}/s) on cpu ${LOAD_CPU}; ${SECONDS} s phases\n`);
 
   let holder: BenchLicense | null = null;
   if (FLOODS.includes('history')) {
@@ -105,6 +123,8 @@ async function main(): Promise<void> {
     process.stderr.write(`  history holder: ${row?.n} redemptions in Postgres, a page of ${page.data.items.length}\n`);
   }
 
+  if (FLOODS.includes('jwks')) process.stderr.write(`  jwks: ${await publishedKeys(base)}\n`);
+
   const phases: Phase[] = [];
   const phase = async (flood: Flood, underFlood: boolean) => {
     const tokens = await pool.tokens(loopTokens);
@@ -115,7 +135,7 @@ async function main(): Promise<void> {
       : [flood];
     await drained();
     const before = { at: performance.now(), service: treeMicros(service.pid), redis: cpuMicros(redis.pid), postgres: postgresCpu() };
-    const floodRun = underFlood ? runWrk({ cpu: LOAD_CPU, url: base, script: 'publicflood.lua', connections: CONNECTIONS,
+    const floodRun = underFlood ? runWrk({ cpu: LOAD_CPU, url: base, script: 'publicflood.lua', connections: connectionsOf(flood),
       seconds: SECONDS + (2 * LEAD_MS) / 1000, args: floodArgs }) : null;
     if (underFlood) await sleep(LEAD_MS);
     const loop = await runWrk({ cpu: LOAD_CPU, url: `${base}/api/license/validate`, script: 'paced.lua',
@@ -151,7 +171,7 @@ function report(phases: Phase[]): string {
     `Validate for other customers under floods of public GETs (bench/load/publicFloods.ts): the service as deployed ` +
     `(npm start's defaults under taskset -c ${SERVER_CPU}: every limit on, the usage worker inside); validate paced at ${RATE}/s ` +
     `(${LOOP_CONNECTIONS} connections, fresh sign tokens, at most 100 per license) for ${SECONDS} s; each flood: wrk, ${CONNECTIONS} ` +
-    `connections, closed loop, ${SECONDS + (2 * LEAD_MS) / 1000} s around the loop; Redis and both wrk on cpu ${LOAD_CPU}. ` +
+    `connections (jwks: ${JWKS_CONNECTIONS}), closed loop, ${SECONDS + (2 * LEAD_MS) / 1000} s around the loop; Redis and both wrk on cpu ${LOAD_CPU}. ` +
     'CPU: share of one core over the phase (Postgres: every postgres process of the machine).',
     '',
     '| flood | phase | validate req/s | validate p50 ms | validate p99 ms | validate non-200 | p99 ÷ quiet (target ≤ 2×) | ' +

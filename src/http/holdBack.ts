@@ -32,8 +32,11 @@ export class HoldBack {
   }
 }
 
-/** `answer` behind a HoldBack: at once within the allowance, after the hold past it. */
-export function heldBack<T>(gate: HoldBack, answer: () => Promise<T>): () => Promise<T> {
+/**
+ * `answer` behind a HoldBack: at once within the allowance, after the hold past it. An answer
+ * ready at once (a prebuilt reply) stays synchronous on the allowed path: nothing allocated.
+ */
+export function heldBack<T>(gate: HoldBack, answer: () => T | Promise<T>): () => T | Promise<T> {
   return () => {
     const held = gate.wait();
     return held === null ? answer() : held.then(answer);
