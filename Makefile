@@ -1,7 +1,7 @@
 # The two commands: `make run` serves, `make test` tests (README.md). Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory bench-script soak profile profile-deployed load-tools browser-tools metrics-tools front-tools ha-tools model-tools fuzz
+.PHONY: run test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory bench-script bench-docs soak profile profile-deployed load-tools browser-tools lighthouse-tools metrics-tools front-tools ha-tools model-tools fuzz
 
 # tap's plugins are compiled into node_modules: built here, before the first run, so that
 # not even the first run loads the TypeScript plugin the config turns off (a loader in every
@@ -154,6 +154,14 @@ load-tools:
 	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y wrk >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y wrk >/dev/null; }; }
 	@command -v taskset >/dev/null || { echo "taskset is missing: apt-get install util-linux"; exit 1; }
 
+# Lighthouse for make bench-docs, pinned (12.2.3, which installs and runs on Node 20) in a folder of
+# its own, .tools/lighthouse, never a dependency of the service; it drives Debian's chromium.
+LIGHTHOUSE := .tools/lighthouse/node_modules/lighthouse/cli/index.js
+lighthouse-tools: browser-tools
+	@[ -f $(LIGHTHOUSE) ] || { echo "installing lighthouse 12.2.3 into .tools/lighthouse"; mkdir -p .tools/lighthouse && \
+	  echo '{"private":true}' > .tools/lighthouse/package.json && \
+	  npm install --prefix .tools/lighthouse --no-audit --no-fund -E lighthouse@12.2.3 >/dev/null; }
+
 # The service against its ceiling servers in one run, then validate as deployed (usage worker writing; BENCH_DEPLOYED=0 skips it).
 # BENCH_BASELINE=<the build before's dist> adds that build: in the ceiling rounds, and validate as deployed of both builds at
 # npm start's defaults in pairs (BENCH_ONLY=baseline: that alone; bench/README.md, Method).
@@ -204,6 +212,13 @@ bench-script: build
 bench-memory: build load-tools
 	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
 	node dist/bench/memory.js
+
+# Lighthouse's performance score and metrics of /docs (mobile and desktop presets), the service
+# started as `npm start` starts it (bench/docs.ts; DOCS_PATHS=/docs,/docs/interactive for more
+# pages, BENCH_BASELINE=<the build before's dist> for that build).
+bench-docs: build lighthouse-tools
+	@REDIS_URL=redis://127.0.0.1:6379 DATABASE_URL="$${BENCH_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}" scripts/services.sh
+	node dist/bench/docs.js
 
 # The 10-minute soak at a third of the peak rate.
 soak: build load-tools
