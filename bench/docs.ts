@@ -4,14 +4,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { connectPostgres } from '../src/db/pg.js';
 import { ADMIN_TOKEN, requiredEnv, startPinned, startRedis, stopAll, type Pinned } from './load/services.js';
-import { median } from './load/table.js';
 import { buildRoot, READY } from './load/workers.js';
 
 // make bench-docs: Lighthouse's performance category on the documentation pages of the
 // service as `npm start` runs it (WORKERS unset, its defaults, the admin API on), with
 // Debian's chromium headless, for the default (mobile: simulated slow 4G and a 4x slower
-// CPU) and the desktop presets, BENCH_RUNS runs each (their median by score is printed, and
-// every run's score). DOCS_PATHS: the pages (comma-separated; default /docs).
+// CPU) and the desktop presets, BENCH_RUNS runs each (the median run by score is printed
+// with its metrics, and every run's score). DOCS_PATHS: the pages (comma-separated; default /docs).
 // BENCH_BASELINE=<the build before's dist>: that build instead of this one.
 // Lighthouse is pinned in .tools/lighthouse (make lighthouse-tools), not a dependency of
 // the service.
@@ -63,7 +62,7 @@ function line(preset: string, results: Result[]): string {
   const sorted = [...results].sort((a, b) => a.score - b.score);
   const mid = sorted[Math.floor((sorted.length - 1) / 2)] as Result;
   const metrics = METRICS.map(([id, label, format]) => `${label} ${format(mid.values[id] as number)}`).join(', ');
-  return `  ${preset.padEnd(7)} performance ${mid.score} (runs: ${results.map((r) => r.score).join(', ')}; median ${median(results.map((r) => r.score))}): ${metrics}`;
+  return `  ${preset.padEnd(7)} performance ${mid.score} (runs: ${results.map((r) => r.score).join(', ')}): ${metrics}`;
 }
 
 async function main(): Promise<void> {

@@ -38,7 +38,7 @@ import { WebhookWorker } from './webhooks/worker.js';
 export interface Service {
   port: number;
   worker: UsageWorker | null;
-  /** every route the HTTP layer serves (test/system/openapi.test.ts holds /openapi.json to them) */
+  /** every route the HTTP layer serves (test/system/openapi.test.ts holds /openapi.json and /admin/openapi.json to them) */
   routes: readonly Route[];
   /** graceful: stop accepting, answer what was accepted, flush the worker, close connections */
   stop(): Promise<void>;

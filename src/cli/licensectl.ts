@@ -7,8 +7,8 @@ import { connectionOf } from './licensectl/connection.js';
 import { keyValues } from './licensectl/output.js';
 import { DevEnvError, loadDevEnv } from './devEnv.js';
 
-// licensectl: the admin API (in /openapi.json) from a shell. `licensectl --help` lists the
-// commands; docs/cli.md has the guide. It reads the server's settings as the other operator
+// licensectl: the admin API (in /admin/openapi.json) from a shell. `licensectl --help` lists
+// the commands; docs/cli.md has the guide. It reads the server's settings as the other operator
 // commands do (./devEnv.ts: the environment, and a development checkout's .env.dev beneath
 // it). Exit codes: 0 ok, 1 the API refused (or, for import, some row was rejected), 2 a
 // usage error. No stack trace ever reaches the user: every failure is one line on stderr.

@@ -1,7 +1,8 @@
-// Content negotiation between a page and JSON (GET /): what a browser asks for gets the page,
-// what an API client asks for (or nothing) gets JSON. The Accept header is scanned once,
+// Content negotiation. Between a page and JSON (GET /): what a browser asks for gets the page,
+// what an API client asks for (or nothing) gets JSON. Between codings (the documentation's
+// files, src/http/static.ts): brotli, gzip or none, by Accept-Encoding. Each header is scanned
 // without a substring, an array or a regular expression: any header, however long or
-// malformed, costs one pass and allocates nothing.
+// malformed, costs time in proportion to its length and allocates nothing.
 
 const COMMA = 0x2c;
 const SEMICOLON = 0x3b;
@@ -77,23 +78,9 @@ export function prefersHtml(accept: string): boolean {
     if (i < n && accept.charCodeAt(i) === SLASH) subStart = ++i;
     while (i < n && !isRangeEnd(accept.charCodeAt(i))) i++;
     const subEnd = i;
-    let q = 1000;
-    while (i < n && accept.charCodeAt(i) !== COMMA) {
-      if (accept.charCodeAt(i) !== SEMICOLON) {
-        i++;
-        continue;
-      }
-      i++;
-      while (i < n && isSpace(accept.charCodeAt(i))) i++;
-      const isQ = i + 1 < n && (accept.charCodeAt(i) | 0x20) === 0x71 && accept.charCodeAt(i + 1) === EQUALS;
-      const valueStart = isQ ? i + 2 : i;
-      while (i < n && accept.charCodeAt(i) !== SEMICOLON && accept.charCodeAt(i) !== COMMA) i++;
-      if (isQ) {
-        const value = thousandths(accept, valueStart, i);
-        if (value >= 0) q = value;
-      }
-    }
-    i++; // past the comma
+    const end = elementEnd(accept, i);
+    const q = qOf(accept, i, end);
+    i = end + 1; // past the comma
     const html = closeness(accept, typeStart, typeEnd, subStart, subEnd, 'text', 'html');
     if (html > htmlCloseness || (html > 0 && html === htmlCloseness && q > htmlQ)) {
       htmlCloseness = html;
@@ -108,7 +95,70 @@ export function prefersHtml(accept: string): boolean {
   return htmlQ > jsonQ;
 }
 
+/** Where the list element that s[i] is in ends: its comma, or the end of s. */
+function elementEnd(s: string, i: number): number {
+  while (i < s.length && s.charCodeAt(i) !== COMMA) i++;
+  return i;
+}
+
+/** The q of the parameters in s[i, end) (";level=1;q=0.5"), in thousandths: 1000 without a valid one. */
+function qOf(s: string, i: number, end: number): number {
+  let q = 1000;
+  while (i < end) {
+    if (s.charCodeAt(i) !== SEMICOLON) {
+      i++;
+      continue;
+    }
+    i++;
+    while (i < end && isSpace(s.charCodeAt(i))) i++;
+    const isQ = i + 1 < end && (s.charCodeAt(i) | 0x20) === 0x71 && s.charCodeAt(i + 1) === EQUALS;
+    const valueStart = isQ ? i + 2 : i;
+    while (i < end && s.charCodeAt(i) !== SEMICOLON) i++;
+    if (isQ) {
+      const value = thousandths(s, valueStart, i);
+      if (value >= 0) q = value;
+    }
+  }
+  return q;
+}
+
 /** The characters that end a range's type or subtype. */
 function isRangeEnd(c: number): boolean {
   return c === COMMA || c === SEMICOLON || isSpace(c);
+}
+
+/** A content coding of an answer the service compresses (src/http/static.ts), or none. */
+export type Coding = 'br' | 'gzip' | 'identity';
+
+/**
+ * The coding to send for an Accept-Encoding header (RFC 9110, 12.5.3): of br and gzip, the
+ * one with the higher q above 0 (br on a tie: the smaller answer), a coding not named taking
+ * the q of "*"; identity when the header names it with a higher q, or when it accepts neither.
+ * An empty header, like an absent one, is identity: a client that names no coding may not
+ * decode one. Scanned as prefersHtml's Accept, nothing allocated.
+ */
+export function preferredCoding(header: string): Coding {
+  let br = -1;
+  let gzip = -1;
+  let identity = -1;
+  let any = -1;
+  const n = header.length;
+  let i = 0;
+  while (i < n) {
+    while (i < n && (isSpace(header.charCodeAt(i)) || header.charCodeAt(i) === COMMA)) i++;
+    const start = i;
+    while (i < n && !isRangeEnd(header.charCodeAt(i))) i++;
+    const end = i;
+    i = elementEnd(header, i);
+    const q = qOf(header, end, i);
+    if (isWord(header, start, end, 'br')) br = q;
+    else if (isWord(header, start, end, 'gzip') || isWord(header, start, end, 'x-gzip')) gzip = q;
+    else if (isWord(header, start, end, 'identity')) identity = q;
+    else if (end - start === 1 && header.charCodeAt(start) === 0x2a) any = q;
+  }
+  const qBr = br >= 0 ? br : Math.max(any, 0);
+  const qGzip = gzip >= 0 ? gzip : Math.max(any, 0);
+  if (qBr > 0 && qBr >= qGzip && qBr >= identity) return 'br';
+  if (qGzip > 0 && qGzip >= identity) return 'gzip';
+  return 'identity';
 }

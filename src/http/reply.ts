@@ -8,11 +8,14 @@ export interface Reply {
   headers?: Headers;
   /** the Content-Type when the body is not JSON (/metrics, /docs, /dashboard) */
   contentType?: string;
+  /** a 304: no body, so neither Content-Type nor Content-Length (src/http/static.ts) */
+  noBody?: boolean;
 }
 
 export const STATUS: Record<number, string> = {
   200: '200 OK',
   201: '201 Created',
+  304: '304 Not Modified',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',

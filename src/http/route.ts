@@ -23,6 +23,9 @@ export interface Request {
   idempotencyKey: string;
   /** the Accept header, for routes that answer in more than one media type (needsAccept); else "" */
   accept: string;
+  /** Accept-Encoding and If-None-Match, for routes that serve files from memory (needsFileHeaders); else "" */
+  acceptEncoding: string;
+  ifNoneMatch: string;
   /** the raw body, for routes that take one */
   body: Buffer | null;
   /** set when the client has gone: queued work for it can be dropped */
@@ -46,12 +49,14 @@ export interface Route {
   needsClientAddress?: boolean | 'onDemand';
   needsIdempotencyKey?: boolean;
   needsAccept?: boolean;
+  /** a file from memory (src/http/static.ts): its coding and its 304 depend on Accept-Encoding and If-None-Match */
+  needsFileHeaders?: boolean;
   /** a public endpoint: browsers of the CORS_ORIGINS origins may call it */
   cors?: boolean;
   /** its answers carry tokens or private data: Cache-Control: no-store on every one */
   noStore?: boolean;
   /** a GET that HEAD may ask too (a page or its assets): the same answer without a body */
   answersHead?: boolean;
-  /** what /openapi.json says of it (src/openapi/routeDoc.ts); test/system/openapi.test.ts fails for a route without one */
+  /** what its document says of it (/openapi.json; /admin/openapi.json for the admin API; src/openapi/routeDoc.ts); test/system/openapi.test.ts fails for a route without one */
   doc?: RouteDoc;
 }

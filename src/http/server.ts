@@ -130,9 +130,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     state.done = true;
     res.cork(() => {
       writeHead(res, state, out.status);
-      res.writeHeader('Content-Type', out.contentType ?? JSON_TYPE);
+      if (out.noBody !== true) res.writeHeader('Content-Type', out.contentType ?? JSON_TYPE);
       if (out.headers) for (const [name, value] of out.headers) res.writeHeader(name, value);
-      if (state.head) res.end(); // no body (this build's endWithoutBody never completes the response)
+      if (out.noBody === true) res.endWithoutBody(); // a 304, like a 204: no Content-Length
+      else if (state.head) res.end(); // no body (this build's endWithoutBody never completes the response)
       else res.end(out.body);
     });
     finish();
@@ -280,6 +281,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       clientAddressNow: route.needsClientAddress === 'onDemand' ? addressOfRunning : undefined,
       idempotencyKey: route.needsIdempotencyKey ? uReq.getHeader('idempotency-key') : '',
       accept: route.needsAccept ? uReq.getHeader('accept') : '',
+      acceptEncoding: route.needsFileHeaders ? uReq.getHeader('accept-encoding') : '',
+      ifNoneMatch: route.needsFileHeaders ? uReq.getHeader('if-none-match') : '',
       body: null,
       aborted: false,
     };

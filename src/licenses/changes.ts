@@ -56,7 +56,7 @@ export type LicenseView = LicenseRow;
 export type LicenseInput = Omit<NewLicense, 'passwordHash'> & { password: string };
 export type LicenseEdit = Omit<LicenseChange, 'passwordHash'> & { password?: string };
 
-/** The admin API's use cases (the admin API of /openapi.json): Postgres first, then the Redis copy, then every instance. */
+/** The admin API's use cases (the admin API of /admin/openapi.json): Postgres first, then the Redis copy, then every instance. */
 export class LicenseAdmin {
   constructor(
     private readonly redis: RedisClient,

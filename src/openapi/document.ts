@@ -15,13 +15,18 @@ import {
 // path does not serve, 413 to a body over the limit, 503 when a handler fails, the CORS
 // preflight (OPTIONS) of the public paths, HEAD where a GET answers it, and 404 for a
 // path no route serves. Each response lists exactly the headers its answers carry, and
-// says which of them carry a header when only some do.
+// says which of them carry a header when only some do. Two documents are built so: the
+// public one (/openapi.json) and the admin API's (/admin/openapi.json), each with the
+// components its operations use.
 
 export interface DocumentOptions extends TransportOptions {
   version: string;
-  /** routes documented but not served by this instance (the admin API without ADMIN_TOKEN) */
-  unserved?: Route[];
+  /** which document: the public API's, or the admin API's */
+  part: 'public' | 'admin';
 }
+
+/** The public document's title: the service's name, as GET / shows it. */
+const SERVICE_TITLE = 'License and sign-token service';
 
 export interface BuiltDocument {
   document: Record<string, unknown>;
@@ -35,9 +40,9 @@ const COMPONENTS: Record<string, TSchema> = { License, RateLimitedError, QuotaEx
 /**
  * A path no route serves answers 404 NOT_FOUND in the coded shape (the fallback of
  * src/http/server.ts). OpenAPI describes operations of paths that exist and has no
- * catch-all path, so this answer lives here, under components, named in the document's
- * description, and is referenced by every operation that answers exactly it: the file
- * routes for a name they do not serve, and the admin API when this instance does not serve it.
+ * catch-all path, so this answer lives here, under the public document's components,
+ * named in both documents' descriptions, and is referenced by every operation that answers
+ * exactly it: the file routes for a name they do not serve.
  */
 const NOT_FOUND = 'NotFound';
 
@@ -45,15 +50,18 @@ function description(options: DocumentOptions): string {
   const cors = options.cors
     ? 'CORS_ORIGINS is set on this instance: a preflight from one of its origins gets 204 with the CORS headers, one from any other origin 403 `ORIGIN_NOT_ALLOWED`'
     : 'CORS_ORIGINS is not set on this instance: no CORS header is sent and every preflight (OPTIONS with Origin) is 403 `ORIGIN_NOT_ALLOWED`';
-  return `License and single-use signing-token service.
-
-- Paths match case-insensitively: \`/api/License/check-quota/{licenseKey}\` as published is the same resource as the lower-case path shown here.
+  const intro = options.part === 'public'
+    ? 'License and single-use signing-token service. The admin API is documented apart, at `/admin/openapi.json` and `/admin/docs` (served with it, for internal addresses only).'
+    : 'The admin API of the license and single-use signing-token service: licenses, their quota and packages, their tokens and ledger, the audit log. Served only when `ADMIN_TOKENS` or `ADMIN_TOKEN` is set (every path here is 404 otherwise), and meant for internal addresses only. The public API: `/openapi.json` and `/docs`.';
+  const common = `- Paths match case-insensitively: \`/api/License/check-quota/{licenseKey}\` as published is the same resource as the lower-case path shown here.
 - Every string the service reads has format \`text\`: no C0 control character (NUL included), no DEL, no lone surrogate; instants (format \`instant\`) are RFC 3339 date-times of a real calendar day between the years 1970 and 9999; a \`webhook-url\` is an absolute http or https URL with a host and no user name or password (the \`webhookUrl\` fields say which targets an instance sends to).
 - Every answer of an operation is listed on it, with exactly the headers it carries (a header only some answers of a status carry is marked not required, and its description says which): the route's own answers, 405 to a method its path does not serve (\`Allow\` lists those it does; no body for HEAD), 413 to a body over the limit, and 503 with \`Retry-After\` when Redis or Postgres cannot answer in time (nothing changed). On an instance without signing keys (\`SIGNING_KEYS_FILE\` or \`SIGNING_KEYS\` unset), license validation and \`POST /api/Signature/sign\` answer 503 without \`Retry-After\`, naming the setting, and change nothing; every other operation is served.
 - Every answer carries \`X-Content-Type-Options: nosniff\` (and \`Strict-Transport-Security\` over HTTPS); the responses below do not repeat them.
-- A path no route serves: 404 \`NOT_FOUND\` in the \`{success:false, error:{code, message}}\` shape (\`#/components/responses/${NOT_FOUND}\`; OpenAPI has no operation for a path that does not exist).
-- The public paths answer CORS preflights (their OPTIONS operations). ${cors}.
+- A path no route serves: 404 \`NOT_FOUND\` in the \`{success:false, error:{code, message}}\` shape (\`#/components/responses/${NOT_FOUND}\`${options.part === 'public' ? '' : ' of `/openapi.json`'}; OpenAPI has no operation for a path that does not exist).
+- The documentation (its documents, pages and their files) is sent compressed with br or gzip when the request's \`Accept-Encoding\` accepts it (\`Vary: Accept-Encoding\`), each answer with an \`ETag\`: \`If-None-Match\` with it answers 304 without a body while it is current.`;
+  const publicOnly = `- The public paths answer CORS preflights (their OPTIONS operations). ${cors}.
 - Rate limits count each request that reaches them, accepted or refused. Answers that passed a limit's count carry \`RateLimit-Policy\` and \`RateLimit\`, 200s included: each response that does lists them, with this instance's figures and which of its answers carry which policy; a request refused before any look-up (a malformed body, a token whose signature fails verification) is not counted and carries neither, and a limit set to 0 sends none. Every rate-limit 429 carries \`Retry-After\` in whole seconds, as \`retryAfter\` in its body; check-quota's 429 \`QUOTA_EXCEEDED\` is no rate limit and carries neither (it does carry the RateLimit fields: it was counted).`;
+  return `${intro}\n\n${common}${options.part === 'public' ? `\n${publicOnly}` : ''}`;
 }
 
 /** Builds the document; throws (naming the route) when a route's doc contradicts its path. */
@@ -62,17 +70,17 @@ export function buildDocument(routes: Route[], options: DocumentOptions): BuiltD
   const undocumented: string[] = [];
   const entries = pathEntries(routes);
   const notFound = notFoundResponse();
-  for (const [route, served] of [...routes.map((r) => [r, true] as const), ...(options.unserved ?? []).map((r) => [r, false] as const)]) {
+  for (const route of routes) {
     const name = `${route.method.toUpperCase()} ${route.path}`;
     if (!route.doc) {
       undocumented.push(name);
       continue;
     }
     const item = (paths[openApiPath(route.path)] ??= {});
-    const entry = served ? (entries.get(route.path.toLowerCase()) as PathEntry) : null;
-    const op = operation(route, route.doc, entry, options, name, notFound);
+    const entry = entries.get(route.path.toLowerCase()) as PathEntry;
+    const op = operation(route, route.doc, entry, options, name);
     item[route.method] = op;
-    if (entry && route.answersHead) item.head = headOperation(route, op);
+    if (route.answersHead) item.head = headOperation(route, op);
   }
   for (const entry of entries.values()) {
     const item = paths[openApiPath((entry.routes[0] as Route).path)];
@@ -81,25 +89,27 @@ export function buildDocument(routes: Route[], options: DocumentOptions): BuiltD
   const used = new Set(Object.values(paths).flatMap((item) => Object.values(item)).flatMap((op) => (op as { security: Record<string, unknown>[] }).security.flatMap(Object.keys)));
   const components = {
     schemas: COMPONENTS,
-    responses: { [NOT_FOUND]: responseObject(notFound, [], 'NOT_FOUND') },
+    // the public document's: the admin API's has no operation that answers exactly it, and a component no one uses is an error to Redocly
+    responses: options.part === 'public' ? { [NOT_FOUND]: responseObject(notFound, [], 'NOT_FOUND') } : {},
     securitySchemes: Object.fromEntries(Object.entries(SECURITY_SCHEMES).filter(([n]) => used.has(n))),
   };
+  const tags = new Set(Object.values(paths).flatMap((item) => Object.values(item)).flatMap((op) => (op as { tags: string[] }).tags));
   const document = {
     openapi: '3.1.0',
-    info: { title: 'License and sign-token service', version: options.version, description: description(options) },
+    info: { title: options.part === 'public' ? SERVICE_TITLE : `${SERVICE_TITLE}: admin API`, version: options.version, description: description(options) },
     servers: [{ url: '/', description: 'this service' }],
-    tags: TAGS,
+    tags: TAGS.filter((t) => tags.has(t.name)),
     paths,
     components,
   };
-  return { document: withResponseReferences(withReferences(document, COMPONENTS)), undocumented };
+  return { document: withUsedSchemas(withResponseReferences(withReferences(document, COMPONENTS))), undocumented };
 }
 
 const TAGS = [
   { name: 'public', description: 'The published API, and what the service adds to it (sign-token, history, the ledger, Idempotency-Key)' },
   { name: 'admin', description: 'License administration; served only when ADMIN_TOKENS or ADMIN_TOKEN is set, 404 otherwise' },
   { name: 'operations', description: 'Liveness and readiness probes, metrics' },
-  { name: 'documentation', description: 'This document and its viewer' },
+  { name: 'documentation', description: 'This document, its reference page and Swagger UI on it (and, in the public one, GET /: where to start)' },
   { name: 'dashboard', description: 'The quota dashboard, a page for license holders' },
 ];
 
@@ -113,9 +123,8 @@ const SECURITY_SCHEMES = {
 
 const SECURITY = { admin: [{ adminToken: [] }], accessToken: [{ accessToken: [] }], metricsToken: [{ metricsToken: [] }], none: [] };
 
-function operation(route: Route, doc: RouteDoc, entry: PathEntry | null, options: DocumentOptions, name: string, notFound: ResponseDoc): Record<string, unknown> {
-  const notServed = entry ? '' : 'Not served by this instance: ADMIN_TOKEN is not set (nor ADMIN_TOKENS), so every request to this path is 404 `NOT_FOUND` (the other answers listed are those of an instance that serves it).';
-  const text = [doc.description, ...(doc.rateLimits ?? []).map(limitText), notServed].filter((t) => t).join('\n\n');
+function operation(route: Route, doc: RouteDoc, entry: PathEntry, options: DocumentOptions, name: string): Record<string, unknown> {
+  const text = [doc.description, ...(doc.rateLimits ?? []).map(limitText)].filter((t) => t).join('\n\n');
   return {
     operationId: operationId(route.method, route.path),
     tags: doc.tags,
@@ -124,7 +133,7 @@ function operation(route: Route, doc: RouteDoc, entry: PathEntry | null, options
     security: SECURITY[doc.auth],
     parameters: parameters(route, doc, name),
     ...(doc.body ? { requestBody: { required: true, content: { 'application/json': media(doc.body.schema, doc.body.examples) } } } : {}),
-    responses: responses(route, doc, entry, options, name, notFound),
+    responses: responses(route, doc, entry, options, name),
   };
 }
 
@@ -161,11 +170,10 @@ function param(p: { description: string; schema: TSchema }): { description: stri
  * each missing method as an operation of its own would put seven false operations per path
  * in /docs, each a "Try it out" that only fails).
  */
-function responses(route: Route, doc: RouteDoc, entry: PathEntry | null, options: DocumentOptions, name: string, notFound: ResponseDoc): Record<string, unknown> {
+function responses(route: Route, doc: RouteDoc, entry: PathEntry, options: DocumentOptions, name: string): Record<string, unknown> {
   const all: Record<number, ResponseDoc> = { ...doc.responses };
-  const extra = entry ? transportResponses(route, doc, entry, options, name) : { 404: notFound };
-  for (const [status, r] of Object.entries(extra)) all[Number(status)] = merge(all[Number(status)], r);
-  const everyAnswer = entry ? routeHeaders(route, options) : [];
+  for (const [status, r] of Object.entries(transportResponses(route, doc, entry, options, name))) all[Number(status)] = merge(all[Number(status)], r);
+  const everyAnswer = routeHeaders(route, options);
   const out: Record<string, unknown> = {};
   for (const status of Object.keys(all).map(Number).sort((a, b) => a - b)) {
     const r = all[status] as ResponseDoc;
@@ -206,4 +214,23 @@ function withResponseReferences(document: Record<string, unknown>): Record<strin
     }
   }
   return document;
+}
+
+/**
+ * Only the component schemas the document refers to, directly or through another
+ * component: each document lists those its operations use (the admin API's has no rate-limit
+ * error, the public one no License).
+ */
+function withUsedSchemas(document: Record<string, unknown>): Record<string, unknown> {
+  const { components } = document as { components: { schemas: Record<string, unknown> } };
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    for (const [, name] of JSON.stringify(node).matchAll(/"#\/components\/schemas\/([^"]+)"/g)) {
+      if (used.has(name as string)) continue;
+      used.add(name as string);
+      visit(components.schemas[name as string]);
+    }
+  };
+  visit({ ...document, components: { ...components, schemas: {} } });
+  return { ...document, components: { ...components, schemas: Object.fromEntries(Object.entries(components.schemas).filter(([n]) => used.has(n))) } };
 }

@@ -13,4 +13,6 @@ export const EXAMPLE = {
   totalQuota: 100,
   usedQuota: 13,
   domains: ['eczane.ornek.com.tr', '*.ornek.com.tr'],
+  /** when the examples happen: the timestamp of every example answer that carries one, so that every process and every start serve the same document (and ETag) */
+  now: '2026-03-01T09:30:00.000Z',
 } as const;

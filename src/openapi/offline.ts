@@ -19,8 +19,12 @@ function notConnected(name: string): never {
   }) as never;
 }
 
-/** The JSON of GET /openapi.json as a service with this configuration would serve it. */
-export function offlineDocument(config: Config): string {
+/**
+ * The JSON of GET /openapi.json (`part` public) or GET /admin/openapi.json (admin) as a
+ * service with this configuration would serve it; the admin document needs an admin token
+ * in the configuration (without one the service serves neither the admin API nor its document).
+ */
+export function offlineDocument(config: Config, part: 'public' | 'admin' = 'public'): string {
   const ctx: RouteContext = {
     config,
     log: createLogger('warn'),
@@ -39,11 +43,13 @@ export function offlineDocument(config: Config): string {
     releaser: notConnected('releaser'),
     admin: notConnected('admin'),
   };
-  const route = serviceRoutes(ctx).find((r) => r.path === '/openapi.json');
-  if (!route) throw new Error('no /openapi.json route');
+  const documentPath = part === 'public' ? '/openapi.json' : '/admin/openapi.json';
+  const route = serviceRoutes(ctx).find((r) => r.path === documentPath);
+  if (!route) throw new Error(`no ${documentPath} route${part === 'admin' ? ': ADMIN_TOKEN and ADMIN_TOKENS are unset' : ''}`);
   const reply = route.handler({
-    method: 'get', path: route.path, params: [], query: '', authorization: '', clientAddress: '', clientAddressNow: undefined, idempotencyKey: '', accept: '', body: null, aborted: false,
+    method: 'get', path: route.path, params: [], query: '', authorization: '', clientAddress: '', clientAddressNow: undefined, idempotencyKey: '',
+    accept: '', acceptEncoding: '', ifNoneMatch: '', body: null, aborted: false,
   });
-  if (reply instanceof Promise) throw new Error('/openapi.json answers from memory');
+  if (reply instanceof Promise) throw new Error(`${documentPath} answers from memory`);
   return typeof reply.body === 'string' ? reply.body : Buffer.from(reply.body).toString('utf8');
 }

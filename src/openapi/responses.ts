@@ -32,6 +32,7 @@ export function responseObject(r: ResponseDoc, limits: RateLimitDoc[], name: str
     headers[headerName] = h;
   }
   if (status !== undefined) Object.assign(headers, rateLimitHeaders(limits, status));
+  if (r.noBody === true) return { description: r.description, ...(Object.keys(headers).length > 0 ? { headers } : {}) };
   return {
     description: r.description,
     ...(Object.keys(headers).length > 0 ? { headers } : {}),

@@ -1,10 +1,11 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox';
 import type { Reply } from '../http/reply.js';
 
-// What a route says about itself for /openapi.json (src/openapi/document.ts builds the
-// document from these, once, at start). A route's doc sits next to its handler, in its file,
-// and reuses the very TypeBox objects its parsers compile, so the document cannot drift from
-// what the service checks. Error examples are the route's own pre-rendered replies.
+// What a route says about itself for its document, /openapi.json or /admin/openapi.json
+// (src/openapi/document.ts builds the documents from these, once, at start). A route's doc
+// sits next to its handler, in its file, and reuses the very TypeBox objects its parsers
+// compile, so the document cannot drift from what the service checks. Error examples are
+// the route's own pre-rendered replies.
 
 /** One example of a body: a name for the list, and the value. */
 export interface Example {
@@ -31,6 +32,8 @@ export interface ResponseDoc {
   headers?: HeaderUse[];
   /** how errorResponses made the schema, so two answers of one status merge into one family schema */
   parts?: SchemaParts;
+  /** no body at all (a 304): schema and examples are not shown */
+  noBody?: true;
 }
 
 /** A status's schema as errorResponses builds it: the family's schema of its bodies, and the cases' own schemas. */
@@ -81,7 +84,7 @@ export interface ParamDoc {
 export interface RouteDoc {
   summary: string;
   description?: string;
-  /** 'public', 'admin', 'operations' or 'documentation': the groups of /docs */
+  /** 'public', 'admin', 'operations', 'documentation' or 'dashboard': the groups of /docs and /admin/docs */
   tags: string[];
   /** who may call it: the admin bearer token, a license's access token, or anyone */
   auth: 'admin' | 'accessToken' | 'metricsToken' | 'none';
@@ -187,6 +190,29 @@ export interface StaticDoc {
   example: Example;
   /** the headers its answers carry */
   headers: string[];
+}
+
+/** What a file served from memory by src/http/static.ts answers besides: the coding, the validators, the 304. */
+export function fromMemory(doc: RouteDoc): RouteDoc {
+  const ok = doc.responses[200] as ResponseDoc;
+  const vary = { name: 'Vary', value: 'Accept-Encoding' };
+  const compressed = 'a request whose Accept-Encoding accepts br or gzip (br when it accepts both), for a body that compresses';
+  return {
+    ...doc,
+    description: [doc.description, 'Compressed as the request\'s Accept-Encoding allows (not without the header), and revalidated by its ETag.'].filter((d) => d).join(' '),
+    headers: {
+      ...doc.headers,
+      'If-None-Match': { description: 'the ETag of an answer kept: 304 without a body while it is still the current one', schema: Type.String() },
+    },
+    responses: {
+      ...doc.responses,
+      200: { ...ok, headers: [...(ok.headers ?? []), 'ETag', vary, { name: 'Content-Encoding', when: compressed }] },
+      304: {
+        description: 'Not modified: If-None-Match names the ETag this request would get; no body (keep the copy)',
+        schema: Type.Null(), examples: [], noBody: true, headers: ['Cache-Control', 'ETag', vary],
+      },
+    },
+  };
 }
 
 /** The doc of a page the service serves (/docs, /dashboard): an HTML answer, nothing else. */

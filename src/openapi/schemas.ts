@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 
-// The answers' schemas, for /openapi.json only (the service never validates what it sends):
+// The answers' schemas, for the documents only (the service never validates what it sends):
 // the body shapes more than one route answers with. Every object is closed
 // (additionalProperties: false), so a field a route starts sending without documenting it
 // fails test/system/openapi.test.ts, which checks real answers against these.
@@ -169,5 +169,13 @@ export const responseHeaders: Record<string, { description: string; schema: TSch
   'Access-Control-Allow-Methods': { description: 'the methods this path serves', schema: Type.String() },
   'Access-Control-Allow-Headers': { description: 'the request headers a page may send', schema: Type.String() },
   'Access-Control-Max-Age': { description: 'seconds a browser may keep this preflight\'s answer', schema: Type.String() },
-  Vary: { description: 'the request headers the answer depends on: Origin (CORS_ORIGINS is set), Accept (a page or JSON)', schema: Type.String() },
+  Vary: {
+    description: 'the request headers the answer depends on: Origin (CORS_ORIGINS is set), Accept (a page or JSON), Accept-Encoding (compressed or not)',
+    schema: Type.String(),
+  },
+  ETag: {
+    description: 'this version of the body, in this coding: sent back as If-None-Match, it gets 304 without a body while it is current',
+    schema: Type.String({ pattern: '^"[A-Za-z0-9_-]+"$' }),
+  },
+  'Content-Encoding': { description: 'how the body is compressed', schema: Type.Union([Type.Literal('br'), Type.Literal('gzip')]) },
 };

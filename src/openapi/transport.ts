@@ -4,6 +4,7 @@ import { retryHeaders, type Reply, type TransportErrors } from '../http/reply.js
 import type { Route } from '../http/route.js';
 import type { PathEntry } from '../http/router.js';
 import { codedErrors, messageErrors, timestampedErrors } from '../routes/replies.js';
+import { EXAMPLE } from './examples.js';
 import { responseObject } from './responses.js';
 import { describeCases, errorResponses, NOT_FOUND_WHEN, type Case, type HeaderUse, type ResponseDoc, type RouteDoc } from './routeDoc.js';
 import { codedErrorOf, messageErrorOf, timestampedErrorOf } from './schemas.js';
@@ -46,8 +47,14 @@ function schemaOfErrors(errors: TransportErrors, name: string): (bodies: unknown
   return schemaOf;
 }
 
-function withHeaders(reply: Reply, headers: Reply['headers']): Reply {
-  return { ...reply, headers };
+/**
+ * A transport failure's reply as the document shows it, with its headers; a timestamped one
+ * (check-quota's family) stamped with the examples' time rather than the start's, so that
+ * every process and every start serve the same document (and ETag).
+ */
+function asExample(reply: Reply, headers = reply.headers): Reply {
+  const body = JSON.parse(reply.body as string) as Record<string, unknown>;
+  return { ...reply, ...('timestamp' in body ? { body: JSON.stringify({ ...body, timestamp: EXAMPLE.now }) } : {}), headers };
 }
 
 /** The 404 of a path no route serves (components.responses.NotFound). */
@@ -61,17 +68,17 @@ export function notFoundResponse(): ResponseDoc {
  */
 export function transportResponses(route: Route, doc: RouteDoc, entry: PathEntry, options: TransportOptions, name: string): Record<number, ResponseDoc> {
   if (entry.errors !== route.errors) throw new Error(`${name}: every route of a path words its failures alike (Route.errors)`);
-  const cases: Case[] = [[`a method this path does not serve (it serves ${entry.allow}); no body for HEAD`, withHeaders(route.errors('METHOD_NOT_ALLOWED'), [['Allow', entry.allow]])]];
+  const cases: Case[] = [[`a method this path does not serve (it serves ${entry.allow}); no body for HEAD`, asExample(route.errors('METHOD_NOT_ALLOWED'), [['Allow', entry.allow]])]];
   if (route.method !== 'get') {
     const limit = route.bodyLimit ?? options.bodyLimit;
     const setting = route.bodyLimit === undefined ? 'BODY_LIMIT_BYTES' : route.path.startsWith('/admin/') ? 'the admin API\'s limit' : 'this endpoint\'s limit';
     // no Connection header here: HTTP/2 forbids it, and a front speaking HTTP/2 to the client drops it
     cases.push([`the body is over ${limit} bytes (${setting}): answered as soon as Content-Length or the bytes received pass it, while the client may ` +
-      'still be sending; over HTTP/1.1 the connection is then closed', route.errors('PAYLOAD_TOO_LARGE')]);
+      'still be sending; over HTTP/1.1 the connection is then closed', asExample(route.errors('PAYLOAD_TOO_LARGE'))]);
   }
   if (!doc.neverUnavailable) {
     cases.push(['the service cannot answer now (Redis or Postgres unavailable or slower than its timeout, or too busy): nothing changed; retry after Retry-After',
-      withHeaders(route.errors('SERVICE_UNAVAILABLE'), retryHeaders(1))]);
+      asExample(route.errors('SERVICE_UNAVAILABLE'), retryHeaders(1))]);
   }
   return errorResponses(schemaOfErrors(route.errors, name), cases);
 }
@@ -130,7 +137,7 @@ export function preflightOperation(entry: PathEntry, item: Record<string, unknow
     ],
   };
   const refused = errorResponses(schemaOf, [[options.cors ? 'a preflight from an origin not in CORS_ORIGINS' : 'any preflight (Origin sent): CORS_ORIGINS is not set',
-    entry.errors('ORIGIN_NOT_ALLOWED')]])[403] as ResponseDoc;
+    asExample(entry.errors('ORIGIN_NOT_ALLOWED'))]])[403] as ResponseDoc;
   const path = openApiPath(route.path);
   const names = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1] as string);
   const { headers: okHeaders, description: okDescription } = responseObject(ok, [], path) as { headers: unknown; description: string };

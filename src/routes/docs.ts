@@ -3,85 +3,128 @@ import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { rawReply, type Reply } from '../http/reply.js';
+import type { Headers } from '../http/reply.js';
 import type { Route } from '../http/route.js';
+import { staticFile, type StaticFile } from '../http/static.js';
 import { buildDocument } from '../openapi/document.js';
-import { fileDoc, pageDoc, type RouteDoc } from '../openapi/routeDoc.js';
+import { referencePage } from '../openapi/reference.js';
+import { fileDoc, fromMemory, pageDoc, type RouteDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf } from '../openapi/schemas.js';
-import { DOCS_CSP, loadViewer } from '../openapi/viewer.js';
+import { DOCS_CSP, interactivePage, loadViewer, REFERENCE_CSP } from '../openapi/viewer.js';
 import { projectRoot } from '../paths.js';
 import { codedErrors } from './replies.js';
 
-// GET /openapi.json, GET /docs and GET /docs/{asset}: the document of every route the server
-// registers (and of itself), built once at start, and Swagger UI rendering it, from memory
-// (src/openapi/viewer.ts says why Swagger UI and what its Content-Security-Policy allows).
+// The documentation, in two parts that a front can keep apart by path:
+// - public: GET /openapi.json (every route but the admin API's), /docs (its reference page),
+//   /docs/interactive (Swagger UI on it) and /docs/{asset} (the pages' files);
+// - admin, registered only with the admin API and under /admin/ like it, so that a front
+//   that keeps /admin/ to internal addresses keeps its documentation there too:
+//   GET /admin/openapi.json, /admin/docs and /admin/docs/interactive, whose files are those
+//   of /docs/ (the same bytes, cached once by a browser).
+// Each document lists its own documentation routes. Everything is built once at start and
+// compressed then (src/http/static.ts): a request picks an answer by Accept-Encoding and
+// If-None-Match. Why a reference page first and Swagger UI on request: src/openapi/viewer.ts.
 
 const PAGE_TYPE = 'text/html; charset=utf-8';
-/** the page and the document: revalidated each time (they change with a deployment) */
-const NO_CACHE: readonly [string, string] = ['Cache-Control', 'no-cache'];
-/** the page's files (Swagger UI's and ours, src/openapi/swagger-ui/): a day (they change with a swagger-ui-dist version or a deployment) */
-const ASSET_CACHE: readonly [string, string] = ['Cache-Control', 'public, max-age=86400'];
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** the pages and the documents: revalidated each time (they change with a deployment; the ETag makes that a 304) */
+const NO_CACHE = 'no-cache';
+/** the pages' files (Swagger UI's and ours, src/openapi/swagger-ui/): a day (they change with a swagger-ui-dist version or a deployment) */
+const ASSET_CACHE = 'public, max-age=86400';
 
 const assetNotFound = codedErrors('NOT_FOUND');
 
-const openApiDoc: RouteDoc = {
-  summary: 'This document: OpenAPI 3.1 of every route',
-  description: 'Generated at start from the routes\' own TypeBox schemas and replies (src/openapi/).',
-  tags: ['documentation'],
-  auth: 'none',
-  neverUnavailable: true,
-  responses: {
-    200: {
-      description: 'the OpenAPI 3.1 document',
-      schema: Type.Object(
-        { openapi: Type.String({ pattern: '^3\\.1\\.' }), info: Type.Object({}, { additionalProperties: true }), paths: Type.Object({}, { additionalProperties: true }) },
-        { additionalProperties: true },
-      ),
-      examples: [{ summary: 'this document (abridged)', value: { openapi: '3.1.0', info: { title: 'License and sign-token service', version: '0.1.0' }, paths: {} } }],
-      headers: ['Cache-Control'],
-    },
-  },
-};
+type Part = 'public' | 'admin';
 
-const DOCS_PAGE_DOC = pageDoc({
-  summary: 'This document, rendered (Swagger UI)',
-  description: 'Served by the service itself, no CDN; the page loads only from this service (Content-Security-Policy).',
+const WHOSE: Record<Part, string> = { public: 'the public API (every route but the admin API)', admin: 'the admin API' };
+
+function documentDoc(part: Part): RouteDoc {
+  return fromMemory({
+    summary: `This document: OpenAPI 3.1 of ${WHOSE[part]}`,
+    description: 'Generated at start from the routes\' own TypeBox schemas and replies (src/openapi/).',
+    tags: ['documentation'],
+    auth: 'none',
+    neverUnavailable: true,
+    responses: {
+      200: {
+        description: 'the OpenAPI 3.1 document',
+        schema: Type.Object(
+          { openapi: Type.String({ pattern: '^3\\.1\\.' }), info: Type.Object({}, { additionalProperties: true }), paths: Type.Object({}, { additionalProperties: true }) },
+          { additionalProperties: true },
+        ),
+        examples: [{ summary: 'this document (abridged)', value: { openapi: '3.1.0', info: { title: 'License and sign-token service', version: '0.1.0' }, paths: {} } }],
+        headers: ['Cache-Control'],
+      },
+    },
+  });
+}
+
+function referenceDoc(part: Part): RouteDoc {
+  return fromMemory(pageDoc({
+    summary: 'This document as a reference page: every operation by group, each linking to Swagger UI',
+    description: 'Plain HTML and a style sheet, no script (Content-Security-Policy).',
+    tag: 'documentation',
+    example: { summary: 'the page', value: `<!doctype html>\n<html lang="en">…<h1>License and sign-token service${part === 'admin' ? ': admin API' : ''}</h1>…</html>` },
+    headers: ['Cache-Control', 'Content-Security-Policy'],
+  }));
+}
+
+const INTERACTIVE_DOC = fromMemory(pageDoc({
+  summary: 'This document, rendered (Swagger UI), with "Try it out"',
+  description: 'Served by the service itself, no CDN; the page loads only from this service (Content-Security-Policy), its files from /docs/.',
   tag: 'documentation',
   example: { summary: 'the page', value: '<!doctype html>\n<html lang="en">…<div id="swagger-ui"></div>…</html>' },
   headers: ['Cache-Control', 'Content-Security-Policy'],
-});
+}));
 
-const DOCS_FILE_DOC = {
-  summary: 'A file of the /docs page',
+const FILE_DOC = {
+  summary: 'A file of the documentation pages',
   tag: 'documentation',
   example: { summary: 'the initializer script', value: "window.addEventListener('load', function () { … })" },
   headers: ['Cache-Control'],
 };
 
+/** A GET route that answers a file from memory. */
+function fileRoute(routePath: string, doc: RouteDoc, file: () => StaticFile): Route {
+  return { method: 'get', path: routePath, errors: codedErrors, doc, needsFileHeaders: true, handler: (req) => file().answer(req.acceptEncoding, req.ifNoneMatch) };
+}
+
 /**
- * The documentation routes. `served`: every other route the server registers; `unserved`:
- * routes documented though this instance does not serve them (the admin API without
- * ADMIN_TOKEN). A registered route without a doc is left out of the document and logged.
+ * The documentation routes. `routes`: every other route the server registers but the admin
+ * API's; `admin`: the admin API's routes when this instance serves it, else null (and no
+ * admin documentation either). A registered route without a doc is left out of its
+ * document and logged.
  */
-export function documentationRoutes(served: Route[], unserved: Route[], config: Config, log: Logger): Route[] {
+export function documentationRoutes(routes: Route[], admin: Route[] | null, config: Config, log: Logger): Route[] {
   const viewer = loadViewer();
-  const assets = new Map([...viewer.assets].map(([name, a]) => [name, rawReply(200, a.body, a.contentType, [ASSET_CACHE])]));
-  const page = rawReply(200, viewer.page, PAGE_TYPE, [NO_CACHE, ['Content-Security-Policy', DOCS_CSP]]);
-  let document: Reply = { status: '200 OK', body: '{}' };
-  const own: Route[] = [
-    { method: 'get', path: '/openapi.json', errors: codedErrors, doc: openApiDoc, handler: () => document },
-    { method: 'get', path: '/docs', errors: codedErrors, doc: DOCS_PAGE_DOC, handler: () => page },
-    {
-      method: 'get', path: '/docs/:asset', errors: codedErrors, doc: fileDoc(DOCS_FILE_DOC, [...viewer.assets.keys()], assetNotFound, codedErrorOf),
-      handler: (req) => assets.get(req.params[0] ?? '') ?? assetNotFound, // names as the page links them, exactly (as /dashboard's)
-    },
-  ];
-  const built = buildDocument([...served, ...own], {
-    version: packageVersion(), unserved, cors: config.corsOrigins !== null, bodyLimit: config.bodyLimitBytes,
-  });
-  if (built.undocumented.length > 0) log.warn({ routes: built.undocumented }, 'routes without a doc are missing from /openapi.json');
-  document = { status: '200 OK', body: JSON.stringify(built.document), headers: [NO_CACHE] };
-  return own;
+  const assets = new Map([...viewer.assets].map(([name, a]) => [name, staticFile(a.body, a.contentType, ASSET_CACHE)]));
+  const assetRoute: Route = {
+    method: 'get', path: '/docs/:asset', errors: codedErrors, needsFileHeaders: true,
+    doc: fromMemory(fileDoc(FILE_DOC, [...viewer.assets.keys()], assetNotFound, codedErrorOf)),
+    // names as the pages link them, exactly (as /dashboard's)
+    handler: (req) => assets.get(req.params[0] ?? '')?.answer(req.acceptEncoding, req.ifNoneMatch) ?? assetNotFound,
+  };
+  const version = packageVersion();
+  const part = (which: Part, documented: Route[], extra: Route[]): Route[] => {
+    const prefix = which === 'public' ? '' : '/admin';
+    const csp = (policy: string): Headers => [['Content-Security-Policy', policy]];
+    // the page's way to /docs/: beside it on /docs/interactive, two folders up on /admin/docs/interactive
+    const interactive = staticFile(interactivePage(which === 'public' ? '' : '../../docs/', 'License and sign-token service'), PAGE_TYPE, NO_CACHE, csp(DOCS_CSP));
+    const files: { document?: StaticFile; reference?: StaticFile } = {};
+    const own = [
+      fileRoute(`${prefix}/openapi.json`, documentDoc(which), () => files.document as StaticFile),
+      fileRoute(`${prefix}/docs`, referenceDoc(which), () => files.reference as StaticFile),
+      fileRoute(`${prefix}/docs/interactive`, INTERACTIVE_DOC, () => interactive),
+      ...extra,
+    ];
+    const built = buildDocument([...documented, ...own], { version, part: which, cors: config.corsOrigins !== null, bodyLimit: config.bodyLimitBytes });
+    if (built.undocumented.length > 0) log.warn({ routes: built.undocumented }, `routes without a doc are missing from ${prefix}/openapi.json`);
+    files.document = staticFile(JSON.stringify(built.document), JSON_TYPE, NO_CACHE);
+    const reference = referencePage(built.document, which === 'public' ? { root: '' } : { root: '../', see: [{ href: '../docs', text: 'the public API' }] });
+    files.reference = staticFile(reference, PAGE_TYPE, NO_CACHE, csp(REFERENCE_CSP));
+    return own;
+  };
+  return [...part('public', routes, [assetRoute]), ...(admin ? part('admin', admin, []) : [])];
 }
 
 function packageVersion(): string {

@@ -19,20 +19,19 @@ import { jwksRoute } from './wellKnown_jwks.js';
 
 /**
  * Every route this configuration serves, the documentation last (it documents every route
- * before it, and the admin API even when no admin token is set). The service registers
- * these; `npm run openapi` builds the same list only to read its document. `metrics`: what
- * GET /metrics answers with (in a child of WORKERS, the whole instance: src/metrics/childScrape.ts).
+ * before it: the admin API apart, and only when an admin token is set). The service
+ * registers these; `npm run openapi` builds the same list only to read a document.
+ * `metrics`: what GET /metrics answers with (in a child of WORKERS, the whole instance:
+ * src/metrics/childScrape.ts).
  */
 export function serviceRoutes(ctx: RouteContext, metrics: MetricsSource = ctx.metrics): Route[] {
   const { config } = ctx;
+  const admin = config.adminTokens.length > 0 ? adminRoutes(ctx, config.adminTokens) : null;
   const routes: Route[] = [
     getTokenRoute(ctx), signTokenRoute(ctx), validateRoute(ctx), releaseRoute(ctx), signRoute(ctx), checkQuotaRoute(ctx), historyRoute(ctx),
-    holderLedgerRoute(ctx), jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx), rootRoute(),
+    holderLedgerRoute(ctx), jwksRoute(ctx), healthRoute(ctx), readyRoute(ctx), ...dashboardRoutes(ctx), rootRoute(admin !== null),
   ];
   if (config.metrics) routes.push(metricsRoute(metrics, config.metricsToken));
-  const admin = adminRoutes(ctx, config.adminTokens); // documented even when not served
-  const served = config.adminTokens.length > 0;
-  if (served) routes.push(...admin);
-  routes.push(...documentationRoutes(routes, served ? [] : admin, config, ctx.log));
-  return routes;
+  const documentation = documentationRoutes(routes, admin, config, ctx.log);
+  return [...routes, ...(admin ?? []), ...documentation];
 }

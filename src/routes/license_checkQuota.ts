@@ -77,8 +77,8 @@ function answerFor(licenseKey: string, live: LiveLicense | null, now: number): A
   return { status: '200 OK', head: `${JSON.stringify(body).slice(0, -1)},"timestamp":"` };
 }
 
-function send(answer: Answer, headers?: Headers): Reply {
-  return { status: answer.status, body: `${answer.head}${new Date().toISOString()}"}`, headers };
+function send(answer: Answer, headers?: Headers, at = new Date().toISOString()): Reply {
+  return { status: answer.status, body: `${answer.head}${at}"}`, headers };
 }
 
 // ---- the document (/openapi.json): the examples are this file's own answers for one license
@@ -92,17 +92,19 @@ const QuotaInfo = Type.Object({
   timestamp: Timestamp,
 }, { additionalProperties: false });
 
-const EXAMPLE_NOW = Date.parse('2026-03-01T09:30:00.000Z');
+const EXAMPLE_NOW = Date.parse(EXAMPLE.now);
+/** An answer as the examples show it: stamped with the examples' time, not the start's. */
+const example = (answer: Answer, headers?: Headers): Reply => send(answer, headers, EXAMPLE.now);
 const exampleLicense: LiveLicense = {
   firmaId: EXAMPLE.firmaId, licenseKey: EXAMPLE.licenseKey, organizationName: EXAMPLE.organizationName,
   totalQuota: EXAMPLE.totalQuota, usedQuota: EXAMPLE.usedQuota, expiryMs: Date.parse(EXAMPLE.expiryDate), isActive: true, domains: [],
 };
 const exampleOf = (live: Partial<LiveLicense> | null): Reply =>
-  send(answerFor(EXAMPLE.licenseKey, live && { ...exampleLicense, ...live }, EXAMPLE_NOW));
+  example(answerFor(EXAMPLE.licenseKey, live && { ...exampleLicense, ...live }, EXAMPLE_NOW));
 
 const expired = exampleOf({ expiryMs: Date.parse('2026-02-20T00:00:00.000Z') });
 const exhausted = exampleOf({ usedQuota: EXAMPLE.totalQuota });
-const limited = send(failure('RATE_LIMITED', { retryAfter: 42 }), retryHeaders(42));
+const limited = example(failure('RATE_LIMITED', { retryAfter: 42 }), retryHeaders(42));
 
 /** The answers that carry the RateLimit fields: every one that passed the count (src/openapi/routeDoc.ts RateLimitDoc). */
 const LIMIT = {
@@ -127,7 +129,7 @@ const doc: RouteDoc = {
   responses: {
     200: { description: 'the license\'s quota', schema: QuotaInfo, examples: [{ summary: 'found', value: bodyOf(exampleOf({})) }] },
     ...errorResponses((bodies) => timestampedErrorOf(bodies), [
-      ['the key is not a UUID', send(failure('INVALID_LICENSE_KEY'))],
+      ['the key is not a UUID', example(failure('INVALID_LICENSE_KEY'))],
       ['the license is not active', exampleOf({ isActive: false })],
       ['no license has this key', exampleOf(null)],
       ['the license is past its expiry date', expired, timestampedErrorOf([bodyOf(expired)], {

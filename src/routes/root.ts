@@ -25,6 +25,14 @@ const LINKS = {
   jwks: '/.well-known/jwks.json',
 } as const;
 
+/** The admin API's documentation: linked only by an instance that serves the admin API (behind the front, internal addresses only). */
+const ADMIN_LINKS = {
+  adminDocs: '/admin/docs',
+  adminOpenapi: '/admin/openapi.json',
+} as const;
+
+type Links = typeof LINKS & Partial<typeof ADMIN_LINKS>;
+
 // The page's only style, inline and allowed by its hash: the page loads nothing else but the
 // dashboard's icon, from this service.
 const STYLE = 'body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1f2328;background:#fff}'
@@ -49,7 +57,7 @@ const HEADERS: Headers = [
   ['Vary', 'Accept'],
 ];
 
-function page(version: string): string {
+function page(version: string, links: Links): string {
   const item = (href: string, text: string, what: string): string => `<li><a href="${href}">${text}</a>: ${what}</li>`;
   return `<!doctype html>
 <html lang="en">
@@ -67,15 +75,19 @@ function page(version: string): string {
 <p>Licenses with a signing quota, single-use signing tokens, and signed receipts of each signature.</p>
 <h2>Start here</h2>
 <ul>
-${item(LINKS.docs, 'API documentation', 'every endpoint, its answers and examples, to try from the browser')}
+${item(LINKS.docs, 'API documentation', 'every public endpoint, its answers and examples, to try from the browser')}
 ${item(LINKS.dashboard, 'Quota dashboard', 'a license\'s quota, expiry and redemptions, for its holder')}
 </ul>
 <h2>For programs and operators</h2>
 <ul>
-${item(LINKS.openapi, 'OpenAPI document', 'the API as OpenAPI 3.1 (JSON)')}
-${item(LINKS.health, 'Health', 'Redis, Postgres and the usage worker\'s lag')}
-${item(LINKS.ready, 'Readiness', 'whether this instance can serve, for load balancers')}
-${item(LINKS.jwks, 'Public keys (JWKS)', 'to verify license tokens and signed receipts')}
+${[
+    item(LINKS.openapi, 'OpenAPI document', 'the public API as OpenAPI 3.1 (JSON)'),
+    item(LINKS.health, 'Health', 'Redis, Postgres and the usage worker\'s lag'),
+    item(LINKS.ready, 'Readiness', 'whether this instance can serve, for load balancers'),
+    item(LINKS.jwks, 'Public keys (JWKS)', 'to verify license tokens and signed receipts'),
+    ...(links.adminDocs ? [item(links.adminDocs, 'Admin API documentation', 'license administration, for operators')] : []),
+    ...(links.adminOpenapi ? [item(links.adminOpenapi, 'Admin API OpenAPI document', 'the admin API as OpenAPI 3.1 (JSON)')] : []),
+  ].join('\n')}
 </ul>
 </main>
 </body>
@@ -87,13 +99,15 @@ const Index = Type.Object({
   success: Type.Literal(true),
   service: Type.String({ description: 'the service\'s name' }),
   version: Type.String({ description: 'the version of this deployment' }),
-  links: Type.Object(
-    Object.fromEntries(Object.keys(LINKS).map((name) => [name, Type.String({ description: 'a path on this origin' })])),
-    { additionalProperties: false },
-  ),
+  links: Type.Object({
+    ...Object.fromEntries(Object.keys(LINKS).map((name) => [name, Type.String({ description: 'a path on this origin' })])),
+    ...Object.fromEntries(Object.keys(ADMIN_LINKS).map((name) => [name, Type.Optional(Type.String({
+      description: 'a path on this origin; only when this instance serves the admin API (ADMIN_TOKENS or ADMIN_TOKEN set)',
+    }))])),
+  }, { additionalProperties: false }),
 }, { additionalProperties: false });
 
-function doc(json: unknown, version: string): RouteDoc {
+function doc(json: unknown, version: string, links: Links): RouteDoc {
   return {
     summary: 'Where to start: links to the documentation, the dashboard and the health checks',
     description: 'JSON by default; a page of the same links when the request\'s Accept prefers text/html to application/json '
@@ -106,7 +120,7 @@ function doc(json: unknown, version: string): RouteDoc {
         description: 'the links, as JSON or as a page',
         schema: Index,
         examples: [{ summary: 'the links', value: json }],
-        otherMedia: [{ contentType: 'text/html', schema: Type.String(), examples: [{ summary: 'the page', value: page(version) }] }],
+        otherMedia: [{ contentType: 'text/html', schema: Type.String(), examples: [{ summary: 'the page', value: page(version, links) }] }],
         headers: ['Cache-Control', 'Content-Security-Policy', { name: 'Vary', value: 'Accept' }],
       },
     },
@@ -117,19 +131,20 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-/** GET / (and HEAD /): the links, JSON or a page by Accept, each answer built here once. */
-export function rootRoute(): Route {
+/** GET / (and HEAD /): the links, JSON or a page by Accept, each answer built here once; `admin`: the admin API is served. */
+export function rootRoute(admin: boolean): Route {
   const version = packageVersion();
-  const body = { success: true, service: SERVICE_NAME, version, links: LINKS };
+  const links: Links = admin ? { ...LINKS, ...ADMIN_LINKS } : LINKS;
+  const body = { success: true, service: SERVICE_NAME, version, links };
   const json = reply(200, body, HEADERS);
-  const html = rawReply(200, Buffer.from(page(version)), 'text/html; charset=utf-8', HEADERS);
+  const html = rawReply(200, Buffer.from(page(version, links)), 'text/html; charset=utf-8', HEADERS);
   return {
     method: 'get',
     path: '/',
     errors: codedErrors,
     answersHead: true,
     needsAccept: true,
-    doc: doc(body, version),
+    doc: doc(body, version, links),
     handler: (req) => (prefersHtml(req.accept) ? html : json),
   };
 }

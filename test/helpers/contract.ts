@@ -3,14 +3,15 @@ import { loadConfig } from '../../src/config.js';
 import { ADMIN_TOKEN, createLicense, testEnv, testStorage, type LicenseInput, type Teardown, type TestLicense } from './harness.js';
 import { freshConnectionClient, type Answer, type Client } from './http.js';
 import { bearer } from './jwt.js';
-import { checkedClient, Documented, type CheckedClient, type HeaderExpectation, type OpenApi } from './openapi.js';
+import { checkedClient, Documented, Documents, type CheckedClient, type HeaderExpectation, type OpenApi } from './openapi.js';
 import { DEFAULT_WORKERS, spawnServer, type ServerProcess } from './processes.js';
 
 // The contract tests (test/system/openapi.contract.*.test.ts): the service as `npm start`
 // runs it (node dist/src/cli/server.js, WORKERS unset so one process per core serves the
 // one port, every other setting at its default unless a test says otherwise), its
-// /openapi.json, and a client that opens a connection per request (so requests reach every
-// process) and holds each answer to the document: status, body, headers.
+// /openapi.json and /admin/openapi.json (when it serves the admin API), and a client that
+// opens a connection per request (so requests reach every process) and holds each answer to
+// the document of its path: status, body, headers.
 
 type Tap = Test;
 
@@ -18,8 +19,11 @@ export interface Contract {
   server: ServerProcess;
   /** the server's environment (WORKERS unset) */
   env: Record<string, string>;
+  /** the paths of both documents (with the public one's components), to list operations by */
   doc: OpenApi;
-  documented: Documented;
+  /** GET /admin/openapi.json, null when the instance serves no admin API (and answers it 404) */
+  adminDoc: OpenApi | null;
+  documented: Documents;
   /** every answer checked against the document */
   c: CheckedClient;
   /** why answers differed from the document, so far */
@@ -48,12 +52,15 @@ export async function startContract(t: Teardown, label: string, env: Record<stri
   testStorage(t, loadConfig(forConfig));
   const server = await spawnServer(t, full);
   const raw = freshConnectionClient(server.url);
-  const doc = (await raw.request('GET', '/openapi.json')).body as OpenApi;
-  const documented = new Documented(doc);
+  const publicDoc = (await raw.request('GET', '/openapi.json')).body as OpenApi;
+  const admin = await raw.request('GET', '/admin/openapi.json');
+  const adminDoc = admin.status === 200 ? admin.body as OpenApi : null;
+  const documented = new Documents(new Documented(publicDoc), adminDoc && new Documented(adminDoc));
+  const doc: OpenApi = { ...publicDoc, paths: documented.paths };
   const mismatches: string[] = [];
   const c = checkedClient(raw, documented, mismatches);
   return {
-    server, env: forConfig, doc, documented, c, mismatches,
+    server, env: forConfig, doc, adminDoc, documented, c, mismatches,
     async expect(tap, status, what, res, headers) {
       const r = await (typeof res === 'function' ? res(headers ? c.expecting(headers) : c) : res);
       tap.equal(r.status, status, `${what}: ${r.status} ${r.text.slice(0, 200)}`);
@@ -71,12 +78,13 @@ export async function startContract(t: Teardown, label: string, env: Record<stri
     },
     finish(tap, covers) {
       tap.same(mismatches, [], 'no answer differs from the document');
+      const seen = documented.seen;
       for (const [path, item] of Object.entries(doc.paths)) {
         for (const [method, op] of Object.entries(item)) {
           if (!covers(`${method} ${path}`)) continue;
           for (const status of Object.keys(op.responses)) {
             if (!covers(`${method} ${path} ${status}`)) continue;
-            tap.ok(documented.seen.has(`${method} ${path} ${status}`), `${method.toUpperCase()} ${path} ${status} was answered by a real request here`);
+            tap.ok(seen.has(`${method} ${path} ${status}`), `${method.toUpperCase()} ${path} ${status} was answered by a real request here`);
           }
         }
       }

@@ -3,11 +3,11 @@ import addFormatsModule from 'ajv-formats';
 import { isInstant, isText, isWebhookUrl } from '../../src/routes/schemas.js';
 import type { Answer, Client } from './http.js';
 
-// /openapi.json as the tests read it: its schemas compiled by ajv (with the service's own
-// formats "text", "instant" and "webhook-url", and ajv-formats' "date-time" and "uuid"),
-// the operation of a concrete request found by its path template, and a Client that checks
-// every answer it gets against the document (what makes the document trustworthy: real
-// statuses, bodies and headers).
+// /openapi.json and /admin/openapi.json as the tests read them: each one's schemas compiled
+// by ajv (with the service's own formats "text", "instant" and "webhook-url", and
+// ajv-formats' "date-time" and "uuid"), the operation of a concrete request found by its
+// path template, and a Client that checks every answer it gets against the document of its
+// path (what makes the documents trustworthy: real statuses, bodies and headers).
 
 // ajv-formats is CommonJS: its default export is the function under Node's ESM interop
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -19,6 +19,7 @@ export type OpenApi = {
 };
 export type Parameter = { name: string; in: string; schema: Record<string, unknown>; required?: boolean; description?: string };
 export type Operation = {
+  operationId: string;
   parameters?: Parameter[];
   requestBody?: { content: Record<string, Media> };
   responses: Record<string, Response | { $ref: string }>;
@@ -68,7 +69,8 @@ export class Documented {
     this.ajv.addFormat('instant', { type: 'string', validate: isInstant });
     this.ajv.addFormat('webhook-url', { type: 'string', validate: isWebhookUrl });
     this.ajv.addSchema(doc, DOC_ID);
-    for (const template of Object.keys(doc.paths)) {
+    // a path without parameters first: /docs/interactive is its own, not a /docs/{asset} (as the router matches)
+    for (const template of Object.keys(doc.paths).sort((a, b) => Number(a.includes('{')) - Number(b.includes('{')))) {
       this.templates.push({ template, pattern: new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i') });
     }
   }
@@ -182,13 +184,40 @@ export class Documented {
   }
 }
 
-/** A Client whose every answer is checked against the document; the mismatches are kept. */
+/**
+ * The public document and the admin API's (null when the instance serves no admin API): a
+ * path is held to the one that documents it; a path neither documents, to the public one's
+ * 404 of a path no route serves (the admin document names it there).
+ */
+export class Documents {
+  constructor(readonly publicDoc: Documented, readonly adminDoc: Documented | null) {}
+
+  of(path: string): Documented {
+    return this.adminDoc !== null && this.adminDoc.templateOf(path) !== null ? this.adminDoc : this.publicDoc;
+  }
+
+  mismatch(method: string, path: string, res: Answer, expect: HeaderExpectation = {}): string | null {
+    return this.of(path).mismatch(method, path, res, expect);
+  }
+
+  /** "post /path 200" of every answer checked, in either document */
+  get seen(): Set<string> {
+    return new Set([...this.publicDoc.seen, ...(this.adminDoc?.seen ?? [])]);
+  }
+
+  /** the paths of both documents (none is in both: test/system/openapi.test.ts) */
+  get paths(): Record<string, Record<string, Operation>> {
+    return { ...this.publicDoc.doc.paths, ...this.adminDoc?.doc.paths };
+  }
+}
+
+/** A Client whose every answer is checked against the document of its path; the mismatches are kept. */
 export interface CheckedClient extends Client {
   /** one request, its answer checked with what the test expects of its conditional headers */
   expecting(expect: HeaderExpectation): Client;
 }
 
-export function checkedClient(inner: Client, documented: Documented, mismatches: string[]): CheckedClient {
+export function checkedClient(inner: Client, documented: Documents, mismatches: string[]): CheckedClient {
   const checked = (expect: HeaderExpectation): Client => ({
     async request(method, path, body, headers) {
       const res = await inner.request(method, path, body, headers);

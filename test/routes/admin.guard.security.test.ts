@@ -15,7 +15,7 @@ const ADMINS = [
 
 const request = (authorization: string, clientAddress = '203.0.113.1'): Request => ({
   method: 'get', path: '/admin/v1/audit', params: [], query: '', authorization, clientAddress, clientAddressNow: undefined,
-  idempotencyKey: '', accept: '', body: null, aborted: false,
+  idempotencyKey: '', accept: '', acceptEncoding: '', ifNoneMatch: '', body: null, aborted: false,
 });
 
 t.test('each token runs the handler as its admin, with the client address', async (t) => {

@@ -41,8 +41,18 @@ t.test('no Accept (curl, most API clients): JSON with the links', async (t) => {
     version,
     links: {
       docs: '/docs', openapi: '/openapi.json', dashboard: '/dashboard', health: '/healthz', ready: '/readyz', jwks: '/.well-known/jwks.json',
+      adminDocs: '/admin/docs', adminOpenapi: '/admin/openapi.json',
     },
-  }, 'the name the document gives the service, the version of package.json, and where things are');
+  }, 'the name the document gives the service, the version of package.json, and where things are (the admin API\'s documentation too: it is served)');
+});
+
+t.test('without an admin token: no link to the admin API\'s documentation, which is not served', async (t) => {
+  const plain = await startHarness(t, 'root-noadmin', { ADMIN_TOKEN: '' });
+  const json = (await plain.request('GET', '/')).body as Index;
+  t.same(Object.keys(json.links).filter((name) => name.startsWith('admin')), [], 'no admin link in the JSON');
+  const page = (await plain.request('GET', '/', undefined, { accept: BROWSER })).text;
+  t.same(hrefs(page).filter((href) => href.startsWith('/admin/')), [], 'nor on the page');
+  t.equal((await plain.request('GET', '/admin/docs')).status, 404, '/admin/docs: 404');
 });
 
 t.test('Accept decides between JSON and the page', async (t) => {
@@ -105,7 +115,7 @@ t.test('every link answers 200 here, and so does the page\'s icon', async (t) =>
   const icon = /<link rel="icon" href="([^"]*)"/.exec(page)?.[1];
   t.equal(icon, '/dashboard/icon.svg');
   for (const link of [...Object.values(json.links), icon as string]) {
-    const res = await h.request('GET', link, undefined, { accept: link === '/docs' || link === '/dashboard' ? BROWSER : 'application/json' });
+    const res = await h.request('GET', link, undefined, { accept: ['/docs', '/admin/docs', '/dashboard'].includes(link) ? BROWSER : 'application/json' });
     t.equal(res.status, 200, `GET ${link}: 200`);
   }
 });

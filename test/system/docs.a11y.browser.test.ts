@@ -2,17 +2,18 @@ import { existsSync } from 'node:fs';
 import axe from 'axe-core';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import t from 'tap';
-import { DOCS_CSP } from '../../src/openapi/viewer.js';
+import { DOCS_CSP, REFERENCE_CSP } from '../../src/openapi/viewer.js';
 import { startHarness } from '../helpers/harness.js';
 
-// /docs for everyone: headless Chromium (Debian's, driven by playwright-core as in
-// openapi.browser.test.ts) opens the page as a user would, and axe-core checks it against
-// WCAG 2.0, 2.1 and 2.2 A and AA, in each state a reader reaches: the page as it opens, an
-// operation expanded (its examples), its schemas, "Try it out", the Authorize dialog. No
-// violation of impact serious or critical is allowed. axe is injected into a page loaded
-// with the Content-Security-Policy bypassed (the policy would rightly refuse the checker's
-// script); a second load, under the policy, goes through the same states and must report
-// no violation of it, and every operation of the document must be rendered.
+// The documentation for everyone: headless Chromium (Debian's, driven by playwright-core as
+// in openapi.browser.test.ts) opens the pages as a user would, and axe-core checks them
+// against WCAG 2.0, 2.1 and 2.2 A and AA: the reference pages (/docs, /admin/docs) as they
+// open, and Swagger UI (/docs/interactive) in each state a reader reaches: the page as it
+// opens, an operation expanded (its examples), its schemas, "Try it out", the Authorize
+// dialog. No violation of impact serious or critical is allowed. axe is injected into a
+// page loaded with the Content-Security-Policy bypassed (the policy would rightly refuse the
+// checker's script); a second load, under the policy, must report no violation of it, and
+// on Swagger UI go through the same states and render every operation of the document.
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
@@ -91,11 +92,34 @@ async function browserTests(): Promise<void> {
   const spec = (await h.request('GET', '/openapi.json')).body as { paths: Record<string, Record<string, Operation>> };
   const operations = Object.values(spec.paths).flatMap((item) => Object.values(item));
 
-  t.test('axe: no serious or critical violation in any state', async (t) => {
+  t.test('the reference pages: no serious or critical axe violation; under their policy, none of it', async (t) => {
+    for (const path of ['/docs', '/admin/docs']) {
+      const checked = await browser.newContext({ bypassCSP: true });
+      const page = await checked.newPage();
+      t.equal((await page.goto(`${h.url}${path}`, { timeout: 30_000 }))?.status(), 200, `${path}: 200`);
+      await page.addScriptTag({ content: axe.source });
+      const results = await noSeriousViolation(t, page, path);
+      for (const rule of ['color-contrast', 'link-name', 'list', 'bypass', 'document-title', 'html-has-lang']) t.ok(passed(results).includes(rule), `${path}: ${rule} checked and met`);
+      await checked.close();
+      const plain = await browser.newContext();
+      const under = await plain.newPage();
+      const violations: string[] = [];
+      under.on('console', (msg) => {
+        if (msg.type() === 'error') violations.push(msg.text());
+      });
+      const res = await under.goto(`${h.url}${path}`, { timeout: 30_000 });
+      t.equal(res?.headers()['content-security-policy'], REFERENCE_CSP, `${path} carries its policy`);
+      t.equal(await under.evaluate(() => getComputedStyle(document.body).fontFamily.includes('system-ui')), true, `${path}: its style sheet loads under it`);
+      t.same(violations, [], `${path}: nothing refused`);
+      await plain.close();
+    }
+  });
+
+  t.test('Swagger UI, axe: no serious or critical violation in any state', async (t) => {
     const context = await browser.newContext({ bypassCSP: true }); // for axe's script only; the policy is checked below
     t.teardown(() => context.close());
     const page = await context.newPage();
-    t.equal((await page.goto(`${h.url}/docs`, { timeout: 30_000 }))?.status(), 200, '/docs: 200');
+    t.equal((await page.goto(`${h.url}/docs/interactive`, { timeout: 30_000 }))?.status(), 200, '/docs/interactive: 200');
     const seen = new Map<string, axe.AxeResults>();
     for (const [state, reach] of STATES) {
       await reach(page);
@@ -109,7 +133,7 @@ async function browserTests(): Promise<void> {
     t.ok(passed(seen.get('"Try it out" on it') as axe.AxeResults).includes('label'), '"Try it out": label checked and met');
   });
 
-  t.test('under its own Content-Security-Policy: every operation rendered, the same states, no violation', async (t) => {
+  t.test('Swagger UI under its own Content-Security-Policy: every operation rendered, the same states, no violation', async (t) => {
     const context = await browser.newContext();
     t.teardown(() => context.close());
     const page = await context.newPage();
@@ -123,7 +147,7 @@ async function browserTests(): Promise<void> {
     page.on('console', (msg) => {
       if (msg.type() === 'error') errors.push(msg.text());
     });
-    const res = await page.goto(`${h.url}/docs`, { timeout: 30_000 });
+    const res = await page.goto(`${h.url}/docs/interactive`, { timeout: 30_000 });
     t.equal(res?.headers()['content-security-policy'], DOCS_CSP, 'the page carries its policy');
     t.notMatch(DOCS_CSP, /unsafe-|blob:|https?:|\*/, 'no unsafe-inline or unsafe-eval, no blob:, no other host');
     for (const [, reach] of STATES) await reach(page);

@@ -6,11 +6,14 @@ import { getTokenPair } from '../helpers/tokens.js';
 import { pollUntil } from '../helpers/wait.js';
 
 // The admin API, the operations routes, the documentation and the dashboard against the
-// document, on the service as `npm start` runs it with default settings: every row of each
-// route's error table, each answer's status, body and headers checked against
-// /openapi.json. 405, 413, 503: openapi.contract.http and openapi.contract.unavailable.
+// documents, on the service as `npm start` runs it with default settings: every row of each
+// route's error table, each answer's status, body and headers checked against the document
+// of its path: /admin/openapi.json for the admin API and its documentation, /openapi.json
+// for the rest. 405, 413, 503: openapi.contract.http and openapi.contract.unavailable.
 
 const k = await startContract(t, 'oa-admin');
+t.ok(k.adminDoc?.paths['/admin/v1/licenses']?.post, 'the admin API is read from /admin/openapi.json');
+t.notOk(Object.keys(k.documented.publicDoc.doc.paths).some((p) => p.startsWith('/admin/')), 'and from there alone');
 const past = () => new Date(Date.now() - 2 * 86_400_000).toISOString();
 const NO_RATE_LIMIT = { rateLimit: false };
 
@@ -85,8 +88,14 @@ t.test('the audit log', async (t) => {
 });
 
 t.test('operations, documentation, dashboard', async (t) => {
-  for (const path of ['/', '/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/docs', '/docs/init.js', '/dashboard', '/dashboard/dashboard.css']) {
+  for (const path of ['/', '/healthz', '/readyz', '/metrics', '/.well-known/jwks.json', '/dashboard', '/dashboard/dashboard.css']) {
     await k.expect(t, 200, path, (c) => c.request('GET', path), NO_RATE_LIMIT);
+  }
+  // the documentation, from memory: 200 with its ETag, then 304 without a body for that ETag
+  for (const path of ['/openapi.json', '/docs', '/docs/interactive', '/docs/init.js', '/admin/openapi.json', '/admin/docs', '/admin/docs/interactive']) {
+    const first = await k.expect(t, 200, path, (c) => c.request('GET', path), NO_RATE_LIMIT);
+    const again = await k.expect(t, 304, `${path} with its ETag`, (c) => c.request('GET', path, undefined, { 'if-none-match': first.headers.get('etag') ?? '' }), NO_RATE_LIMIT);
+    t.equal(again.text, '', 'no body');
   }
   await k.expect(t, 200, '/ as a page, for a browser', (c) => c.request('GET', '/', undefined, { accept: 'text/html' }), NO_RATE_LIMIT);
   await k.expect(t, 404, 'no such file under /docs', k.c.request('GET', '/docs/nothing.js'));

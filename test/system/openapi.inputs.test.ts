@@ -10,14 +10,14 @@ import { bearer } from '../helpers/jwt.js';
 import { Documented, type OpenApi, type Parameter } from '../helpers/openapi.js';
 import { getTokenPair } from '../helpers/tokens.js';
 
-// Every parameter and body field of /openapi.json admits exactly what the service accepts
-// (property-based, fast-check, fixed seed): values its documented schema admits (ajv with
-// the service's formats) are not refused for that field, values it rejects are, with the
-// endpoint's refusal (400 naming the field; 400 INVALID_LICENSE_KEY for a key in the path;
-// 404 for an admin key or a file name, which the document says). Values come from the
-// schema itself (its pattern, its bounds, its literals) and around it (one character off,
-// one too long, control characters, lone surrogates, other types), so both sides of every
-// limit are tried. Limits off, so that only the field decides.
+// Every parameter and body field of /openapi.json and /admin/openapi.json admits exactly
+// what the service accepts (property-based, fast-check, fixed seed): values its documented
+// schema admits (ajv with the service's formats) are not refused for that field, values it
+// rejects are, with the endpoint's refusal (400 naming the field; 400 INVALID_LICENSE_KEY
+// for a key in the path; 404 for an admin key or a file name, which the document says).
+// Values come from the schema itself (its pattern, its bounds, its literals) and around it
+// (one character off, one too long, control characters, lone surrogates, other types), so
+// both sides of every limit are tried. Limits off, so that only the field decides.
 //
 // Three fields are checked by the rule their description states besides the schema: a
 // domain must name a host, a cursor must be one the list handed out (opaque: a schema
@@ -28,6 +28,7 @@ import { getTokenPair } from '../helpers/tokens.js';
 const h = await startHarness(t, 'oa-inputs', { ...NO_RATE_LIMITS, RATE_GET_TOKEN_FAILURES_PER_MIN: '0' });
 const c = freshConnectionClient(h.url);
 const doc = (await c.request('GET', '/openapi.json')).body as OpenApi;
+const adminDoc = (await c.request('GET', '/admin/openapi.json')).body as OpenApi;
 const documented = new Documented(doc);
 const SEED = 20251125;
 
@@ -275,7 +276,7 @@ interface BodySchema { properties?: Record<string, Schema>; anyOf?: BodySchema[]
 
 function fields(): Map<string, Schema> {
   const out = new Map<string, Schema>();
-  for (const [path, item] of Object.entries(doc.paths)) {
+  for (const [path, item] of Object.entries({ ...doc.paths, ...adminDoc.paths })) {
     for (const [method, op] of Object.entries(item)) {
       for (const p of (op.parameters ?? []) as Parameter[]) {
         if (Object.keys(p.schema).some((k) => k !== 'type' && k !== 'description')) out.set(`${method} ${path} ${p.in}.${p.name}`, p.schema);

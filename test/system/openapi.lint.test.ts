@@ -8,11 +8,11 @@ import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { startContract } from '../helpers/contract.js';
 
-// Redocly CLI's lint (redocly.yaml: the recommended rules, strict) of the document a
-// started service serves, failing on any error or warning; and `npm run openapi`, which
-// builds the document without starting the service, builds that very document (and lints
-// clean for the configurations that change it: no ADMIN_TOKEN, CORS_ORIGINS, METRICS_TOKEN,
-// a limit off).
+// Redocly CLI's lint (redocly.yaml: the recommended rules, strict) of the documents a
+// started service serves (/openapi.json, /admin/openapi.json), failing on any error or
+// warning; and `npm run openapi [-- --admin]`, which builds a document without starting the
+// service, builds those very documents (and lints clean for the configurations that change
+// them: no ADMIN_TOKEN, CORS_ORIGINS, METRICS_TOKEN, a limit off).
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -47,16 +47,27 @@ const timeless = (json: string) => json.replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\
 
 const k = await startContract(t, 'oa-lint');
 const served = (await k.c.request('GET', '/openapi.json')).text;
+const servedAdmin = (await k.c.request('GET', '/admin/openapi.json')).text;
 
-t.test('the document the service serves lints clean', async (t) => {
-  clean(t, 'served', await lint('served', served));
+/** `npm run openapi -- args` in this environment (with `env` over it). */
+const generate = (args: string[], env: Record<string, string> = {}) => run(process.execPath, [offline, ...args], {
+  env: { PATH: process.env.PATH ?? '', DEV_ENV_FILE: '', ...k.env, ...env }, maxBuffer: 16 << 20,
 });
 
-t.test('npm run openapi builds the document the service serves, without starting it', async (t) => {
-  const { stdout } = await run(process.execPath, [offline], { env: { PATH: process.env.PATH ?? '', ...k.env }, maxBuffer: 16 << 20 });
-  t.equal(timeless(stdout.trim()), timeless(served), 'the same document');
-  const keyless = await run(process.execPath, [offline], { env: { PATH: process.env.PATH ?? '', ...k.env, SIGNING_KEYS: '' }, maxBuffer: 16 << 20 });
-  t.equal(timeless(keyless.stdout.trim()), timeless(served), 'without signing keys too: it documents their 503s either way');
+t.test('the documents the service serves lint clean', async (t) => {
+  clean(t, 'served', await lint('served', served));
+  clean(t, 'served admin', await lint('served-admin', servedAdmin));
+});
+
+t.test('npm run openapi builds the documents the service serves, without starting it', async (t) => {
+  t.equal(timeless((await generate([])).stdout.trim()), timeless(served), 'the same document');
+  t.equal(timeless((await generate([], { SIGNING_KEYS: '' })).stdout.trim()), timeless(served), 'without signing keys too: it documents their 503s either way');
+  t.equal(timeless((await generate(['--admin'])).stdout.trim()), timeless(servedAdmin), '--admin: the admin document');
+  t.equal(timeless((await generate(['--admin'], { ADMIN_TOKEN: '' })).stdout.trim()), timeless(servedAdmin),
+    '--admin without an admin token set: the document of an instance that has one');
+  const usage = await generate(['--nothing']).catch((err: { code?: number; stderr?: string }) => err);
+  t.equal((usage as { code?: number }).code, 1, 'an unknown flag is refused');
+  t.match((usage as { stderr?: string }).stderr, /usage: npm run openapi -- \[--admin\] \[file\]/);
 });
 
 t.test('other configurations lint clean too', async (t) => {
@@ -66,8 +77,8 @@ t.test('other configurations lint clean too', async (t) => {
     'validate off, METRICS=0': { RATE_VALIDATE_PER_MIN: '0', METRICS: '0' },
   };
   for (const [name, env] of Object.entries(variants)) {
-    const { stdout } = await run(process.execPath, [offline], { env: { PATH: process.env.PATH ?? '', ...k.env, ...env }, maxBuffer: 16 << 20 });
-    clean(t, name, await lint(name.replace(/\W+/g, '-'), stdout));
+    clean(t, name, await lint(name.replace(/\W+/g, '-'), (await generate([], env)).stdout));
+    clean(t, `${name}, admin`, await lint(`${name.replace(/\W+/g, '-')}-admin`, (await generate(['--admin'], env)).stdout));
   }
 });
 

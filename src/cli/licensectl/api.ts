@@ -1,4 +1,4 @@
-// The admin API (documented in /openapi.json) as licensectl calls it: one request, its data, or
+// The admin API (documented in /admin/openapi.json) as licensectl calls it: one request, its data, or
 // an ApiError carrying the API's code and message.
 
 /** A refusal of the API ({success:false, error:{code, message}}), or no answer at all (status 0). */

@@ -23,7 +23,7 @@ export function keyValues(pairs: readonly (readonly [string, unknown])[]): strin
   return pairs.map(([k, v]) => `${k.padEnd(width)}  ${cell(v)}`).join('\n') + '\n';
 }
 
-/** A License (the schema of /openapi.json) as the admin API answers it. */
+/** A License (the schema of /admin/openapi.json) as the admin API answers it. */
 export interface License {
   licenseKey: string;
   firmaId: string;

@@ -1,14 +1,15 @@
 /* global window, SwaggerUIBundle */
 'use strict';
-// Starts Swagger UI on /openapi.json (a file, not an inline script: the page's
-// Content-Security-Policy forbids inline scripts), with a plugin that fixes what axe-core
-// reports of Swagger UI's own markup, through its component API (wrapComponents: our
-// wrapper renders Swagger UI's component with other props or beside other elements)
-// rather than by editing the DOM after a render, which the next render would undo.
-// Colours are in a11y.css.
+// Starts Swagger UI on ../openapi.json, the document beside the page's docs/ (/openapi.json
+// for /docs/interactive, /admin/openapi.json for /admin/docs/interactive), from a file, not
+// an inline script: the page's Content-Security-Policy forbids inline scripts. With a
+// plugin that fixes what axe-core reports of Swagger UI's own markup, through its component
+// API (wrapComponents: our wrapper renders Swagger UI's component with other props or beside
+// other elements) rather than by editing the DOM after a render, which the next render would
+// undo. Colours are in a11y.css.
 window.addEventListener('load', function () {
   window.ui = SwaggerUIBundle({
-    url: 'openapi.json',
+    url: '../openapi.json',
     dom_id: '#swagger-ui',
     deepLinking: true,
     validatorUrl: null,

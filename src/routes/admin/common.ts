@@ -10,7 +10,7 @@ import { coded, quotaPercentage } from '../replies.js';
 import { bearer } from '../schemas.js';
 import { refusal, shown } from './refusals.js';
 
-// What the admin routes (in /openapi.json) share: the token check, the answers, the view of a license.
+// What the admin routes (in /admin/openapi.json) share: the token check, the answers, the view of a license.
 
 //                        status  code                       message
 export const adminReplies = {
@@ -118,7 +118,7 @@ export function licenseReply(license: LicenseView, status = 200, extra: { warnin
   return reply(status, { success: true, data: licenseData(license), ...replayed, ...warnings });
 }
 
-/** The License object of /openapi.json (never the password or its hash). */
+/** The License object of /admin/openapi.json (never the password or its hash). */
 export function licenseData(license: LicenseView): Record<string, unknown> {
   const { totalQuota, usedQuota } = license;
   return {

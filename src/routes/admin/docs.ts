@@ -7,7 +7,7 @@ import { License, LicenseAnswer } from '../../openapi/schemas.js';
 import { LicenseKey } from '../schemas.js';
 import { adminReplies, licenseReply } from './common.js';
 
-// What the admin routes' docs (/openapi.json) share: the example license, as licenseReply
+// What the admin routes' docs (/admin/openapi.json) share: the example license, as licenseReply
 // renders it, the key parameter and the 401 every admin route answers.
 
 const exampleView: LicenseView = {

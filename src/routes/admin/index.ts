@@ -11,7 +11,7 @@ import { licenseLedgerRoute } from './v1_licenses_ledger.js';
 import { licenseTokensRoute } from './v1_licenses_tokens.js';
 import { patchLicenseRoute } from './v1_licenses_patch.js';
 
-/** The admin API (in /openapi.json), every route behind the admin tokens (ADMIN_TOKENS or ADMIN_TOKEN). */
+/** The admin API (in /admin/openapi.json), every route behind the admin tokens (ADMIN_TOKENS or ADMIN_TOKEN); registered only when one is set. */
 export function adminRoutes(ctx: RouteContext, admins: readonly AdminToken[]): Route[] {
   const guard = adminGuard(admins);
   return [
