@@ -75,6 +75,11 @@ export function frontSite(places: SitePlaces): string {
   site = replaceOnce(site, 'listen 443 ssl http2;', `listen 127.0.0.1:${tlsPort} ssl http2;` +
     (plainApiPort === null ? '' : `\n    listen 127.0.0.1:${plainApiPort};`));
   site = replaceOnce(site, 'listen [::]:443 ssl http2;', '');
+  // the bench's plain port serves the API as HTTPS does: only the real port 80 is sent to HTTPS
+  if (plainApiPort !== null) {
+    site = replaceOnce(site, 'if ($license_to_https) {',
+      `set $license_redirect "$license_to_https:$server_port";\n    if ($license_redirect = "1:${httpPort}") {`);
+  }
   site = replaceOnce(site, 'listen 80 default_server;', `listen 127.0.0.1:${httpPort} default_server;`);
   site = replaceOnce(site, 'listen [::]:80 default_server;', '');
   site = replaceOnce(site, '/var/lib/nginx/license-service-cache ', `${places.cacheDir} `);
