@@ -157,10 +157,14 @@ t.test('past a budget an attempt is held, not refused, up to GET_TOKEN_MAX_DELAY
     ...NO_RATE_LIMITS, TRUST_PROXY: '1', RATE_GET_TOKEN_KEY_FAILURES_PER_MIN: '60', GET_TOKEN_MAX_DELAY_MS: '3000',
   });
   const lic = await h.createLicense();
-  const burst = await Promise.all(Array.from({ length: 66 }, (_, i) => from(h, `198.51.100.${i + 1}`, lic.licenseKey, `guess ${i}`)));
+  // The budget gains one attempt a second while the burst arrives: on a loaded machine, whose
+  // 80 requests take a second or two to arrive, a few more are checked. The burst is large
+  // enough that some are always more than 3 s away.
+  const burst = await Promise.all(Array.from({ length: 80 }, (_, i) => from(h, `198.51.100.${i + 1}`, lic.licenseKey, `guess ${i}`)));
   const counts = statusCounts(burst);
-  t.equal(counts[401], 63, `60 at once and 3 held for their turn, all checked (${JSON.stringify(counts)})`);
-  t.equal(counts[429], 3, 'the ones more than 3 s away refused');
+  t.same(Object.keys(counts).sort(), ['401', '429'], `checked or refused, nothing else (${JSON.stringify(counts)})`);
+  t.ok((counts[401] ?? 0) >= 63 && (counts[401] ?? 0) <= 70, `60 at once and 3 or more held for their turn, all checked (${counts[401]})`);
+  t.ok((counts[429] ?? 0) >= 10, `the ones more than 3 s away refused (${counts[429]})`);
   expectIssued(t, await from(h, '192.0.2.1', lic.licenseKey, lic.password), 'the holder, from an address never seen: late, then served');
 });
 
