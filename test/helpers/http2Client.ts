@@ -1,7 +1,7 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import tls from 'node:tls';
-import type { RawAnswer } from './rawHttp.js';
+import { rawExchange, rawRequest, type RawAnswer } from './rawHttp.js';
 
 // HTTP/2 as browsers speak it to the front (TLS, ALPN h2), from a source address of the
 // test's choosing, the answer in the shape rawExchange gives HTTP/1.x answers: a test may
@@ -50,4 +50,20 @@ export function http2Exchange(port: number, request: Http2Request): Promise<RawA
     stream.on('error', fail);
     stream.end(request.body);
   });
+}
+
+/** The protocols browsers and other clients speak to the front: its tests ask the same of both. */
+export const PROTOCOLS = ['HTTP/1.1', 'HTTP/2'] as const;
+export type Protocol = (typeof PROTOCOLS)[number];
+/** Source addresses of the front's tests: 127.0.0.1 plays a client from outside; the others are named internal or admin in the test's geo lines. */
+export const ADDRESSES = { outside: '127.0.0.1', internal: '127.0.0.2', adminNetwork: '127.0.0.6' } as const;
+
+/** One request to the front's HTTPS port over `protocol`, answered in one shape whichever it is. */
+export async function viaFront(tlsPort: number, protocol: Protocol, request: Http2Request): Promise<RawAnswer> {
+  if (protocol === 'HTTP/2') return http2Exchange(tlsPort, request);
+  const method = request.method ?? 'GET';
+  const got = await rawExchange(tlsPort, rawRequest(method, request.path, request.body, request.headers), { tls: true, localAddress: request.from, answers: 1 });
+  const answer = got.answers[0];
+  if (answer === undefined) throw new Error(`no answer through the front to ${method} ${request.path}`);
+  return answer;
 }

@@ -1,11 +1,11 @@
 import t from 'tap';
 import { HSTS } from '../../src/http/server.js';
 import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
-import { http2Exchange } from '../helpers/http2Client.js';
+import { ADDRESSES, http2Exchange, PROTOCOLS, viaFront, type Protocol } from '../helpers/http2Client.js';
 import { parseMetrics } from '../helpers/metrics.js';
 import { startNginxFront } from '../helpers/nginxFront.js';
 import { freeLoopbackPort } from '../helpers/processes.js';
-import { rawExchange, rawRequest, type RawAnswer } from '../helpers/rawHttp.js';
+import { rawExchange, type RawAnswer } from '../helpers/rawHttp.js';
 
 // Who reaches what through the production front of deploy/nginx, over HTTP/1.1 and HTTP/2
 // alike: the admin API and /metrics only from the addresses its geo block names, health
@@ -13,11 +13,8 @@ import { rawExchange, rawRequest, type RawAnswer } from '../helpers/rawHttp.js';
 // makes itself in the endpoint's JSON.
 
 const NOT_FOUND = { success: false, error: { code: 'NOT_FOUND', message: 'Kaynak bulunamadı' } };
-const OUTSIDE = '127.0.0.1';
-const INTERNAL = '127.0.0.2';
-const ADMIN_NETWORK = '127.0.0.6';
-const protocols = ['HTTP/1.1', 'HTTP/2'] as const;
-type Protocol = (typeof protocols)[number];
+const { outside: OUTSIDE, internal: INTERNAL, adminNetwork: ADMIN_NETWORK } = ADDRESSES;
+const protocols = PROTOCOLS;
 
 t.test('access through the nginx front', async (t) => {
   const h = await startHarness(t, 'nginx-access', { TRUST_PROXY: '1' });
@@ -25,13 +22,8 @@ t.test('access through the nginx front', async (t) => {
   const front = await startNginxFront(t, h.service.port, { geo: `${INTERNAL}/32 internal; ${ADMIN_NETWORK}/32 admin;` });
 
   /** One request through the HTTPS port, over the given protocol, from `from`. */
-  async function via(protocol: Protocol, from: string, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<RawAnswer> {
-    if (protocol === 'HTTP/2') return http2Exchange(front.tlsPort, { method, path, headers, body, from });
-    const got = await rawExchange(front.tlsPort, rawRequest(method, path, body, headers), { tls: true, localAddress: from, answers: 1 });
-    const answer = got.answers[0];
-    if (answer === undefined) throw new Error(`no answer through the front to ${method} ${path}`);
-    return answer;
-  }
+  const via = (protocol: Protocol, from: string, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<RawAnswer> =>
+    viaFront(front.tlsPort, protocol, { method, path, headers, body, from });
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
   t.test('the admin API and its document: 404 from outside, however the path is spelled', async (t) => {

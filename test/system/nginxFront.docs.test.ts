@@ -1,8 +1,8 @@
 import t from 'tap';
 import { startHarness } from '../helpers/harness.js';
-import { http2Exchange } from '../helpers/http2Client.js';
+import { ADDRESSES, http2Exchange, PROTOCOLS, viaFront, type Protocol } from '../helpers/http2Client.js';
 import { startNginxFront } from '../helpers/nginxFront.js';
-import { rawExchange, rawRequest, type RawAnswer } from '../helpers/rawHttp.js';
+import type { RawAnswer } from '../helpers/rawHttp.js';
 
 // The documentation through the production front of deploy/nginx, over HTTP/1.1 and HTTP/2:
 // /docs, Swagger UI and their files for everyone; the admin API's document and pages only
@@ -10,22 +10,15 @@ import { rawExchange, rawRequest, type RawAnswer } from '../helpers/rawHttp.js';
 // everyone gets; and the service's compression and validators reaching the browser as sent
 // (Content-Encoding, Vary, ETag, a 304 without a body), the front adding nothing of its own.
 
-const OUTSIDE = '127.0.0.1';
-const INTERNAL = '127.0.0.2';
-const protocols = ['HTTP/1.1', 'HTTP/2'] as const;
-type Protocol = (typeof protocols)[number];
+const { outside: OUTSIDE, internal: INTERNAL } = ADDRESSES;
+const protocols = PROTOCOLS;
 
 t.test('the documentation through the nginx front', async (t) => {
   const h = await startHarness(t, 'nginx-docs', { TRUST_PROXY: '1' });
   const front = await startNginxFront(t, h.service.port, { geo: `${INTERNAL}/32 internal;` });
 
-  async function via(protocol: Protocol, from: string, path: string, headers: Record<string, string> = {}): Promise<RawAnswer> {
-    if (protocol === 'HTTP/2') return http2Exchange(front.tlsPort, { path, headers, from });
-    const got = await rawExchange(front.tlsPort, rawRequest('GET', path, undefined, headers), { tls: true, localAddress: from, answers: 1 });
-    const answer = got.answers[0];
-    if (answer === undefined) throw new Error(`no answer through the front to ${path}`);
-    return answer;
-  }
+  const via = (protocol: Protocol, from: string, path: string, headers: Record<string, string> = {}): Promise<RawAnswer> =>
+    viaFront(front.tlsPort, protocol, { path, headers, from });
 
   /** The files a page links, as paths from the page. */
   const filesOf = (page: string, html: string): string[] => [...html.matchAll(/(?:href|src)="([^"#]+\.(?:css|js|png))"/g)]
