@@ -50,7 +50,7 @@ const doc: RouteDoc = {
     'names one of them. The first key signs; the others are published so that what they signed still verifies. Fetch once ' +
     'and cache; fetch again on a kid not in the set. An instance without signing keys (SIGNING_KEYS_FILE or SIGNING_KEYS) ' +
     'publishes no key, {"keys":[]}, with Cache-Control no-cache (its license validation and sign answer 503). ' +
-    'Past 20 requests a second per process, each is held about a second before it is answered, so a flood slows itself down.',
+    `Past ${JWKS_PER_SECOND} requests a second per process, each is held about a second before it is answered, so a flood slows itself down.`,
   tags: ['public'],
   auth: 'none',
   neverUnavailable: true,

@@ -228,3 +228,11 @@ export function checkedClient(inner: Client, documented: Documents, mismatches: 
   });
   return { ...checked({}), expecting: checked };
 }
+
+/** Hop-by-hop headers (RFC 9110 7.6.1) that a document's responses name: HTTP/2 forbids them, so none may be promised. */
+export function hopByHopHeaders(doc: { paths: Record<string, Record<string, unknown>> }): string[] {
+  const hopByHop = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'proxy-connection']);
+  return Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).flatMap(([method, op]) =>
+    Object.entries((op as { responses?: Record<string, { headers?: Record<string, unknown> }> }).responses ?? {})
+      .flatMap(([status, response]) => Object.keys(response.headers ?? {}).filter((n) => hopByHop.has(n.toLowerCase())).map((n) => `${method} ${path} ${status}: ${n}`))));
+}
