@@ -3,7 +3,7 @@ import type { Test } from 'tap';
 import { claimsOf } from '../helpers/jwt.js';
 import { sleep } from '../helpers/wait.js';
 import { AofSizes, incrAof, truncateTo } from '../helpers/faults/aof.js';
-import { checkLossBooks, licenseState } from '../helpers/faults/books.js';
+import { checkLossBooks, licenseStateInUse } from '../helpers/faults/books.js';
 import { Load } from '../helpers/faults/load.js';
 import { untilServing } from '../helpers/faults/probe.js';
 import { CountWatch } from '../helpers/faults/redis.js';
@@ -14,13 +14,16 @@ import { TokenSource } from '../helpers/tokens.js';
 // Fault 7: Redis with AOF (appendfsync everysec, as docs/redis.md asks of production)
 // SIGKILLed under load and started again from its AOF. No token may answer 200 twice:
 // neither those redeemed just before the kill, replayed afterwards, nor the retries of
-// tokens whose answer the kill took away. What is lost is at most what about a second of
-// load produced (figure measured and printed); the books as after a loss (redis.lost):
+// tokens whose answer the kill took away. What is lost is at most what 2 s of load
+// produced (figure measured and printed); the books as after a loss (redis.lost):
 // 'used' rows = used_quota = Redis 'u', and Redis never counts less than Postgres.
 //
 // A SIGKILL loses nothing that Redis wrote to the AOF: the kernel still has it, fsynced or
-// not. A power failure loses what was written since the last fsync, up to about a second;
-// the second test plays that by cutting the AOF back to its size one second before the kill.
+// not. But while the last second's fsync is still running (a busy disk), Redis answers
+// without writing for up to 2 s more (INFO persistence aof_delayed_fsync counts the times it
+// gave up waiting), so a SIGKILL then loses up to about 2 s. A power failure loses what was
+// written since the last fsync, the same up to 2 s; the second test plays it by cutting the
+// AOF back to its size one second before the kill.
 //
 // The tokens replayed after the restart are those of a license kept out of the load:
 // redeemed long before the kill ("early"), in the last 100 ms before it ("late"), never
@@ -97,20 +100,21 @@ async function aofScenario(t: Test, label: string, lastSecondLost: boolean): Pro
 
   const lost = await checkLossBooks(t, stack, load, null);
   await watch.stop();
-  t.same(watch.below.slice(0, 5), [], `no Redis license count ever fell below Postgres's used_quota after the restart (below in ${watch.below.length} license samples of ${watch.samples} rounds)`);
-  const replay = await licenseState(stack, replayLicense.firmaId);
+  t.same(watch.lasting().slice(0, 5), [], `no Redis license count stayed below Postgres's used_quota after the restart (below in ${watch.below.length} license samples of ${watch.samples} rounds, each resolved by the next)`);
+  const replay = await licenseStateInUse(stack, replayLicense);
   t.equal(replay.pgUsed, replay.usedRows, 'replay license: used_quota = \'used\' rows', { ...replay });
   t.equal(replay.redisU, replay.usedRows, 'replay license: Redis \'u\' = \'used\' rows', { ...replay });
+  if (replay.checkQuotaUsed !== null) t.equal(replay.checkQuotaUsed, replay.usedRows, 'replay license: check-quota rebuilt the copy the worker dropped, and shows the \'used\' rows');
   const replayLost = 2 * PER_SET + 2 - replay.usedRows;
   const lostTotal = lost.size + Math.max(0, replayLost);
-  t.ok(lostTotal <= perSecond, `redemptions lost (${lostTotal}) <= what a second of load produced (${perSecond})`);
+  t.ok(lostTotal <= 2 * perSecond, `redemptions lost (${lostTotal}) <= what 2 s of load produced (${2 * perSecond}): everysec's bound on a busy disk`);
   t.comment(`AOF everysec, SIGKILL${lastSecondLost ? ' and the last second of the AOF lost' : ''}: ${lostTotal} redemptions answered 200 ` +
     `are not in Postgres (${lost.size} of the load's ${okBeforeLoss} before the kill, ${Math.max(0, replayLost)} of the test's); ` +
     `load ${perSecond}/s; retries of unanswered validates: ${JSON.stringify(retries)}; replayed 200 again: ${replayed.ok.length}`);
 }
 
-t.test('AOF everysec, Redis SIGKILLed under load and restarted from it: no double spend, loss <= 1 s', { timeout: 60_000 },
+t.test('AOF everysec, Redis SIGKILLed under load and restarted from it: no double spend, loss <= 2 s', { timeout: 60_000 },
   (t) => aofScenario(t, 'fault-redis-aof', false));
 
-t.test('AOF everysec, the last second of the AOF lost as in a power failure: no double spend, loss <= 1 s', { timeout: 60_000 },
+t.test('AOF everysec, the last second of the AOF lost as in a power failure: no double spend, loss <= 2 s', { timeout: 60_000 },
   (t) => aofScenario(t, 'fault-redis-aof-cut', true));

@@ -1,6 +1,7 @@
 import type { Test } from 'tap';
 import type { Load } from './load.js';
-import type { Stack } from './stack.js';
+import type { FaultLicense, Stack } from './stack.js';
+import { timedCall } from '../http.js';
 import { LicenseField } from '../../../src/redis/scripts.js';
 
 // The books ("the books balance through every failure"): checkBooks compares the client's
@@ -158,6 +159,22 @@ export async function licenseState(stack: Stack, firmaId: string): Promise<Licen
 }
 
 /**
+ * licenseState once the license has been used again: after Redis lost data, the worker's
+ * acknowledgement of a batch it wrote across the loss drops a copy rebuilt before it that
+ * counts less than Postgres then does (lua/ack.lua), and only the next request rebuilds it.
+ * So where no copy is left, a check-quota (as a client would) rebuilds it first; its answer
+ * must show the same count. `checkQuotaUsed`: what check-quota showed, null when no call was needed.
+ */
+export async function licenseStateInUse(stack: Stack, lic: FaultLicense): Promise<LicenseState & { checkQuotaUsed: number | null }> {
+  const state = await licenseState(stack, lic.firmaId);
+  if (state.redisU !== null) return { ...state, checkQuotaUsed: null };
+  const quota = (await timedCall(stack.url(), 'GET', `/api/License/check-quota/${lic.licenseKey}`)).outcome;
+  const body = quota.kind === 'answer' ? quota.body as { data?: { usedQuota?: number } } | null : null;
+  const checkQuotaUsed = body?.data?.usedQuota ?? -1;
+  return { ...(await licenseState(stack, lic.firmaId)), checkQuotaUsed };
+}
+
+/**
  * The books of a fault where Redis kept its data (stopped with persistence, paused):
  * checkBooks once the lost answers were retried, and then exactly: no refused call spent
  * anything. Every 503'd token redeemed on retry (none was found already used), so the
@@ -196,7 +213,7 @@ export async function checkExactBooks(
 
 /**
  * The books after Redis lost data, once the streams are empty: per license 'used' rows =
- * licenses.used_quota = Redis 'u'; no token answered 200 twice; every 'used' row a token
+ * licenses.used_quota = Redis 'u' (of the copy in use: licenseStateInUse); no token answered 200 twice; every 'used' row a token
  * answered 200 or whose answer was lost; and the redemptions answered 200 that Postgres
  * does not have are exactly `expectedLost` when given. Resolves with those.
  */
@@ -206,7 +223,8 @@ export async function checkLossBooks(t: Checks, stack: Stack, load: Load, expect
   const lost = new Set<string>();
   for (const [i, book] of load.books.entries()) {
     const name = `license ${i}`;
-    const state = await licenseState(stack, book.lic.firmaId);
+    const state = await licenseStateInUse(stack, book.lic);
+    if (state.checkQuotaUsed !== null) t.equal(state.checkQuotaUsed, state.usedRows, `${name}: check-quota, which rebuilt the copy the worker dropped, shows the 'used' rows`);
     const rows = await stack.sql<{ token_id: string }[]>`
       select token_id from sign_tokens where firma_id = ${book.lic.firmaId} and status = 'used'`;
     const used = new Set(rows.map((r) => r.token_id));

@@ -90,6 +90,16 @@ export class CountWatch {
     }
   }
 
+  /**
+   * The samples below Postgres that the next one did not resolve. A copy counting less than
+   * the batch the worker held across a loss is dropped by the call acknowledging that batch
+   * (lua/ack.lua), a few ms after Postgres committed it: one sample may fall in between,
+   * never two in a row for one license (a dropped copy is not below).
+   */
+  lasting(windowMs = 250): CountWatch['below'] {
+    return this.below.filter((b, i) => this.below.slice(i + 1).some((c) => c.license === b.license && c.at - b.at <= windowMs));
+  }
+
   async stop(): Promise<void> {
     this.running = false;
     await this.done;
