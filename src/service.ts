@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { RATE_WINDOW_MS, type Config } from './config.js';
-import { connectPostgres, openPostgres, type Sql } from './db/pg.js';
+import { connectPostgres, openPostgres, WORKER_SETTINGS, type Sql } from './db/pg.js';
 import { CorsPolicy } from './http/cors.js';
 import type { Route } from './http/route.js';
 import { createHttpServer } from './http/server.js';
@@ -190,8 +190,11 @@ export async function startWorker(
       await Promise.all([webhooks.stop(timeoutMs), sweep.stop(Math.min(timeoutMs, 500))]);
       await Promise.race([sweepSql.end({ timeout: 0 }).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 200).unref())]);
     },
+    stopped: () => closeAll(batchSql),
   };
-  const worker = new UsageWorker(connection, sql, keys,
+  // batches on a connection of their own, planned once (WORKER_SETTINGS)
+  const batchSql = openPostgres(config.databaseUrl, config.pgSchema, 1, 'license-usage', WORKER_SETTINGS);
+  const worker = new UsageWorker(connection, batchSql, keys,
     { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, companions, metrics, partitions);
   await worker.start();
   return worker;

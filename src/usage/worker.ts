@@ -48,7 +48,10 @@ export interface WorkerOptions {
 /** What runs beside the worker and stops with it (the webhook sender: src/webhooks/worker.ts). */
 export interface Companion {
   start(): void;
+  /** while the worker writes what is queued */
   stop(timeoutMs: number): Promise<void>;
+  /** once it has stopped writing: what it wrote with may be closed */
+  stopped?(): Promise<void>;
 }
 
 /**
@@ -115,6 +118,7 @@ export class UsageWorker {
     ]);
     clearTimeout(timer);
     await this.partitions?.stop();
+    await this.companion?.stopped?.();
     this.redis.disconnect();
   }
 
