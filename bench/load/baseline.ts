@@ -36,6 +36,7 @@ const FIGURES: [string, Figure, (v: number) => string][] = [
   ['Redis µs/req', (s) => s.redisUs, (v) => v.toFixed(1)],
   ['Redis µs/req in script calls', (s) => s.scriptUs, (v) => v.toFixed(1)],
   ['Postgres µs/req', (s) => s.postgresUs, (v) => v.toFixed(1)],
+  ['WAL bytes/req', (s) => s.walBytes, (v) => String(Math.round(v))],
   // what one validate costs the machine's two cores in all, wrk's share included
   ['all CPU µs/req', (s) => s.serverUs + s.redisUs + s.postgresUs + s.wrkUs, (v) => v.toFixed(1)],
 ];

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuMicros, postgresCpu } from './proc.js';
+import { walPosition } from './wal.js';
 import { startPinned, startService, stopGracefully, type Pinned } from './services.js';
 import { runWrk } from './wrk.js';
 
@@ -37,11 +38,14 @@ export interface DeployedSample {
   connections: number;
   rps: number;
   p99: number;
+  p999: number;
   /** CPU per redemption, µs: the server, the worker process (apart), Redis, Postgres (every postgres process) */
   serverUs: number;
   workerUs: number | null;
   redisUs: number;
   postgresUs: number;
+  /** WAL bytes Postgres wrote per redemption */
+  walBytes: number;
   /** wrk's own CPU per request: it shares the load core with Redis */
   wrkUs: number;
   /** events in the streams when the load stopped, and how long the worker then took to write them */
@@ -105,7 +109,7 @@ type Deployment = Awaited<ReturnType<typeof startDeployment>>;
 /** One run of validate (as `run.mode` loads it) against a deployment started for it. */
 async function measureOn(deployment: Deployment, run: DeployedRun): Promise<DeployedSample> {
   const { server, worker } = deployment;
-  const before = { server: cpuMicros(server.pid), worker: worker ? cpuMicros(worker.pid) : 0, redis: cpuMicros(run.redis.pid), pg: postgresCpu() };
+  const before = { server: cpuMicros(server.pid), worker: worker ? cpuMicros(worker.pid) : 0, redis: cpuMicros(run.redis.pid), pg: postgresCpu(), wal: await walPosition() };
   const r = await validate(run, run.tokens, run.seconds);
   const backlog = await run.lag();
   const stopped = Date.now();
@@ -113,11 +117,12 @@ async function measureOn(deployment: Deployment, run: DeployedRun): Promise<Depl
   // CPU up to the end of the drain: every redemption of the run is written by then
   const per = (now: number, then: number) => (now - then) / r.requests;
   return {
-    mode: run.mode, connections: run.connections, rps: r.rps, p99: r.p99,
+    mode: run.mode, connections: run.connections, rps: r.rps, p99: r.p99, p999: r.p999,
     serverUs: per(cpuMicros(server.pid), before.server),
     workerUs: worker ? per(cpuMicros(worker.pid), before.worker) : null,
     redisUs: per(cpuMicros(run.redis.pid), before.redis),
     postgresUs: per(postgresCpu(), before.pg),
+    walBytes: per(await walPosition(), before.wal),
     wrkUs: r.wrkUs,
     backlog, drainMs,
   };

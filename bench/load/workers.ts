@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { readFileSync } from 'node:fs';
 import { cpuMicros, postgresCpu, treeMicros } from './proc.js';
+import { walPosition } from './wal.js';
 import { startPinned, stopGracefully, type Pinned } from './services.js';
 import { median } from './table.js';
 import { runWrk, type WrkResult } from './wrk.js';
@@ -38,6 +39,8 @@ export interface DeploymentSample {
   /** Redis's own time in script calls (INFO commandstats: evalsha, eval, fcall) per redemption, µs: steadier than its process CPU on a busy machine */
   scriptUs: number;
   postgresUs: number;
+  /** WAL bytes Postgres wrote per redemption */
+  walBytes: number;
   wrkUs: number;
   /** requests beyond the tokens minted (refused as used: the figure is then too high) */
   short: number;
@@ -100,13 +103,13 @@ export async function measureDeployments(run: DeploymentsRun, variants: Variant[
         const warm = await validate(run, warmup, WARMUP_SECONDS);
         if (tokens === '') tokens = await run.mint(Math.ceil(3 * warm.rps * run.seconds));
         await run.drained();
-        const before = { server: treeMicros(server.pid), redis: cpuMicros(run.redis.pid), postgres: postgresCpu(), scripts: await scriptMicros(run.redis.port) };
+        const before = { server: treeMicros(server.pid), redis: cpuMicros(run.redis.pid), postgres: postgresCpu(), wal: await walPosition(), scripts: await scriptMicros(run.redis.port) };
         const r = await validate(run, tokens, run.seconds);
         await run.drained(); // the worker's writes belong to the redemptions
         const minted = readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
         const sample: DeploymentSample = {
           label: variant.label, round, rps: r.rps, p50: r.p50, p99: r.p99, serverUs: (treeMicros(server.pid) - before.server) / r.requests,
-          redisUs: (cpuMicros(run.redis.pid) - before.redis) / r.requests, postgresUs: (postgresCpu() - before.postgres) / r.requests,
+          redisUs: (cpuMicros(run.redis.pid) - before.redis) / r.requests, postgresUs: (postgresCpu() - before.postgres) / r.requests, walBytes: (await walPosition() - before.wal) / r.requests,
           scriptUs: (await scriptMicros(run.redis.port) - before.scripts) / r.requests,
           wrkUs: r.wrkUs, short: Math.max(0, r.requests - minted),
           non200: r.statusErrors + r.socketErrors,
