@@ -190,7 +190,10 @@ export async function startWorker(
       await Promise.all([webhooks.stop(timeoutMs), sweep.stop(Math.min(timeoutMs, 500))]);
       await Promise.race([sweepSql.end({ timeout: 0 }).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 200).unref())]);
     },
-    stopped: () => closeAll(batchSql),
+    // at once: a batch still in flight (Postgres not answering) stays pending in Redis, and the stop is bounded
+    stopped: async () => {
+      await Promise.race([batchSql.end({ timeout: 0 }).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 200).unref())]);
+    },
   };
   // batches on a connection of their own, planned once (WORKER_SETTINGS)
   const batchSql = openPostgres(config.databaseUrl, config.pgSchema, 1, 'license-usage', WORKER_SETTINGS);
