@@ -161,6 +161,11 @@ export async function closeAll(...connections: (RedisClient | Sql)[]): Promise<v
   }));
 }
 
+/** Closes a pool without waiting on its queries, within 200 ms whatever Postgres does: a stop stays bounded. */
+async function closeAtOnce(sql: Sql): Promise<void> {
+  await Promise.race([sql.end({ timeout: 0 }).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 200).unref())]);
+}
+
 /** What /metrics reads at scrape time: Node's own figures and the usage streams; and each connection's failed (re)connections. */
 export function watchMetrics(metrics: Metrics, redis: RedisClient, keys: KeySpace, connections: RedisClient[]): void {
   metrics.collectProcessMetrics();
@@ -183,20 +188,18 @@ export async function startWorker(
   const sweepSql = openPostgres(config.databaseUrl, config.pgSchema, 1, 'license-forfeits');
   const restarts = new RedisRestarts(redis, keys, log, (recovery) => metrics.redisRecovered(recovery));
   const sweep = new ForfeitSweep(sweepSql, new HotLicenses(redis, keys, new LicenseStore(sweepSql), new KnownKeys(sweepSql), 0, restarts), log);
+  // batches on a connection of their own, planned once (WORKER_SETTINGS)
+  const batchSql = openPostgres(config.databaseUrl, config.pgSchema, 1, 'license-usage', WORKER_SETTINGS);
   const companions: Companion = {
     start: () => { webhooks.start(); sweep.start(); },
     stop: async (timeoutMs) => {
       // a sweep pass holds nothing that must finish (the next worker sweeps again): it gets half a second at most
       await Promise.all([webhooks.stop(timeoutMs), sweep.stop(Math.min(timeoutMs, 500))]);
-      await Promise.race([sweepSql.end({ timeout: 0 }).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 200).unref())]);
+      await closeAtOnce(sweepSql);
     },
-    // at once: a batch still in flight (Postgres not answering) stays pending in Redis, and the stop is bounded
-    stopped: async () => {
-      await Promise.race([batchSql.end({ timeout: 0 }).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 200).unref())]);
-    },
+    // a batch still in flight (Postgres not answering) stays pending in Redis
+    stopped: () => closeAtOnce(batchSql),
   };
-  // batches on a connection of their own, planned once (WORKER_SETTINGS)
-  const batchSql = openPostgres(config.databaseUrl, config.pgSchema, 1, 'license-usage', WORKER_SETTINGS);
   const worker = new UsageWorker(connection, batchSql, keys,
     { ...config.worker, quotaLowPercent: config.webhooks.quotaLowPercent }, log, companions, metrics, partitions);
   await worker.start();
