@@ -1,5 +1,5 @@
 import t from 'tap';
-import { pollUntil, sleep, waitFor } from '../helpers/wait.js';
+import { pollUntil, sleep } from '../helpers/wait.js';
 import { checkBooks } from '../helpers/faults/books.js';
 import { Load } from '../helpers/faults/load.js';
 import { startStack } from '../helpers/faults/stack.js';
@@ -25,11 +25,10 @@ t.test('usage worker SIGKILLed mid-batch under load: every event persisted exact
   const leftPending: number[] = [];
   for (let k = 0; k < KILLS; k++) {
     await sleep(800 + Math.floor(Math.random() * 700));
-    // kill the moment the worker holds a batch it has not acknowledged
-    await waitFor('the worker holds unacknowledged events', async () => (await stack.pending()) > 0, 5000);
-    const exit = await stack.killWorker();
+    // killed while it holds a batch it has not acknowledged
+    const { exit, pending } = await stack.killWorkerHoldingBatch();
     t.equal(exit.signal, 'SIGKILL', `kill ${k + 1}: the worker died by SIGKILL`);
-    leftPending.push(await stack.pending());
+    leftPending.push(pending);
     await sleep(300);
     await stack.startWorker();
   }

@@ -98,6 +98,28 @@ export class Stack {
     return this.worker.stop('SIGKILL', 5000);
   }
 
+  /**
+   * SIGKILLs the worker at a moment it holds events it has not acknowledged. A fast worker
+   * acknowledges between a poll and a kill, so it is frozen (SIGSTOP) while pending is read,
+   * and let go again (SIGCONT) to try later when it held nothing. Resolves with the exit and
+   * the events it left pending.
+   */
+  async killWorkerHoldingBatch(timeoutMs = 5000): Promise<{ exit: ExitStatus; pending: number }> {
+    const worker = this.worker;
+    if (!worker?.child.pid) throw new Error('no standalone worker');
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      worker.child.kill('SIGSTOP');
+      const pending = await this.pending();
+      if (pending > 0 || Date.now() > deadline) {
+        const exit = await worker.stop('SIGKILL', 5000);
+        return { exit, pending: await this.pending() };
+      }
+      worker.child.kill('SIGCONT');
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.floor(Math.random() * 20)));
+    }
+  }
+
   /** Usage events in the streams, i.e. not yet in Postgres (what /healthz calls usageLag). */
   async lag(): Promise<number> {
     const lengths = await Promise.all(this.keys.streams.map((s) => this.redisClient.xlen(s)));
