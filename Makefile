@@ -1,7 +1,7 @@
 # The two commands: `make run` serves, `make test` tests (README.md). Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory bench-script bench-docs soak profile profile-deployed load-tools browser-tools lighthouse-tools metrics-tools front-tools ha-tools model-tools fuzz
+.PHONY: run test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory bench-script bench-docs soak bench-soak profile profile-deployed load-tools browser-tools lighthouse-tools metrics-tools front-tools ha-tools model-tools fuzz
 
 # tap's plugins are compiled into node_modules: built here, before the first run, so that
 # not even the first run loads the TypeScript plugin the config turns off (a loader in every
@@ -223,6 +223,11 @@ bench-docs: build lighthouse-tools
 # The 10-minute soak at a third of the peak rate.
 soak: build load-tools
 	node dist/bench/load/soak.js
+
+# The service as npm start runs it under a signing fleet's mix, held at 80 % of its peak for
+# 10 minutes, a row a minute (bench/load/soakDeployed.ts): bench/README.md, bench/soak.svg.
+bench-soak: build load-tools
+	node dist/bench/load/soakDeployed.js
 
 # A CPU profile of the service under validate load (64 connections): bench/profiles/validate.{svg,folded}.
 profile: build load-tools

@@ -1,0 +1,216 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { connectPostgres } from '../../src/db/pg.js';
+import type { RedisClient } from '../../src/redis/client.js';
+import { KeySpace } from '../../src/redis/keys.js';
+import { usageLag } from '../../src/usage/lag.js';
+import { createLicenses, api } from './licenses.js';
+import { clusterPids, pssKiB, startPrivatePostgres } from './privatePostgres.js';
+import { postgresCpu, treeMicros } from './proc.js';
+import { ADMIN_TOKEN, requiredEnv, startPinned, startService, stopAll, stopGracefully, type Pinned } from './services.js';
+import { soakSvg } from './soakChart.js';
+import { luaDir, runWrk, type WrkResult } from './wrk.js';
+
+// make bench-soak: the service as `npm start` runs it (every default: a process per core,
+// the usage worker inside, every limit on) under a signing fleet's mix (soakmix.lua:
+// sign-token and validate, check-quota and get-token mixed in), first as fast as it answers
+// (the peak), then held at SOAK_PERCENT of that peak, open loop, for SOAK_MINUTES, each
+// minute its own wrk run. Redis persists with appendfsync everysec; Postgres is a cluster of
+// the soak's own at Postgres's defaults (autovacuum on), unless BENCH_DATABASE_URL names one.
+// Each minute: throughput, p99, the worker's lag, Postgres and Redis memory, table and index
+// size per million redemptions, autovacuum's runs. Sustained equals peak when the last
+// minute answers what the first did, within 5 %, and the lag stays bounded.
+const SERVER_CPUS = process.env.BENCH_SERVER_CPUS ?? '0,1';
+const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
+const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
+const PERCENT = Number(process.env.SOAK_PERCENT ?? 80);
+// validate and sign-token are limited per company (100 a minute by default): the licenses take
+// turns, and 6,000 of them carry up to 10,000 rounds a second (sign-token and validate each)
+const LICENSES = Number(process.env.SOAK_LICENSES ?? 6000);
+const CONNECTIONS = Number(process.env.SOAK_CONNECTIONS ?? 64);
+const PEAK_SECONDS = Number(process.env.SOAK_PEAK_SECONDS ?? 30);
+const CHART = process.env.SOAK_CHART ?? path.resolve(luaDir, '..', 'soak.svg');
+const REDIS_PORT = 6396;
+const PG_PORT = 5496;
+const PORT = 9111;
+const SCHEMA = 'bench';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const mib = (bytes: number) => bytes / 1048576;
+
+interface Minute {
+  minute: number;
+  rps: number;
+  p99: number;
+  non2xx: number;
+  redemptions: number;
+  lagMax: number;
+  lagEnd: number;
+  postgresMiB: number;
+  redisMiB: number;
+  redisKeys: number;
+  redemptionsMiBPerM: number;
+  issuesMiBPerM: number;
+  licensesMiB: number;
+  autovacuums: number;
+  autoanalyzes: number;
+  deadRows: number;
+  serverUs: number;
+  postgresUs: number;
+}
+
+async function startPersistentRedis(dir: string): Promise<Pinned> {
+  return startPinned('redis', LOAD_CPU, ['redis-server', '--port', String(REDIS_PORT), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
+    '--appendonly', 'yes', '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction'], {}, /Ready to accept connections/, REDIS_PORT);
+}
+
+function non2xx(r: WrkResult): number {
+  const bad = Object.entries(r.statuses ?? {}).filter(([s]) => !s.startsWith('2')).reduce((n, [, c]) => n + c, 0);
+  return bad + r.socketErrors;
+}
+
+async function main(): Promise<void> {
+  const work = mkdtempSync(path.join(tmpdir(), 'bench-soak-'));
+  const own = process.env.BENCH_DATABASE_URL === undefined ? await startPrivatePostgres(PG_PORT) : null;
+  const databaseUrl = own?.url ?? (process.env.BENCH_DATABASE_URL as string);
+  const redis = await startPersistentRedis(work);
+  const setup = await connectPostgres(databaseUrl, 'public', 1);
+  await setup.unsafe(`drop schema if exists ${SCHEMA} cascade`);
+  await setup.end();
+  const service = await startService(SERVER_CPUS, { ...requiredEnv(REDIS_PORT, databaseUrl, PORT), ADMIN_TOKEN }, PORT);
+  process.on('exit', () => stopAll([redis, service]));
+  const base = `http://127.0.0.1:${PORT}`;
+
+  const made = Date.now();
+  const licenses = await createLicenses(base, LICENSES, 8);
+  process.stderr.write(`bench-soak: ${LICENSES} licenses made in ${Math.round((Date.now() - made) / 1000)} s\n`);
+  const licenseFile = path.join(work, 'licenses.txt');
+  const writeLicenses = () => writeFileSync(licenseFile, licenses.map((l) => `${l.key} ${l.password} ${l.access}`).join('\n') + '\n');
+  writeLicenses();
+  const mix = (seconds: number, rate: number) =>
+    runWrk({ cpu: LOAD_CPU, url: base, script: 'soakmix.lua', connections: CONNECTIONS, seconds, args: [licenseFile, String(Math.round(rate))] });
+
+  // warm-up, then the peak: as fast as it answers
+  await mix(10, 0);
+  const peak = await mix(PEAK_SECONDS, 0);
+  const rate = (peak.rps * PERCENT) / 100;
+  process.stderr.write(`bench-soak: peak ${Math.round(peak.rps)} req/s (p99 ${(peak.p99 / 1000).toFixed(2)} ms, non-2xx ${non2xx(peak)}); ` +
+    `holding ${Math.round(rate)} req/s (${PERCENT} %) for ${MINUTES} min\n`);
+  if (non2xx(peak) > peak.requests / 1000) {
+    process.stderr.write(`bench-soak: the peak met its limits (${non2xx(peak)} non-2xx): more licenses (SOAK_LICENSES) give a true peak\n`);
+  }
+  // access tokens last 15 minutes: fresh ones for the whole soak (a login the mix's own
+  // logins have used up waits for its window)
+  const login = async (l: (typeof licenses)[0]) => {
+    for (;;) {
+      try {
+        l.access = (await api('POST', `${base}/api/v1/auth/get-token`, { licenseKey: l.key, password: l.password, imzaTipi: 0 })).accessToken;
+        return;
+      } catch (err) {
+        const retry = /"retryAfter":(\d+)/.exec((err as Error).message);
+        if (!retry) throw err;
+        await sleep(Number(retry[1]) * 1000);
+      }
+    }
+  };
+  let next = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (next < licenses.length) await login(licenses[next++] as (typeof licenses)[0]);
+  }));
+  writeLicenses();
+
+  const client = new Redis(REDIS_PORT);
+  const sql = await connectPostgres(databaseUrl, SCHEMA, 1);
+  const keys = new KeySpace('bench');
+  const lag = () => usageLag(client as unknown as RedisClient, keys);
+  const redeemed = async () => Number((await sql`select coalesce(sum(used_quota), 0)::float8 as n from licenses`)[0]?.n);
+  const sizes = async () => (await sql`select
+      (select coalesce(sum(pg_total_relation_size(relid)), 0) from pg_partition_tree('token_redemptions'))::float8 as r,
+      (select coalesce(sum(pg_total_relation_size(relid)), 0) from pg_partition_tree('token_issues'))::float8 as i,
+      pg_total_relation_size('licenses')::float8 as l`)[0] as { r: number; i: number; l: number };
+  const vacuums = async () => (await sql`select coalesce(sum(autovacuum_count), 0)::float8 as v, coalesce(sum(autoanalyze_count), 0)::float8 as a,
+      coalesce(sum(n_dead_tup), 0)::float8 as d from pg_stat_user_tables where schemaname = ${SCHEMA}`)[0] as { v: number; a: number; d: number };
+  const postgresMemory = () => (own ? pssKiB(clusterPids(own.pid)) / 1024 : NaN);
+  const autovacuum = (await sql`select setting from pg_settings where name = 'autovacuum'`)[0]?.setting as string;
+
+  const minutes: Minute[] = [];
+  let before = { redeemed: await redeemed(), vac: await vacuums(), server: treeMicros(service.pid), pg: postgresCpu() };
+  for (let m = 1; m <= MINUTES; m++) {
+    let lagMax = 0;
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        lagMax = Math.max(lagMax, await lag());
+        await sleep(1000);
+      }
+    })();
+    const r = await mix(60, rate);
+    sampling = false;
+    await sampler;
+    const now = { redeemed: await redeemed(), vac: await vacuums(), server: treeMicros(service.pid), pg: postgresCpu() };
+    const size = await sizes();
+    const perMillion = now.redeemed / 1e6;
+    const row: Minute = {
+      minute: m, rps: r.rps, p99: r.p99 / 1000, non2xx: non2xx(r), redemptions: now.redeemed - before.redeemed,
+      lagMax, lagEnd: await lag(), postgresMiB: postgresMemory(),
+      redisMiB: mib(Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])), redisKeys: await client.dbsize(),
+      redemptionsMiBPerM: mib(size.r) / perMillion, issuesMiBPerM: mib(size.i) / perMillion, licensesMiB: mib(size.l),
+      autovacuums: now.vac.v - before.vac.v, autoanalyzes: now.vac.a - before.vac.a, deadRows: now.vac.d,
+      serverUs: (now.server - before.server) / r.requests, postgresUs: (now.pg - before.pg) / Math.max(1, now.redeemed - before.redeemed),
+    };
+    before = now;
+    minutes.push(row);
+    process.stderr.write(`  minute ${m}: ${Math.round(row.rps)} req/s p99 ${row.p99.toFixed(2)} ms non-2xx ${row.non2xx} ` +
+      `redemptions ${row.redemptions} lag max ${row.lagMax} Postgres ${row.postgresMiB.toFixed(0)} MiB Redis ${row.redisMiB.toFixed(1)} MiB ` +
+      `autovacuum ${row.autovacuums}/${row.autoanalyzes} Postgres ${row.postgresUs.toFixed(1)} µs/redemption statuses ${JSON.stringify(r.statuses)}\n`);
+  }
+
+  const first = minutes[0] as Minute;
+  const last = minutes[minutes.length - 1] as Minute;
+  const drift = (last.rps / first.rps - 1) * 100;
+  // bounded: no minute's largest lag above one second of the offered rate
+  const lagBound = Math.round(rate);
+  const worstLag = Math.max(...minutes.map((x) => x.lagMax));
+  const f1 = (v: number) => v.toFixed(1);
+  const table = [
+    '| minute | req/s | p99 ms | non-2xx | redemptions | lag max (events) | lag at end | Postgres MiB (PSS) | Redis MiB | Redis keys | token_redemptions MiB per M | token_issues MiB per M | licenses MiB | autovacuum runs | autoanalyze runs | dead rows | server µs/req | Postgres µs/redemption (its token’s issue row included) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...minutes.map((x) => `| ${x.minute} | ${Math.round(x.rps)} | ${x.p99.toFixed(2)} | ${x.non2xx} | ${x.redemptions} | ${x.lagMax} | ${x.lagEnd} | ` +
+      `${Number.isNaN(x.postgresMiB) ? 'n/a' : x.postgresMiB.toFixed(0)} | ${f1(x.redisMiB)} | ${x.redisKeys} | ${f1(x.redemptionsMiBPerM)} | ${f1(x.issuesMiBPerM)} | ${f1(x.licensesMiB)} | ` +
+      `${x.autovacuums} | ${x.autoanalyzes} | ${x.deadRows} | ${f1(x.serverUs)} | ${f1(x.postgresUs)} |`),
+  ];
+  const verdicts = [
+    `| target | measured | verdict |`, '|---|---|---|',
+    `| last minute's req/s within 5 % of the first's | ${drift >= 0 ? '+' : ''}${drift.toFixed(1)} % (${Math.round(first.rps)} → ${Math.round(last.rps)}) | ${Math.abs(drift) <= 5 ? 'met' : 'missed'} |`,
+    `| lag bounded: every minute's largest under one second of the offered rate (${lagBound} events) | ${worstLag} | ${worstLag <= lagBound ? 'met' : 'missed'} |`,
+    `| no non-2xx answer | ${minutes.reduce((n, x) => n + x.non2xx, 0)} | ${minutes.every((x) => x.non2xx === 0) ? 'met' : 'missed'} |`,
+  ];
+  process.stdout.write(`\nbench-soak ${new Date().toISOString()}: ${LICENSES} licenses, peak ${Math.round(peak.rps)} req/s (p99 ${(peak.p99 / 1000).toFixed(2)} ms), ` +
+    `held at ${PERCENT} %: ${Math.round(rate)} req/s offered, ${CONNECTIONS} connections; Redis appendfsync everysec; ` +
+    `Postgres ${own ? 'a cluster of its own at its defaults' : 'BENCH_DATABASE_URL'} (autovacuum ${autovacuum})\n\n` +
+    `${table.join('\n')}\n\n${verdicts.join('\n')}\n`);
+  writeFileSync(CHART, soakSvg(`make bench-soak: validate, sign-token, check-quota and get-token at ${PERCENT} % of the peak (${Math.round(rate)} req/s offered), as deployed`, [
+    { title: 'requests per second answered', values: minutes.map((x) => x.rps), format: (v) => Math.round(v).toLocaleString('en-US'), colour: '#1b9e5a' },
+    { title: 'p99 latency, ms', values: minutes.map((x) => x.p99), format: (v) => v.toFixed(2), colour: '#2f6fdb' },
+    { title: 'usage worker lag, events (largest of the minute)', values: minutes.map((x) => x.lagMax), format: (v) => Math.round(v).toLocaleString('en-US'), colour: '#e07b00' },
+    { title: 'Postgres CPU µs per redemption', values: minutes.map((x) => x.postgresUs), format: (v) => v.toFixed(1), colour: '#8250df' },
+    { title: 'Redis used_memory, MiB', values: minutes.map((x) => x.redisMiB), format: (v) => v.toFixed(1), colour: '#cf222e' },
+    { title: 'token_redemptions MiB per million redemptions', values: minutes.map((x) => x.redemptionsMiBPerM), format: (v) => v.toFixed(1), colour: '#57606a' },
+  ]));
+  process.stderr.write(`bench-soak: chart written to ${CHART}\n`);
+
+  await sql.end();
+  await client.quit();
+  await stopGracefully(service);
+  await stopGracefully(redis);
+  await own?.stop();
+  rmSync(work, { recursive: true, force: true });
+  process.exit(0);
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`bench-soak failed: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});
