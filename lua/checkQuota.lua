@@ -21,19 +21,14 @@
             includes/rateLimit.lua): read from the copy, so a change is in force at once
     ARGV[2] window, ms
     ARGV[3] "1": the cache is on (QUOTA_CACHE_SECONDS > 0); "0": off, nothing is read from it
-    ARGV[4] the id of the answer the calling process served last for this key ("" none):
-            when it is the cached answer still, the answer's text is not sent again
 
-  Returns {outcome, left, reset, limit, version, now, status, head, id}: left, reset and
-  limit are what the rate-limit step counted (requests the window still allows, ms until it
+  Returns {outcome, left, reset, limit, version, now, status, head}: left, reset and limit
+  are what the rate-limit step counted (requests the window still allows, ms until it
   resets, the limit applied; 0, 0, 0 when the limit is off); version is "" when there is no copy or it is fenced (the caller
   reloads), and when the outcome is OVER_RATE_LIMIT (names: src/redis/scripts.ts). On a hit
-  now is 0 and id is the cached answer's (its version, the Redis process it was stored on
-  and its stamp: the answers of one version on one process are stored one after another,
-  each stamped later, so the id names one text); status and head are its text
-  (the body up to its timestamp's value), or "" when id is ARGV[4]: the caller serves the
-  answer it holds, which is this one. On a miss they are "", and now is Redis's time in ms,
-  read after the version: the stamp of the answer the caller is about to build.
+  status and head are the cached answer (the body up to its timestamp's value) and now is
+  0; on a miss they are "" and now is Redis's time in ms, read after the version: the stamp
+  of the answer the caller is about to build.
 ]]
 -- @include outcomes
 -- @include rateLimit
@@ -55,14 +50,8 @@ end
 local version = copy[1]
 if not version or copy[2] or copy[4] ~= here then version = '' end
 if ARGV[3] == '1' and version ~= '' then
-  local cached = redis.call('HMGET', KEYS[3], 'v', 'n', 't')
-  if cached[1] == version and cached[2] == here then
-    -- an answer stored by an earlier version of this script has no stamp: no id, sent whole
-    local id = cached[3] and (version .. '/' .. here .. '/' .. cached[3]) or ''
-    if id ~= '' and id == ARGV[4] then return {DONE, left, reset, limit, version, 0, '', '', id} end
-    local text = redis.call('HMGET', KEYS[3], 's', 'b')
-    return {DONE, left, reset, limit, version, 0, text[1], text[2], id}
-  end
+  local cached = redis.call('HMGET', KEYS[3], 'v', 's', 'b', 'n')
+  if cached[1] == version and cached[4] == here then return {DONE, left, reset, limit, version, 0, cached[2], cached[3]} end
 end
 local t = redis.call('TIME')
-return {DONE, left, reset, limit, version, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), '', '', ''}
+return {DONE, left, reset, limit, version, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), '', ''}

@@ -26,8 +26,7 @@
   Unknown license keys never come here (a spray of random keys stores nothing).
 
     KEYS[1] credentials hash  {k:<licenseKey>}:c   field v version of the license row, z fence
-    KEYS[2] cached answer     {k:<licenseKey>}:qa  fields v version, s status line, b body head,
-            n the Redis process it was stored on, t its stamp (with v and n, its id: checkQuota.lua)
+    KEYS[2] cached answer     {k:<licenseKey>}:qa  fields v version, s status line, b body head
 
     ARGV[1] version the answer was built from (checkQuota.lua's version; "" = not known)
     ARGV[2] its stamp: Redis's time in ms when that version was read, before the license
@@ -35,9 +34,9 @@
     ARGV[4] status line of the answer
     ARGV[5] its body up to the timestamp's value
 
-  Returns {outcome, status, head, version, now, id} (names: src/redis/scripts.ts): DONE with
-  the answer to serve (this one or the one kept) and its id; STALE_ANSWER with the copy's
-  version ("" when there is no copy or it is fenced) and Redis's time in ms.
+  Returns {outcome, status, head, version, now} (names: src/redis/scripts.ts): DONE with the
+  answer to serve (this one or the one kept); STALE_ANSWER with the copy's version ("" when
+  there is no copy or it is fenced) and Redis's time in ms.
 ]]
 -- @include outcomes
 -- @include server
@@ -51,15 +50,13 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if version == '' or version ~= ARGV[1] then return {STALE_ANSWER, '', '', version, now} end
 
-local kept = redis.call('HMGET', KEYS[2], 'v', 's', 'b', 'n', 't')
-if kept[1] == version and kept[4] == here then
-  return {DONE, kept[2], kept[3], version, now, kept[5] and (version .. '/' .. here .. '/' .. kept[5]) or ''}
-end
+local kept = redis.call('HMGET', KEYS[2], 'v', 's', 'b', 'n')
+if kept[1] == version and kept[4] == here then return {DONE, kept[2], kept[3], version, now} end
 
 local lifetime = tonumber(ARGV[3])
 local expiresAt = tonumber(ARGV[2]) + lifetime
 if now - tonumber(ARGV[2]) >= lifetime / 2 then return {STALE_ANSWER, '', '', version, now} end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'v', version, 's', ARGV[4], 'b', ARGV[5], 'n', here, 't', ARGV[2])
+redis.call('HSET', KEYS[2], 'v', version, 's', ARGV[4], 'b', ARGV[5], 'n', here)
 redis.call('PEXPIREAT', KEYS[2], expiresAt)
-return {DONE, ARGV[4], ARGV[5], version, now, version .. '/' .. here .. '/' .. ARGV[2]}
+return {DONE, ARGV[4], ARGV[5], version, now}

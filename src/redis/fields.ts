@@ -63,10 +63,6 @@ export const QuotaAnswerField = {
   status: 's',
   /** the body up to its timestamp's value, which each answer adds when it is sent */
   head: 'b',
-  /** the Redis process it was stored on */
-  server: 'n',
-  /** its stamp: with the version and the server, the answer's id (lua/checkQuota.lua) */
-  stamp: 't',
 } as const;
 
 /**

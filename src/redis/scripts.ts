@@ -213,8 +213,7 @@ export interface QuotaAnswer {
 
 /**
  * checkQuota.lua's answer: the copy's version ("" = reload, uncached); on a hit the cached
- * answer and its id ("" none), or SAME_ANSWER when it is the one whose id the caller sent;
- * on a miss (answer null) Redis's time to stamp the answer about to be built with;
+ * answer, on a miss (answer null) Redis's time to stamp the answer about to be built with;
  * OVER_RATE_LIMIT: wait rate.resetMs
  */
 export interface QuotaChecked {
@@ -222,12 +221,8 @@ export interface QuotaChecked {
   rate: RateCount;
   version: string;
   stampMs: number;
-  answer: QuotaAnswer | typeof SAME_ANSWER | null;
-  id: string;
+  answer: QuotaAnswer | null;
 }
-
-/** checkQuota.lua's hit on the answer the calling process holds: its text was not sent again. */
-export const SAME_ANSWER = 'same';
 
 /** quotaAnswer.lua's answer: DONE with the answer to serve; STALE_ANSWER with the copy's version and Redis's time, to read again with */
 export interface QuotaStored {
@@ -235,8 +230,6 @@ export interface QuotaStored {
   answer: QuotaAnswer;
   version: string;
   stampMs: number;
-  /** DONE: the answer's id ("" none: stored by an earlier version) */
-  id: string;
 }
 
 const outcomeOf = (value: unknown): Outcome => Number(value) as Outcome;
@@ -291,10 +284,9 @@ const readCountedPlain = (reply: unknown): Counted => ({
 function readQuotaChecked(reply: unknown): QuotaChecked {
   const r = reply as Reply;
   const status = String(r[6] ?? '');
-  const id = String(r[8] ?? '');
   return {
     outcome: outcomeOf(r[0]) as QuotaChecked['outcome'], rate: rateOf(r, 1), version: String(r[4] ?? ''), stampMs: Number(r[5]),
-    answer: status !== '' ? { status, head: String(r[7] ?? '') } : id !== '' ? SAME_ANSWER : null, id,
+    answer: status === '' ? null : { status, head: String(r[7] ?? '') },
   };
 }
 
@@ -302,7 +294,7 @@ function readQuotaStored(reply: unknown): QuotaStored {
   const r = reply as Reply;
   return {
     outcome: outcomeOf(r[0]) as QuotaStored['outcome'], answer: { status: String(r[1] ?? ''), head: String(r[2] ?? '') },
-    version: String(r[3] ?? ''), stampMs: Number(r[4]), id: String(r[5] ?? ''),
+    version: String(r[3] ?? ''), stampMs: Number(r[4]),
   };
 }
 
@@ -393,10 +385,9 @@ export const scripts = {
    * lua/checkQuota.lua: check-quota's rate limit for one client (its address bucket, "" when
    * unknown), the version of the license's copy and, when cached is true, the answer cached for it
    */
-  /** held: the id of the answer the process served last for this key ("" none) */
-  checkQuota: (keys: KeySpace, licenseKey: string, client: string, limit: number, windowMs: number, cached: boolean, held: string): ScriptCall<QuotaChecked> => ({
+  checkQuota: (keys: KeySpace, licenseKey: string, client: string, limit: number, windowMs: number, cached: boolean): ScriptCall<QuotaChecked> => ({
     name: 'checkQuota',
-    args: [3, keys.rateCheckQuota(licenseKey, client), keys.credentials(licenseKey), keys.quotaAnswer(licenseKey), limit, windowMs, cached ? '1' : '0', held],
+    args: [3, keys.rateCheckQuota(licenseKey, client), keys.credentials(licenseKey), keys.quotaAnswer(licenseKey), limit, windowMs, cached ? '1' : '0'],
     read: readQuotaChecked,
   }),
 

@@ -6,7 +6,7 @@ import { retryHeaders, retrySeconds, STATUS, type Headers, type Reply } from '..
 import type { Route } from '../http/route.js';
 import { ServiceUnavailable } from '../errors.js';
 import type { LiveLicense } from '../licenses/hot.js';
-import { Outcome, runScript, SAME_ANSWER, scripts, type QuotaAnswer } from '../redis/scripts.js';
+import { Outcome, runScript, scripts, type QuotaAnswer } from '../redis/scripts.js';
 import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { Count, Percentage, Timestamp, timestampedErrorOf, Uuid } from '../openapi/schemas.js';
@@ -46,34 +46,6 @@ const UNKNOWN_KEY_HOLD_MS = 1_000;
 
 /** A rendered answer: status line and body up to the timestamp's value, which is added when it is sent. */
 type Answer = QuotaAnswer;
-
-/** License keys whose last answer a process holds; past this many, it forgets them all and starts again. */
-const HELD_KEYS = 50_000;
-
-/**
- * The last answer this process served for each license key, with its id. Redis sends an
- * answer's text only to a process that does not hold it (lua/checkQuota.lua): most hits
- * then carry an id instead of the body, and the answer served is still the one Redis holds.
- */
-class HeldAnswers {
-  private readonly held = new Map<string, { id: string; answer: Answer }>();
-
-  idOf(licenseKey: string): string {
-    return this.held.get(licenseKey)?.id ?? '';
-  }
-
-  /** the answer of this id, if it is the one held */
-  answerOf(licenseKey: string, id: string): Answer | null {
-    const held = this.held.get(licenseKey);
-    return held !== undefined && held.id === id ? held.answer : null;
-  }
-
-  keep(licenseKey: string, id: string, answer: Answer): void {
-    if (id === '') return;
-    if (this.held.size >= HELD_KEYS && !this.held.has(licenseKey)) this.held.clear();
-    this.held.set(licenseKey, { id, answer });
-  }
-}
 
 function failure(error: keyof typeof errors, extra?: Record<string, unknown>): Answer {
   const [status, message] = errors[error];
@@ -178,7 +150,6 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
   const lifetimeMs = ctx.config.quotaCacheSeconds * 1000;
   const fields = new RateLimitFields('check-quota', limit, true);
   const invalidKey = failure('INVALID_LICENSE_KEY');
-  const held = new HeldAnswers();
 
   /**
    * After a miss: reads the license, renders its answer and stores it (lua/quotaAnswer.lua),
@@ -192,10 +163,7 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
       const answer = answerFor(licenseKey, live, Date.now());
       if (live === null || lifetimeMs === 0) return send(answer, headers);
       const stored = await runScript(ctx.redis, scripts.quotaAnswer(ctx.keys, licenseKey, version, stampMs, lifetimeMs, answer));
-      if (stored.outcome === Outcome.DONE) {
-        held.keep(licenseKey, stored.id, stored.answer);
-        return send(stored.answer, headers);
-      }
+      if (stored.outcome === Outcome.DONE) return send(stored.answer, headers);
       const changed = stored.version !== version;
       // the copy is fenced (an admin change in flight), or changed twice: this request
       // overlaps the change, and what it read is as good an answer as any
@@ -211,17 +179,10 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
    * license's version and, when cached for that version, the answer (lua/checkQuota.lua).
    */
   async function answer(licenseKey: string, client: string): Promise<Reply> {
-    const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, client, limit, RATE_WINDOW_MS, lifetimeMs > 0, held.idOf(licenseKey)));
+    const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, client, limit, RATE_WINDOW_MS, lifetimeMs > 0));
     const counted = fields.headers(checked.rate);
     if (checked.outcome === Outcome.DONE) {
-      if (checked.answer === null) return load(licenseKey, checked.version, checked.stampMs, counted);
-      if (checked.answer !== SAME_ANSWER) {
-        held.keep(licenseKey, checked.id, checked.answer);
-        return send(checked.answer, counted);
-      }
-      // the one this process holds; forgotten meanwhile (only by a HELD_KEYS reset): read as a miss
-      const same = held.answerOf(licenseKey, checked.id);
-      return same !== null ? send(same, counted) : load(licenseKey, checked.version, checked.stampMs, counted);
+      return checked.answer !== null ? send(checked.answer, counted) : load(licenseKey, checked.version, checked.stampMs, counted);
     }
     const seconds = retrySeconds(checked.rate.resetMs);
     return send(failure('RATE_LIMITED', { retryAfter: seconds }), [...retryHeaders(seconds) ?? [], ...counted ?? []]);

@@ -100,7 +100,7 @@ t.test('a client whose address is unknown is counted on the key\'s own counter',
   const client = createRedis(h.config, 'test');
   t.teardown(() => client.quit());
   const outcomes: Outcome[] = [];
-  for (let i = 0; i < 3; i++) outcomes.push((await runScript(client, scripts.checkQuota(h.keys, lic.licenseKey, '', 2, 60_000, true, ''))).outcome);
+  for (let i = 0; i < 3; i++) outcomes.push((await runScript(client, scripts.checkQuota(h.keys, lic.licenseKey, '', 2, 60_000, true))).outcome);
   t.same(outcomes, [Outcome.DONE, Outcome.DONE, Outcome.OVER_RATE_LIMIT], 'limit 2: the third is over');
   t.equal(h.keys.rateCheckQuota(lic.licenseKey, ''), `${h.prefix}:{k:${lic.licenseKey}}:rq`, 'the key\'s own counter');
   t.equal(await h.redis.get(h.keys.rateCheckQuota(lic.licenseKey, '')), '3', 'holds every call without an address');
