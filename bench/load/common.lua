@@ -61,3 +61,27 @@ function count_statuses()
       table.concat(parts, ","), e.timeout, e.connect, e.read, e.write))
   end
 end
+
+-- Open-loop pacing, as wrk2 paces: request k is due at start + k * interval_ms whatever the
+-- answers before it took, so a server that falls behind sees a backlog build up instead of a
+-- gentler load. Returns a delay() for wrk (whole milliseconds until the next is due);
+-- interval_ms 0: no pause.
+function pacer(interval_ms)
+  local ffi = require("ffi")
+  ffi.cdef[[
+    typedef struct { long tv_sec; long tv_nsec; } pacer_timespec_t;
+    int clock_gettime(int clk_id, pacer_timespec_t *tp);
+  ]]
+  local ts = ffi.new("pacer_timespec_t")
+  local due = nil
+  return function()
+    if interval_ms == 0 then return 0 end
+    ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
+    local t = tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
+    if due == nil then due = t end
+    local wait = due - t
+    due = due + interval_ms
+    if wait <= 0 then return 0 end
+    return math.floor(wait + 0.5)
+  end
+end

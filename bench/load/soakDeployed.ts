@@ -170,6 +170,9 @@ async function main(): Promise<void> {
   const first = minutes[0] as Minute;
   const last = minutes[minutes.length - 1] as Minute;
   const drift = (last.rps / first.rps - 1) * 100;
+  const lowest = minutes.reduce((low, x) => (x.rps < low.rps ? x : low), first);
+  const dip = (lowest.rps / first.rps - 1) * 100;
+  const p99Drift = (last.p99 / first.p99 - 1) * 100;
   // bounded: no minute's largest lag above one second of the offered rate
   const lagBound = Math.round(rate);
   const worstLag = Math.max(...minutes.map((x) => x.lagMax));
@@ -184,6 +187,8 @@ async function main(): Promise<void> {
   const verdicts = [
     `| target | measured | verdict |`, '|---|---|---|',
     `| last minute's req/s within 5 % of the first's | ${drift >= 0 ? '+' : ''}${drift.toFixed(1)} % (${Math.round(first.rps)} → ${Math.round(last.rps)}) | ${Math.abs(drift) <= 5 ? 'met' : 'missed'} |`,
+    `| every minute's req/s within 5 % of the first's | lowest ${dip.toFixed(1)} % (minute ${lowest.minute}: ${Math.round(lowest.rps)}) | ${dip >= -5 ? 'met' : 'missed'} |`,
+    `| last minute's p99 within 5 % of the first's | ${p99Drift >= 0 ? '+' : ''}${p99Drift.toFixed(1)} % (${first.p99.toFixed(2)} → ${last.p99.toFixed(2)} ms) | ${Math.abs(p99Drift) <= 5 ? 'met' : 'missed'} |`,
     `| lag bounded: every minute's largest under one second of the offered rate (${lagBound} events) | ${worstLag} | ${worstLag <= lagBound ? 'met' : 'missed'} |`,
     `| no non-2xx answer | ${minutes.reduce((n, x) => n + x.non2xx, 0)} | ${minutes.every((x) => x.non2xx === 0) ? 'met' : 'missed'} |`,
   ];

@@ -2,22 +2,11 @@
 -- for a sign token (sign-token), a desktop application redeems it (validate: a real
 -- redemption each); every 20th round a dashboard asks check-quota, every 1000th a web
 -- application logs in again (get-token: a password hash, as rare as logins are). The licenses take turns, so each stays under its
--- default limits. Open loop at a rate, as paced.lua paces (request k is due at
--- start + k / rate whatever the answers took); rate 0: as fast as answered (the peak).
+-- default limits. Open loop at a rate (common.lua's pacer); rate 0: as fast as answered
+-- (the peak).
 -- args: <license file: key, password, access token per line, space-separated> <requests per second, 0: unpaced>
 dofile(os.getenv("WRK_LUA_DIR") .. "/common.lua")
 count_statuses()
-
-local ffi = require("ffi")
-ffi.cdef[[
-  typedef struct { long tv_sec; long tv_nsec; } soak_timespec_t;
-  int clock_gettime(int clk_id, soak_timespec_t *tp);
-]]
-local ts = ffi.new("soak_timespec_t")
-local function now_ms()
-  ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
-  return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
-end
 
 local sign, quota, login = {}, {}, {}
 -- each kind of request goes round the licenses on its own turn, so each license gets its
@@ -28,7 +17,6 @@ local function next_of(kind, list)
   turns[kind] = turns[kind] % #list + 1
   return list[turns[kind]]
 end
-local interval_ms, due = 0, nil
 
 function init(args)
   for line in io.lines(args[1]) do
@@ -43,7 +31,7 @@ function init(args)
     end
   end
   local rate = tonumber(args[2] or "0")
-  if rate > 0 then interval_ms = 1000 / rate end
+  delay = pacer(rate > 0 and 1000 / rate or 0)
 end
 
 function request()
@@ -64,14 +52,4 @@ function response(status, headers, body)
   counted(status, headers, body)
   local token = body:match('"signToken":"([^"]+)"')
   if token then tokens[#tokens + 1] = token end
-end
-
-function delay()
-  if interval_ms == 0 then return 0 end
-  local t = now_ms()
-  if due == nil then due = t end
-  local wait = due - t
-  due = due + interval_ms
-  if wait <= 0 then return 0 end
-  return math.floor(wait + 0.5)
 end
