@@ -194,6 +194,22 @@ const STATEMENT = `
   select firma_id, (used_quota + released_quota)::float8 as used, released_quota::float8 as released from counted
   union all select null, count(*)::float8, null from used`;
 
+/**
+ * The statement for a batch none of whose redemptions is in Postgres yet, nearly every batch:
+ * the redemptions inserted without `on conflict`, which spares each row a look-up of its key
+ * before the insert and the speculative insertion's lock and confirmation. A batch that holds
+ * a token already there (a batch written again after a worker died before its
+ * acknowledgement, or two workers on one claimed batch) fails whole on that key, writing
+ * nothing, and is written again with STATEMENT (persistBatch).
+ */
+const FIRST_WRITE = (() => {
+  const guarded = `    on conflict (token_id) do nothing
+    returning token_id, firma_id, used_at, package_no`;
+  if (!STATEMENT.includes(guarded)) throw new Error('persist: the redemptions\' insert is not where FIRST_WRITE expects it');
+  return STATEMENT.replace(guarded, '    returning token_id, firma_id, used_at, package_no');
+})();
+const UNIQUE_VIOLATION = '23505';
+
 /** What a batch's write did: the used counts of the licenses it changed, and how many redemptions it inserted. */
 export interface Persisted {
   counts: UsedCounts;
@@ -229,8 +245,12 @@ export async function persistBatch(sql: Sql, events: readonly UsageEvent[], quot
   if (issued.length === 0 && used.length === 0 && signs.length === 0 && forfeits.length === 0 && releases.length === 0) {
     return { counts, redemptionsInserted: 0 };
   }
-  const rows = await sql.unsafe(STATEMENT,
-    [issued.join('\n'), used.join('\n'), quotaLowPercent, signs.join('\n'), forfeits.join('\n'), releases.join('\n')], { prepare: true });
+  const params = [issued.join('\n'), used.join('\n'), quotaLowPercent, signs.join('\n'), forfeits.join('\n'), releases.join('\n')];
+  const rows = await sql.unsafe(FIRST_WRITE, params, { prepare: true }).catch((err: { code?: string; constraint_name?: string }) => {
+    // a redemption of the batch is in Postgres already: nothing was written; again, guarded
+    if (err.code === UNIQUE_VIOLATION && err.constraint_name?.startsWith('token_redemptions')) return sql.unsafe(STATEMENT, params, { prepare: true });
+    throw err;
+  });
   let redemptionsInserted = 0;
   for (const r of rows) {
     if (r.firma_id === null) redemptionsInserted = r.used as number;
