@@ -19,7 +19,8 @@ const PANEL_W = 330;
 const GAP = 40;
 const TOP = 56;
 
-const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+/** text for an SVG element or attribute */
+export const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 function panel(rows: ChartRow[], x0: number, title: string, value: (r: ChartRow) => number | null, format: (v: number) => string): string {
   const max = Math.max(1, ...rows.map((r) => value(r) ?? 0));

@@ -16,7 +16,8 @@ export interface PrivatePostgres {
 }
 
 function serverBinaries(): string {
-  const candidates = [process.env.PG_BINDIR, ...readdirSync('/usr/lib/postgresql').sort().reverse().map((v) => `/usr/lib/postgresql/${v}/bin`)];
+  const installed = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort().reverse() : [];
+  const candidates = [process.env.PG_BINDIR, ...installed.map((v) => `/usr/lib/postgresql/${v}/bin`)];
   const found = candidates.find((dir) => dir !== undefined && existsSync(path.join(dir, 'initdb')));
   if (found === undefined) throw new Error('Postgres server binaries not found (set PG_BINDIR, or apt-get install postgresql)');
   return found;

@@ -1,3 +1,5 @@
+import { escape } from './chart.js';
+
 // The picture of make bench-soak: one panel per figure, its value minute by minute, as a
 // line over the run (an SVG any browser or GitHub shows).
 
@@ -14,8 +16,6 @@ const PANEL_H = 150;
 const GAP = 30;
 const LEFT = 60;
 const TOP = 50;
-
-const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 function panel(series: SoakSeries, x0: number, y0: number): string {
   const { values } = series;

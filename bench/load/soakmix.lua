@@ -1,9 +1,9 @@
 -- wrk: a signing fleet's mix, for make bench-soak. A web application trades an access token
 -- for a sign token (sign-token), a desktop application redeems it (validate: a real
 -- redemption each); every 20th round a dashboard asks check-quota, every 1000th a web
--- application logs in again (get-token: a password hash, as rare as logins are). The licenses take turns, so each stays under its
--- default limits. Open loop at a rate (common.lua's pacer); rate 0: as fast as answered
--- (the peak).
+-- application logs in again (get-token: a password hash, as rare as logins are). The
+-- licenses take turns, so each stays under its default limits. Open loop at a rate
+-- (common.lua's pacer); rate 0: as fast as answered (the peak).
 -- args: <license file: key, password, access token per line, space-separated> <requests per second, 0: unpaced>
 dofile(os.getenv("WRK_LUA_DIR") .. "/common.lua")
 count_statuses()

@@ -224,7 +224,9 @@ export async function persistEvents(sql: Sql, events: readonly UsageEvent[], quo
 
 /**
  * Writes one batch as one statement (atomic by itself: no transaction to roll back on a
- * lost connection, where postgres.js 3.4 can crash the process).
+ * lost connection, where postgres.js 3.4 can crash the process): FIRST_WRITE, and STATEMENT
+ * again when that found a redemption of the batch already written. So not inside a
+ * transaction: the failed first write would abort it.
  */
 export async function persistBatch(sql: Sql, events: readonly UsageEvent[], quotaLowPercent = 10): Promise<Persisted> {
   const counts: UsedCounts = new Map();

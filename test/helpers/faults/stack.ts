@@ -7,7 +7,7 @@ import {
   spawnServer, spawnWorker, startPrivateRedis, type ExitStatus, type LoggedProcess, type PrivateRedis, type ServerProcess,
 } from '../processes.js';
 import { startPostgresProxy, type CuttableProxy } from '../proxy.js';
-import { waitFor } from '../wait.js';
+import { sleep, waitFor } from '../wait.js';
 
 // The private stack of a fault test. Each test owns what it breaks: a private redis-server,
 // the server (and optionally the usage worker) as child processes it may SIGKILL and restart
@@ -116,7 +116,7 @@ export class Stack {
         return { exit, pending: await this.pending() };
       }
       worker.child.kill('SIGCONT');
-      await new Promise((resolve) => setTimeout(resolve, 5 + Math.floor(Math.random() * 20)));
+      await sleep(5 + Math.floor(Math.random() * 20));
     }
   }
 
