@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 
@@ -48,17 +49,22 @@ export async function startPinned(
 
 export async function startRedis(cpu: string, port: number): Promise<Pinned> {
   const p = await startPinned('redis', cpu, ['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '',
-    '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], {}, /Ready to accept connections/, port);
+    '--appendonly', 'no', '--dir', tmpdir(), '--maxmemory-policy', 'noeviction'], {}, /Ready to accept connections/, port);
   const client = new Redis(port);
   await client.flushall();
   await client.quit();
   return p;
 }
 
-/** A replica of the Redis on masterPort (no persistence either), once its link is up. */
+/**
+ * A replica of the Redis on masterPort (no persistence either), once its link is up. Its
+ * first sync loads from the socket, not a file; any file it writes goes to the temporary
+ * folder, never to the folder the bench was started in.
+ */
 export async function startReplica(cpu: string, port: number, masterPort: number): Promise<Pinned> {
   const p = await startPinned('redis-replica', cpu, ['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '',
-    '--appendonly', 'no', '--replicaof', '127.0.0.1', String(masterPort)], {}, /Ready to accept connections/, port);
+    '--appendonly', 'no', '--dir', tmpdir(), '--repl-diskless-load', 'on-empty-db', '--replicaof', '127.0.0.1', String(masterPort)],
+  {}, /Ready to accept connections/, port);
   const client = new Redis(port);
   try {
     for (let i = 0; i < 200 && !/master_link_status:up/.test(await client.info('replication')); i++) await new Promise((resolve) => setTimeout(resolve, 50));
