@@ -23,7 +23,8 @@ function serverBinaries(): string {
   return found;
 }
 
-export async function startPrivatePostgres(port: number): Promise<PrivatePostgres> {
+/** settings: `name=value` pairs given to the server as `-c` options, over Postgres's defaults */
+export async function startPrivatePostgres(port: number, settings: string[] = []): Promise<PrivatePostgres> {
   const bin = serverBinaries();
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-pg-'));
   const asPostgres = userInfo().uid === 0;
@@ -32,7 +33,8 @@ export async function startPrivatePostgres(port: number): Promise<PrivatePostgre
   const data = path.join(dir, 'data');
   const [initdb, initArgs] = run(path.join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
   execFileSync(initdb, initArgs, { cwd: '/', stdio: 'ignore' });
-  const [postgres, args] = run(path.join(bin, 'postgres'), ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`]);
+  const [postgres, args] = run(path.join(bin, 'postgres'), ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`,
+    ...settings.flatMap((setting) => ['-c', setting])]);
   const child: ChildProcess = spawn(postgres, args, { cwd: '/', stdio: ['ignore', 'ignore', 'pipe'] });
   await new Promise<void>((resolve, reject) => {
     let seen = '';

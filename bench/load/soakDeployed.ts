@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -17,7 +17,8 @@ import { luaDir, runWrk, type WrkResult } from './wrk.js';
 // the usage worker inside, every limit on) under a signing fleet's mix (soakmix.lua:
 // sign-token and validate, check-quota and get-token mixed in), first as fast as it answers
 // (the peak), then held at SOAK_PERCENT of that peak, open loop, for SOAK_MINUTES, each
-// minute its own wrk run. Redis persists with appendfsync everysec; Postgres is a cluster of
+// minute its own wrk run. Redis runs the documented production redis.conf
+// (deploy/redis/license-service.conf: AOF, appendfsync everysec); Postgres is a cluster of
 // the soak's own at Postgres's defaults (autovacuum on), unless BENCH_DATABASE_URL names one.
 // Each minute: throughput, p99, the worker's lag, Postgres and Redis memory, table and index
 // size per million redemptions, autovacuum's runs. Sustained equals peak when the last
@@ -36,6 +37,8 @@ const REDIS_PORT = 6396;
 const PG_PORT = 5496;
 const PORT = 9111;
 const SCHEMA = 'bench';
+// SOAK_PG_SETTINGS="max_wal_size=4GB checkpoint_timeout=15min": the soak's own cluster at these settings instead of its defaults
+const PG_SETTINGS = (process.env.SOAK_PG_SETTINGS ?? '').split(/\s+/).filter((s) => s !== '');
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mib = (bytes: number) => bytes / 1048576;
@@ -57,13 +60,33 @@ interface Minute {
   autovacuums: number;
   autoanalyzes: number;
   deadRows: number;
+  /** checkpoints begun in the minute, on schedule and asked for (max_wal_size reached) */
+  checkpoints: string;
+  walBytes: number;
+  /** full-page images in the WAL, per redemption: each page's first change after a checkpoint */
+  fpi: number;
   serverUs: number;
+  /** Redis's CPU per request, its forked children's (AOF rewrites) included */
+  redisUs: number;
+  /** forks in the minute: AOF rewrites */
+  redisForks: number;
+  /** the machine's CPU left idle in the minute, % (/proc/stat): a minute slower at equal idle was slower per cycle */
+  idle: number;
   postgresUs: number;
 }
 
+/** The production redis.conf the deployment documents (docs/redis.md), on the soak's own port and folder. */
+const REDIS_CONF = path.resolve(luaDir, '../../deploy/redis/license-service.conf');
+
+/** The machine's CPU time so far, idle and all, in ticks (the first line of /proc/stat). */
+function machineTicks(): { idle: number; all: number } {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1, 9).map(Number);
+  return { idle: (fields[3] ?? 0) + (fields[4] ?? 0), all: fields.reduce((a, b) => a + b, 0) };
+}
+
 async function startPersistentRedis(dir: string): Promise<Pinned> {
-  return startPinned('redis', LOAD_CPU, ['redis-server', '--port', String(REDIS_PORT), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
-    '--appendonly', 'yes', '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction'], {}, /Ready to accept connections/, REDIS_PORT);
+  return startPinned('redis', LOAD_CPU, ['redis-server', REDIS_CONF, '--port', String(REDIS_PORT), '--bind', '127.0.0.1', '--dir', dir],
+    {}, /Ready to accept connections/, REDIS_PORT);
 }
 
 function non2xx(r: WrkResult): number {
@@ -73,7 +96,7 @@ function non2xx(r: WrkResult): number {
 
 async function main(): Promise<void> {
   const work = mkdtempSync(path.join(tmpdir(), 'bench-soak-'));
-  const own = process.env.BENCH_DATABASE_URL === undefined ? await startPrivatePostgres(PG_PORT) : null;
+  const own = process.env.BENCH_DATABASE_URL === undefined ? await startPrivatePostgres(PG_PORT, PG_SETTINGS) : null;
   const databaseUrl = own?.url ?? (process.env.BENCH_DATABASE_URL as string);
   const redis = await startPersistentRedis(work);
   const setup = await connectPostgres(databaseUrl, 'public', 1);
@@ -132,11 +155,20 @@ async function main(): Promise<void> {
       pg_total_relation_size('licenses')::float8 as l`)[0] as { r: number; i: number; l: number };
   const vacuums = async () => (await sql`select coalesce(sum(autovacuum_count), 0)::float8 as v, coalesce(sum(autoanalyze_count), 0)::float8 as a,
       coalesce(sum(n_dead_tup), 0)::float8 as d from pg_stat_user_tables where schemaname = ${SCHEMA}`)[0] as { v: number; a: number; d: number };
+  // the cluster's WAL and checkpoints (every database's: the soak's cluster holds only this one)
+  const wal = async () => (await sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as b, w.wal_fpi::float8 as f,
+      c.checkpoints_timed::float8 as t, c.checkpoints_req::float8 as r from pg_stat_wal w, pg_stat_bgwriter c`)[0] as { b: number; f: number; t: number; r: number };
+  // Redis's CPU (its children's: the AOF rewrites it forks) and its forks so far
+  const redisCpu = async () => {
+    const info = await client.info();
+    const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+    return { us: (field('used_cpu_sys') + field('used_cpu_user') + field('used_cpu_sys_children') + field('used_cpu_user_children')) * 1e6, forks: field('total_forks') };
+  };
   const postgresMemory = () => (own ? pssKiB(clusterPids(own.pid)) / 1024 : NaN);
   const autovacuum = (await sql`select setting from pg_settings where name = 'autovacuum'`)[0]?.setting as string;
 
   const minutes: Minute[] = [];
-  let before = { redeemed: await redeemed(), vac: await vacuums(), server: treeMicros(service.pid), pg: postgresCpu() };
+  let before = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisCpu(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
   for (let m = 1; m <= MINUTES; m++) {
     let lagMax = 0;
     let sampling = true;
@@ -149,22 +181,25 @@ async function main(): Promise<void> {
     const r = await mix(60, rate);
     sampling = false;
     await sampler;
-    const now = { redeemed: await redeemed(), vac: await vacuums(), server: treeMicros(service.pid), pg: postgresCpu() };
+    const now = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisCpu(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
     const size = await sizes();
     const perMillion = now.redeemed / 1e6;
+    const spent = Math.max(1, now.redeemed - before.redeemed);
     const row: Minute = {
       minute: m, rps: r.rps, p99: r.p99 / 1000, non2xx: non2xx(r), redemptions: now.redeemed - before.redeemed,
       lagMax, lagEnd: await lag(), postgresMiB: postgresMemory(),
       redisMiB: mib(Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])), redisKeys: await client.dbsize(),
       redemptionsMiBPerM: mib(size.r) / perMillion, issuesMiBPerM: mib(size.i) / perMillion, licensesMiB: mib(size.l),
       autovacuums: now.vac.v - before.vac.v, autoanalyzes: now.vac.a - before.vac.a, deadRows: now.vac.d,
-      serverUs: (now.server - before.server) / r.requests, postgresUs: (now.pg - before.pg) / Math.max(1, now.redeemed - before.redeemed),
+      checkpoints: `${now.wal.t - before.wal.t}/${now.wal.r - before.wal.r}`, walBytes: (now.wal.b - before.wal.b) / spent, fpi: (now.wal.f - before.wal.f) / spent,
+      serverUs: (now.server - before.server) / r.requests, redisUs: (now.redis.us - before.redis.us) / r.requests,
+      redisForks: now.redis.forks - before.redis.forks, idle: (100 * (now.cpu.idle - before.cpu.idle)) / Math.max(1, now.cpu.all - before.cpu.all), postgresUs: (now.pg - before.pg) / spent,
     };
     before = now;
     minutes.push(row);
     process.stderr.write(`  minute ${m}: ${Math.round(row.rps)} req/s p99 ${row.p99.toFixed(2)} ms non-2xx ${row.non2xx} ` +
       `redemptions ${row.redemptions} lag max ${row.lagMax} Postgres ${row.postgresMiB.toFixed(0)} MiB Redis ${row.redisMiB.toFixed(1)} MiB ` +
-      `autovacuum ${row.autovacuums}/${row.autoanalyzes} Postgres ${row.postgresUs.toFixed(1)} µs/redemption statuses ${JSON.stringify(r.statuses)}\n`);
+      `autovacuum ${row.autovacuums}/${row.autoanalyzes} checkpoints ${row.checkpoints} WAL ${row.walBytes.toFixed(0)} B/redemption Redis ${row.redisUs.toFixed(1)} µs/req forks ${row.redisForks} idle ${row.idle.toFixed(0)} % Postgres ${row.postgresUs.toFixed(1)} µs/redemption statuses ${JSON.stringify(r.statuses)}\n`);
   }
 
   const first = minutes[0] as Minute;
@@ -178,11 +213,11 @@ async function main(): Promise<void> {
   const worstLag = Math.max(...minutes.map((x) => x.lagMax));
   const f1 = (v: number) => v.toFixed(1);
   const table = [
-    '| minute | req/s | p99 ms | non-2xx | redemptions | lag max (events) | lag at end | Postgres MiB (PSS) | Redis MiB | Redis keys | token_redemptions MiB per M | token_issues MiB per M | licenses MiB | autovacuum runs | autoanalyze runs | dead rows | server µs/req | Postgres µs/redemption (its token’s issue row included) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| minute | req/s | p99 ms | non-2xx | redemptions | lag max (events) | lag at end | Postgres MiB (PSS) | Redis MiB | Redis keys | token_redemptions MiB per M | token_issues MiB per M | licenses MiB | autovacuum runs | autoanalyze runs | dead rows | checkpoints (timed/requested) | WAL bytes per redemption | full-page images per redemption | server µs/req | Redis µs/req (AOF rewrites included) | Redis forks | machine idle % | Postgres µs/redemption (its token’s issue row included) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...minutes.map((x) => `| ${x.minute} | ${Math.round(x.rps)} | ${x.p99.toFixed(2)} | ${x.non2xx} | ${x.redemptions} | ${x.lagMax} | ${x.lagEnd} | ` +
       `${Number.isNaN(x.postgresMiB) ? 'n/a' : x.postgresMiB.toFixed(0)} | ${f1(x.redisMiB)} | ${x.redisKeys} | ${f1(x.redemptionsMiBPerM)} | ${f1(x.issuesMiBPerM)} | ${f1(x.licensesMiB)} | ` +
-      `${x.autovacuums} | ${x.autoanalyzes} | ${x.deadRows} | ${f1(x.serverUs)} | ${f1(x.postgresUs)} |`),
+      `${x.autovacuums} | ${x.autoanalyzes} | ${x.deadRows} | ${x.checkpoints} | ${x.walBytes.toFixed(0)} | ${x.fpi.toFixed(3)} | ${f1(x.serverUs)} | ${f1(x.redisUs)} | ${x.redisForks} | ${x.idle.toFixed(0)} | ${f1(x.postgresUs)} |`),
   ];
   const verdicts = [
     `| target | measured | verdict |`, '|---|---|---|',
@@ -193,8 +228,8 @@ async function main(): Promise<void> {
     `| no non-2xx answer | ${minutes.reduce((n, x) => n + x.non2xx, 0)} | ${minutes.every((x) => x.non2xx === 0) ? 'met' : 'missed'} |`,
   ];
   process.stdout.write(`\nbench-soak ${new Date().toISOString()}: ${LICENSES} licenses, peak ${Math.round(peak.rps)} req/s (p99 ${(peak.p99 / 1000).toFixed(2)} ms), ` +
-    `held at ${PERCENT} %: ${Math.round(rate)} req/s offered, ${CONNECTIONS} connections; Redis appendfsync everysec; ` +
-    `Postgres ${own ? 'a cluster of its own at its defaults' : 'BENCH_DATABASE_URL'} (autovacuum ${autovacuum})\n\n` +
+    `held at ${PERCENT} %: ${Math.round(rate)} req/s offered, ${CONNECTIONS} connections; Redis at deploy/redis/license-service.conf (AOF, appendfsync everysec); ` +
+    `Postgres ${own ? `a cluster of its own at its defaults${PG_SETTINGS.length > 0 ? ` but ${PG_SETTINGS.join(' ')}` : ''}` : 'BENCH_DATABASE_URL'} (autovacuum ${autovacuum})\n\n` +
     `${table.join('\n')}\n\n${verdicts.join('\n')}\n`);
   writeFileSync(CHART, soakSvg(`make bench-soak: validate, sign-token, check-quota and get-token at ${PERCENT} % of the peak (${Math.round(rate)} req/s offered), as deployed`, [
     { title: 'requests per second answered', values: minutes.map((x) => x.rps), format: (v) => Math.round(v).toLocaleString('en-US'), colour: '#1b9e5a' },
