@@ -158,17 +158,20 @@ async function main(): Promise<void> {
   // the cluster's WAL and checkpoints (every database's: the soak's cluster holds only this one)
   const wal = async () => (await sql`select pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 as b, w.wal_fpi::float8 as f,
       c.checkpoints_timed::float8 as t, c.checkpoints_req::float8 as r from pg_stat_wal w, pg_stat_bgwriter c`)[0] as { b: number; f: number; t: number; r: number };
-  // Redis's CPU (its children's: the AOF rewrites it forks) and its forks so far
-  const redisCpu = async () => {
+  // one INFO a minute: Redis's CPU so far (its children's too: the AOF rewrites it forks), its forks and its memory
+  const redisStats = async () => {
     const info = await client.info();
     const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
-    return { us: (field('used_cpu_sys') + field('used_cpu_user') + field('used_cpu_sys_children') + field('used_cpu_user_children')) * 1e6, forks: field('total_forks') };
+    return {
+      us: (field('used_cpu_sys') + field('used_cpu_user') + field('used_cpu_sys_children') + field('used_cpu_user_children')) * 1e6,
+      forks: field('total_forks'), memory: field('used_memory'),
+    };
   };
   const postgresMemory = () => (own ? pssKiB(clusterPids(own.pid)) / 1024 : NaN);
   const autovacuum = (await sql`select setting from pg_settings where name = 'autovacuum'`)[0]?.setting as string;
 
   const minutes: Minute[] = [];
-  let before = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisCpu(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
+  let before = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisStats(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
   for (let m = 1; m <= MINUTES; m++) {
     let lagMax = 0;
     let sampling = true;
@@ -181,14 +184,14 @@ async function main(): Promise<void> {
     const r = await mix(60, rate);
     sampling = false;
     await sampler;
-    const now = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisCpu(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
+    const now = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisStats(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
     const size = await sizes();
     const perMillion = now.redeemed / 1e6;
     const spent = Math.max(1, now.redeemed - before.redeemed);
     const row: Minute = {
       minute: m, rps: r.rps, p99: r.p99 / 1000, non2xx: non2xx(r), redemptions: now.redeemed - before.redeemed,
       lagMax, lagEnd: await lag(), postgresMiB: postgresMemory(),
-      redisMiB: mib(Number(/used_memory:(\d+)/.exec(await client.info('memory'))?.[1])), redisKeys: await client.dbsize(),
+      redisMiB: mib(now.redis.memory), redisKeys: await client.dbsize(),
       redemptionsMiBPerM: mib(size.r) / perMillion, issuesMiBPerM: mib(size.i) / perMillion, licensesMiB: mib(size.l),
       autovacuums: now.vac.v - before.vac.v, autoanalyzes: now.vac.a - before.vac.a, deadRows: now.vac.d,
       checkpoints: `${now.wal.t - before.wal.t}/${now.wal.r - before.wal.r}`, walBytes: (now.wal.b - before.wal.b) / spent, fpi: (now.wal.f - before.wal.f) / spent,
