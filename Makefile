@@ -225,7 +225,8 @@ soak: build load-tools
 	node dist/bench/load/soak.js
 
 # The service as npm start runs it under a signing fleet's mix, held at 80 % of its peak for
-# 10 minutes, a row a minute (bench/load/soakDeployed.ts): bench/README.md, bench/soak.svg.
+# 12 minutes to settle (Redis reaches the size it keeps) and 10 measured, a row a minute
+# (bench/load/soakDeployed.ts): bench/README.md, bench/soak.svg.
 bench-soak: build load-tools
 	node dist/bench/load/soakDeployed.js
 

@@ -34,6 +34,7 @@ import { PartitionKeeper } from './usage/partitionKeeper.js';
 import { ForfeitSweep } from './usage/forfeitSweep.js';
 import { UsageWorker, type Companion } from './usage/worker.js';
 import { WebhookWorker } from './webhooks/worker.js';
+import { STOP_FLUSH_MS } from './stopFlush.js';
 
 export interface Service {
   port: number;
@@ -129,12 +130,7 @@ export async function startService(config: Config, log: Logger, options: Service
   };
 }
 
-/**
- * After SIGTERM, how long the usage worker may go on writing what is queued once the last
- * request is answered; a process exits within SHUTDOWN_TIMEOUT_MS plus this and the
- * second connections take to close (src/cli/server.ts holds the hard limit).
- */
-export const STOP_FLUSH_MS = 2500;
+export { STOP_FLUSH_MS };
 
 /**
  * Added to the worker connection's command timeout: its reads bring back up to

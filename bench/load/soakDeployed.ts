@@ -4,7 +4,8 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { connectPostgres } from '../../src/db/pg.js';
 import type { RedisClient } from '../../src/redis/client.js';
-import { KeySpace } from '../../src/redis/keys.js';
+import { KeySpace, MARKER_SLACK_MS, MARKER_WINDOW_MS } from '../../src/redis/keys.js';
+import { ACCESS_TOKEN_SECONDS, SIGN_TOKEN_SECONDS } from '../../src/tokens/jwt.js';
 import { usageLag } from '../../src/usage/lag.js';
 import { createLicenses, api } from './licenses.js';
 import { clusterPids, pssKiB, startPrivatePostgres } from './privatePostgres.js';
@@ -17,7 +18,8 @@ import { luaDir, runWrk, type WrkResult } from './wrk.js';
 // the usage worker inside, every limit on) under a signing fleet's mix (soakmix.lua:
 // sign-token and validate, check-quota and get-token mixed in), first as fast as it answers
 // (the peak), then held at SOAK_PERCENT of that peak, open loop, for SOAK_MINUTES, each
-// minute its own wrk run. Redis runs the documented production redis.conf
+// minute its own wrk run, after SOAK_SETTLE_MINUTES at that rate (Redis reaches the size it
+// keeps: below). Redis runs the documented production redis.conf
 // (deploy/redis/license-service.conf: AOF, appendfsync everysec); Postgres is a cluster of
 // the soak's own at Postgres's defaults (autovacuum on), unless BENCH_DATABASE_URL names one.
 // Each minute: throughput, p99, the worker's lag, Postgres and Redis memory, table and index
@@ -27,6 +29,13 @@ const SERVER_CPUS = process.env.BENCH_SERVER_CPUS ?? '0,1';
 const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
 const PERCENT = Number(process.env.SOAK_PERCENT ?? 80);
+// A deployment's Redis holds every token's marker until its token expired, its expiry minute
+// ended (MARKER_WINDOW_MS, MARKER_SLACK_MS) and its release window passed (RELEASE_WINDOW_SECONDS,
+// 300 s by default): 11 to 12 minutes. A soak measured from an empty Redis measures a Redis
+// that grows all along, each AOF rewrite longer than the one before, never the size it keeps.
+// So the rate is held that long first, those minutes reported apart as settling.
+const MARKER_LIFE_MS = SIGN_TOKEN_SECONDS * 1000 + MARKER_WINDOW_MS + MARKER_SLACK_MS + 300_000;
+const SETTLE_MINUTES = Number(process.env.SOAK_SETTLE_MINUTES ?? Math.ceil(MARKER_LIFE_MS / 60_000));
 // validate and sign-token are limited per company (100 a minute by default): the licenses take
 // turns, and 6,000 of them carry up to 10,000 rounds a second (sign-token and validate each)
 const LICENSES = Number(process.env.SOAK_LICENSES ?? 6000);
@@ -42,8 +51,11 @@ const PG_SETTINGS = (process.env.SOAK_PG_SETTINGS ?? '').split(/\s+/).filter((s)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mib = (bytes: number) => bytes / 1048576;
+/** A minute's name in the rows: s1, s2 … while settling, then 1, 2 … */
+const label = (m: number) => (m > 0 ? String(m) : `s${m + SETTLE_MINUTES}`);
 
 interface Minute {
+  /** 1 to MINUTES; 0 and below while settling (SETTLE_MINUTES) */
   minute: number;
   rps: number;
   p99: number;
@@ -120,7 +132,7 @@ async function main(): Promise<void> {
   const peak = await mix(PEAK_SECONDS, 0);
   const rate = (peak.rps * PERCENT) / 100;
   process.stderr.write(`bench-soak: peak ${Math.round(peak.rps)} req/s (p99 ${(peak.p99 / 1000).toFixed(2)} ms, non-2xx ${non2xx(peak)}); ` +
-    `holding ${Math.round(rate)} req/s (${PERCENT} %) for ${MINUTES} min\n`);
+    `holding ${Math.round(rate)} req/s (${PERCENT} %) for ${SETTLE_MINUTES} min to settle, then ${MINUTES} min measured\n`);
   if (non2xx(peak) > peak.requests / 1000) {
     process.stderr.write(`bench-soak: the peak met its limits (${non2xx(peak)} non-2xx): more licenses (SOAK_LICENSES) give a true peak\n`);
   }
@@ -138,11 +150,24 @@ async function main(): Promise<void> {
       }
     }
   };
-  let next = 0;
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (next < licenses.length) await login(licenses[next++] as (typeof licenses)[0]);
-  }));
-  writeLicenses();
+  const renew = async () => {
+    let next = 0;
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (next < licenses.length) await login(licenses[next++] as (typeof licenses)[0]);
+    }));
+    writeLicenses();
+  };
+  await renew();
+  // Settling and measuring take longer than an access token lives: they are renewed once
+  // more while the rate settles, early enough to last to the end (with a minute to spare)
+  // and late enough that the renewal ends before the first measured minute. Each minute's
+  // wrk run reads the file anew.
+  const accessMinutes = Math.floor(ACCESS_TOKEN_SECONDS / 60);
+  const renewAt = SETTLE_MINUTES + MINUTES < accessMinutes - 1 ? null : MINUTES - accessMinutes + 2;
+  if (renewAt !== null && (renewAt < 1 - SETTLE_MINUTES || renewAt > 0)) {
+    throw new Error(`bench-soak: SOAK_MINUTES ${MINUTES} with SOAK_SETTLE_MINUTES ${SETTLE_MINUTES} outlasts an access token (${accessMinutes} min)`);
+  }
+  let renewing: Promise<void> | null = null;
 
   const client = new Redis(REDIS_PORT);
   const sql = await connectPostgres(databaseUrl, SCHEMA, 1);
@@ -171,8 +196,11 @@ async function main(): Promise<void> {
   const autovacuum = (await sql`select setting from pg_settings where name = 'autovacuum'`)[0]?.setting as string;
 
   const minutes: Minute[] = [];
+  const settling: Minute[] = [];
   let before = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisStats(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
-  for (let m = 1; m <= MINUTES; m++) {
+  for (let m = 1 - SETTLE_MINUTES; m <= MINUTES; m++) {
+    if (m === renewAt) renewing = renew();
+    if (m === 1 && renewing) await renewing;
     let lagMax = 0;
     let sampling = true;
     const sampler = (async () => {
@@ -199,8 +227,8 @@ async function main(): Promise<void> {
       redisForks: now.redis.forks - before.redis.forks, idle: (100 * (now.cpu.idle - before.cpu.idle)) / Math.max(1, now.cpu.all - before.cpu.all), postgresUs: (now.pg - before.pg) / spent,
     };
     before = now;
-    minutes.push(row);
-    process.stderr.write(`  minute ${m}: ${Math.round(row.rps)} req/s p99 ${row.p99.toFixed(2)} ms non-2xx ${row.non2xx} ` +
+    (m > 0 ? minutes : settling).push(row);
+    process.stderr.write(`  ${label(m)}: ${Math.round(row.rps)} req/s p99 ${row.p99.toFixed(2)} ms non-2xx ${row.non2xx} ` +
       `redemptions ${row.redemptions} lag max ${row.lagMax} Postgres ${row.postgresMiB.toFixed(0)} MiB Redis ${row.redisMiB.toFixed(1)} MiB ` +
       `autovacuum ${row.autovacuums}/${row.autoanalyzes} checkpoints ${row.checkpoints} WAL ${row.walBytes.toFixed(0)} B/redemption Redis ${row.redisUs.toFixed(1)} µs/req forks ${row.redisForks} idle ${row.idle.toFixed(0)} % Postgres ${row.postgresUs.toFixed(1)} µs/redemption statuses ${JSON.stringify(r.statuses)}\n`);
   }
@@ -218,7 +246,7 @@ async function main(): Promise<void> {
   const table = [
     '| minute | req/s | p99 ms | non-2xx | redemptions | lag max (events) | lag at end | Postgres MiB (PSS) | Redis MiB | Redis keys | token_redemptions MiB per M | token_issues MiB per M | licenses MiB | autovacuum runs | autoanalyze runs | dead rows | checkpoints (timed/requested) | WAL bytes per redemption | full-page images per redemption | server µs/req | Redis µs/req (AOF rewrites included) | Redis forks | machine idle % | Postgres µs/redemption (its token’s issue row included) |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...minutes.map((x) => `| ${x.minute} | ${Math.round(x.rps)} | ${x.p99.toFixed(2)} | ${x.non2xx} | ${x.redemptions} | ${x.lagMax} | ${x.lagEnd} | ` +
+    ...[...settling, ...minutes].map((x) => `| ${label(x.minute)} | ${Math.round(x.rps)} | ${x.p99.toFixed(2)} | ${x.non2xx} | ${x.redemptions} | ${x.lagMax} | ${x.lagEnd} | ` +
       `${Number.isNaN(x.postgresMiB) ? 'n/a' : x.postgresMiB.toFixed(0)} | ${f1(x.redisMiB)} | ${x.redisKeys} | ${f1(x.redemptionsMiBPerM)} | ${f1(x.issuesMiBPerM)} | ${f1(x.licensesMiB)} | ` +
       `${x.autovacuums} | ${x.autoanalyzes} | ${x.deadRows} | ${x.checkpoints} | ${x.walBytes.toFixed(0)} | ${x.fpi.toFixed(3)} | ${f1(x.serverUs)} | ${f1(x.redisUs)} | ${x.redisForks} | ${x.idle.toFixed(0)} | ${f1(x.postgresUs)} |`),
   ];
@@ -231,7 +259,7 @@ async function main(): Promise<void> {
     `| no non-2xx answer | ${minutes.reduce((n, x) => n + x.non2xx, 0)} | ${minutes.every((x) => x.non2xx === 0) ? 'met' : 'missed'} |`,
   ];
   process.stdout.write(`\nbench-soak ${new Date().toISOString()}: ${LICENSES} licenses, peak ${Math.round(peak.rps)} req/s (p99 ${(peak.p99 / 1000).toFixed(2)} ms), ` +
-    `held at ${PERCENT} %: ${Math.round(rate)} req/s offered, ${CONNECTIONS} connections; Redis at deploy/redis/license-service.conf (AOF, appendfsync everysec); ` +
+    `held at ${PERCENT} %: ${Math.round(rate)} req/s offered, ${CONNECTIONS} connections, ${SETTLE_MINUTES} min to settle (rows s1–s${SETTLE_MINUTES}) then ${MINUTES} measured; Redis at deploy/redis/license-service.conf (AOF, appendfsync everysec); ` +
     `Postgres ${own ? `a cluster of its own at its defaults${PG_SETTINGS.length > 0 ? ` but ${PG_SETTINGS.join(' ')}` : ''}` : 'BENCH_DATABASE_URL'} (autovacuum ${autovacuum})\n\n` +
     `${table.join('\n')}\n\n${verdicts.join('\n')}\n`);
   writeFileSync(CHART, soakSvg(`make bench-soak: validate, sign-token, check-quota and get-token at ${PERCENT} % of the peak (${Math.round(rate)} req/s offered), as deployed`, [

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { InstanceMetrics } from '../metrics/instance.js';
 import { claimFreePort, claimPort } from './portClaim.js';
-import { STOP_FLUSH_MS } from '../service.js';
+import { STOP_FLUSH_MS } from '../stopFlush.js';
 
 // WORKERS=N > 1: this process serves nothing itself. It forks N copies of the server
 // (the same entry, marked by CHILD_ENV), which all listen on one port: uWebSockets.js

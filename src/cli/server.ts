@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
-import { startService, STOP_FLUSH_MS } from '../service.js';
+import { STOP_FLUSH_MS } from '../stopFlush.js';
 import { SIGNING_KEYS_MISSING_WARNING } from '../tokens/signingKeys.js';
 import { claimPort } from './portClaim.js';
 import { CHILD_ENV, runPrimary, type CannotStartMessage, type ListeningMessage } from './primary.js';
@@ -36,6 +36,8 @@ async function main(): Promise<void> {
   // one process on a port of its choosing: no other server may share it (PORT=0: uWS binds
   // the kernel's pick without SO_REUSEPORT, so nothing can)
   if (!child && config.port !== 0) await claimPort(config.host, config.port).catch((err: Error) => cannotStart(false, scrub(err.message)));
+  // loaded here, not above: a primary (runPrimary) never runs the service, and need not load it
+  const { startService } = await import('../service.js');
   const service = await startService(config, log, { child }).catch((err: Error) => cannotStart(child, scrub(err.message)));
   let stopping = false;
   const stop = (signal: string) => {
