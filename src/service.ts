@@ -130,8 +130,6 @@ export async function startService(config: Config, log: Logger, options: Service
   };
 }
 
-export { STOP_FLUSH_MS };
-
 /**
  * Added to the worker connection's command timeout: its reads bring back up to
  * WORKER_BATCH_SIZE events of every stream at once, and no client waits on it. Not much

@@ -7,7 +7,8 @@ import { loadLibraryAtStart } from '../redis/library.js';
 import { serveMetrics } from '../metrics/endpoint.js';
 import { Metrics } from '../metrics/registry.js';
 import { KeySpace } from '../redis/keys.js';
-import { closeAll, reportLeftovers, startWorker, STOP_FLUSH_MS, watchMetrics } from '../service.js';
+import { closeAll, reportLeftovers, startWorker, watchMetrics } from '../service.js';
+import { STOP_FLUSH_MS } from '../stopFlush.js';
 
 // npm run worker: the usage worker alone (any number of copies may run).
 async function main(): Promise<void> {

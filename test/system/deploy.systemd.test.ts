@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
-import { STOP_FLUSH_MS } from '../../src/service.js';
+import { STOP_FLUSH_MS } from '../../src/stopFlush.js';
 
 // deploy/systemd as an operator installs it: the unit passes systemd's own check, starts what
 // `npm start` starts, gives a stop the time the service takes, and its environment file is a
