@@ -16,6 +16,7 @@ export const STATUS: Record<number, string> = {
   200: '200 OK',
   201: '201 Created',
   304: '304 Not Modified',
+  308: '308 Permanent Redirect',
   400: '400 Bad Request',
   401: '401 Unauthorized',
   403: '403 Forbidden',

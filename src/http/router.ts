@@ -1,5 +1,5 @@
 import type { Route } from './route.js';
-import type { TransportErrors } from './reply.js';
+import { rawReply, type Reply, type TransportErrors } from './reply.js';
 
 /** The routes of one path, and how that path words the failures the HTTP layer answers. */
 export interface PathEntry {
@@ -59,12 +59,29 @@ export class Router {
   /** exact paths, each with its match built once (no allocation per request) */
   private readonly exact = new Map<string, Match>();
   private readonly patterns: { pattern: RegExp; entry: PathEntry }[] = [];
+  /** "<exact GET path>/" -> the redirect to the path */
+  private readonly slashed = new Map<string, Reply>();
 
   constructor(routes: Route[]) {
     for (const [key, entry] of pathEntries(routes)) {
       if (key.includes('/:')) this.patterns.push({ pattern: new RegExp(`^${key.replace(/:[a-z]+/gi, '([^/]+)')}/?$`, 'i'), entry });
       else this.exact.set(key, { entry, params: NO_PARAMS });
+      const get = entry.routes.find((r) => r.method === 'get');
+      if (get && !key.includes('/:') && key !== '/') {
+        // relative, so that it holds behind a front serving the service under a prefix
+        const name = get.path.slice(get.path.lastIndexOf('/') + 1);
+        this.slashed.set(`${key}/`, rawReply(308, '', 'text/plain; charset=utf-8', [['Location', `../${name}`], ['Cache-Control', 'public, max-age=86400']]));
+      }
     }
+  }
+
+  /**
+   * A GET path typed or kept with a trailing slash (/docs/): a permanent redirect to the
+   * path, rather than its answer at the slashed address, where a page's relative links
+   * would miss its files; null for any other path.
+   */
+  slashRedirect(path: string): Reply | null {
+    return path.endsWith('/') ? this.slashed.get(path.toLowerCase()) ?? null : null;
   }
 
   match(path: string): Match | null {

@@ -250,7 +250,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     state.head = method === 'head';
     const match = router.match(path);
     if (match === null) {
-      send(res, state, fallbackErrors('NOT_FOUND'));
+      send(res, state, ((method === 'get' || state.head) && router.slashRedirect(path)) || fallbackErrors('NOT_FOUND'));
       return;
     }
     const { entry, params } = match;

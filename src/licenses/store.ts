@@ -226,13 +226,18 @@ async function credit(
   if (firmaId === undefined) return null;
   if (idempotencyKey !== null) {
     const recorded = await tx.unsafe(
-      `insert into quota_purchases (idempotency_key, license_key, add) values ($1, $2, $3)
+      `insert into quota_purchases (idempotency_key, license_key, add, expires_at, note, whole) values ($1, $2, $3, $4, $5, true)
        on conflict (idempotency_key) do nothing returning idempotency_key`,
-      [idempotencyKey, licenseKey, pkg.add],
+      [idempotencyKey, licenseKey, pkg.add, pkg.expiresAt, pkg.note],
     );
     if (recorded.length === 0) {
-      const earlier = await tx.unsafe(`select license_key, add::float8 as add from quota_purchases where idempotency_key = $1`, [idempotencyKey]);
-      if (earlier[0]?.license_key !== licenseKey || earlier[0]?.add !== pkg.add) return 'reused';
+      // the same purchase is the same license, amount, expiry and note (sql/017_purchase_fields.sql)
+      const earlier = await tx.unsafe(
+        `select 1 from quota_purchases where idempotency_key = $1 and license_key = $2 and add = $3
+           and (not whole or (expires_at is not distinct from $4 and note is not distinct from $5))`,
+        [idempotencyKey, licenseKey, pkg.add, pkg.expiresAt, pkg.note],
+      );
+      if (earlier.length === 0) return 'reused';
       const rows = await tx.unsafe(`select ${LICENSE_COLUMNS} from licenses where firma_id = $1`, [firmaId]);
       return { ...licenseRowOf(rows[0] as Record<string, unknown>), replayed: true };
     }

@@ -70,4 +70,45 @@ t.test('admin add quota', async (t) => {
     const [row] = await h.sql`select total_quota::int as q from licenses where license_key = ${lic.licenseKey}`;
     t.equal(row?.q, 15, 'Postgres credited once');
   });
+
+  t.test('every field identifies a purchase: another expiry or note under the key is 422, nothing credited', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 10 });
+    const path = `/admin/v1/licenses/${lic.licenseKey}/quota`;
+    const key = `order-fields-${lic.licenseKey}`;
+    const purchase = (body: Record<string, unknown>) => h.request('POST', path, body, { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': key });
+    const sent = { add: 5, expiresAt: '2099-06-30T23:59:59.000Z', note: 'Fatura 2026/118' };
+    t.equal((await purchase(sent)).body.replayed, false, 'the first request credits');
+    const same = await purchase({ ...sent, expiresAt: '2099-06-30T23:59:59Z' });
+    t.equal(same.status, 200, 'the same instant written otherwise is the same purchase');
+    t.equal(same.body.replayed, true);
+    for (const [what, body] of [
+      ['another expiry', { ...sent, expiresAt: '2099-07-31T23:59:59.000Z' }],
+      ['no expiry', { add: 5, note: sent.note }],
+      ['another note', { ...sent, note: 'Fatura 2026/119' }],
+      ['no note', { add: 5, expiresAt: sent.expiresAt }],
+      ['another amount', { ...sent, add: 6 }],
+    ] as const) {
+      const other = await purchase(body);
+      t.equal(other.status, 422, `${what}: refused`);
+      t.equal(other.body?.error?.code, 'IDEMPOTENCY_KEY_REUSED', what);
+    }
+    const [row] = await h.sql`select total_quota::int as q from licenses where license_key = ${lic.licenseKey}`;
+    t.equal(row?.q, 15, 'Postgres credited once');
+  });
+
+  t.test('a purchase recorded before its fields were kept is still identified by its amount', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 10 });
+    const path = `/admin/v1/licenses/${lic.licenseKey}/quota`;
+    const key = `order-old-${lic.licenseKey}`;
+    const purchase = (body: Record<string, unknown>) => h.request('POST', path, body, { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': key });
+    t.equal((await purchase({ add: 3, note: 'before the upgrade' })).status, 200);
+    // as an earlier version recorded it: the amount alone
+    await h.sql`update quota_purchases set expires_at = null, note = null, whole = false where idempotency_key = ${key}`;
+    const retry = await purchase({ add: 3, note: 'before the upgrade' });
+    t.equal(retry.status, 200);
+    t.equal(retry.body.replayed, true, 'the retry of an older purchase is a replay');
+    t.equal((await purchase({ add: 4 })).status, 422, 'another amount is still refused');
+    const [row] = await h.sql`select total_quota::int as q from licenses where license_key = ${lic.licenseKey}`;
+    t.equal(row?.q, 13, 'credited once');
+  });
 });

@@ -14,7 +14,7 @@ import { Documented, type Media, type OpenApi, type Response } from '../helpers/
 //      doc fails here, by name); without an admin token there is no admin document;
 //  (b) every example, of a request body or an answer, validates against its schema;
 //  (c) both documents are valid OpenAPI 3.1, each with the components it uses;
-//  (e) /docs and /admin/docs serve their pages and files.
+//  (e) /docs and /admin/docs serve their pages and files (and redirect from a trailing slash).
 // Real answers against the documents: the contract tests (openapi.contract.*.test.ts);
 // Redocly's lint: openapi.lint.test.ts; the input schemas' limits: openapi.inputs.test.ts;
 // compression and validators: docs.caching.test.ts.
@@ -173,6 +173,19 @@ t.test('(e) /docs and /admin/docs: reference pages without a script, every opera
     }
     t.ok(links.some((l) => l.path === page.replace('docs', 'openapi.json')), `${page} links its document`);
     await filesServed(t, page, links.filter((l) => /\.(css|png)$/.test(l.link)));
+  }
+});
+
+t.test('(e) /docs/ and /admin/docs/, with a trailing slash: a permanent redirect to the page, which then loads', async (t) => {
+  for (const page of ['/docs', '/admin/docs']) {
+    const res = await h.request('GET', `${page}/`);
+    t.equal(res.status, 308, `${page}/: 308`);
+    const location = res.headers.get('location') ?? '';
+    t.equal(new URL(location, `${h.url}${page}/`).pathname, page, `${page}/ points at ${page}`);
+    t.equal(res.text, '', 'no body');
+    const followed = await h.request('GET', new URL(location, `${h.url}${page}/`).pathname);
+    t.equal(followed.status, 200, `${page}/ followed: the page`);
+    t.match(followed.text, /<h1>License and sign-token service/);
   }
 });
 

@@ -68,7 +68,7 @@ const doc: RouteDoc = {
       ['a malformed Idempotency-Key header', badIdempotencyKey('k'.repeat(256))],
       unauthorized,
       notFound,
-      ['the Idempotency-Key was used for another purchase', adminReplies.IDEMPOTENCY_KEY_REUSED],
+      ['the Idempotency-Key was used for another purchase (another license, amount, expiry or note)', adminReplies.IDEMPOTENCY_KEY_REUSED],
     ]),
   },
 };
