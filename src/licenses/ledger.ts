@@ -10,7 +10,7 @@ export type LedgerKind = 'purchase' | 'forfeit' | 'release' | 'correction' | 'sp
 /** One line of the ledger: an entry, or a day's redemptions (kind spend: no balance, package or actor). */
 export interface LedgerLine {
   kind: LedgerKind;
-  /** an entry's time; a day's: the end of that UTC day */
+  /** an entry's time; a day's: the end of that UTC day, or the time of the answer for the current day */
   at: Date;
   /** what it adds to the balance: a forfeit and a day's spending are negative */
   amount: number;
@@ -47,8 +47,15 @@ const ENTRIES = `
          'e' || lpad(id::text, 19, '0') as ref
   from license_ledger where firma_id = $1`;
 
+/**
+ * A day's line is its running total, dated at the end of its day, after every entry of the
+ * day; the current day's, not over yet, at the time of the answer ("the day so far"): never
+ * a time to come, and still the newest line, so a cursor's pages neither repeat nor skip it
+ * while the day's count grows. A time per redemption would need the worker to keep each
+ * day's latest redemption, a write per batch for a date that only orders these lines.
+ */
 const SPENDING = `
-  select 'spend', (day + 1)::timestamp at time zone 'UTC' - interval '1 microsecond', -redeemed::float8, null, null, null, null,
+  select 'spend', least((day + 1)::timestamp at time zone 'UTC' - interval '1 microsecond', statement_timestamp()), -redeemed::float8, null, null, null, null,
          day::text, 's' || day::text
   from license_daily_usage where firma_id = $1 and redeemed > 0`;
 

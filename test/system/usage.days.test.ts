@@ -76,3 +76,26 @@ t.test('a license\'s days: the latest on its row, the earlier in the table, ever
   t.equal(row?.used, Object.values(days).reduce((a, b) => a + b, 0), 'the days add up to the used quota');
   t.equal(row?.day, day2, 'the row holds the latest day');
 });
+
+t.test('a day\'s line is dated at the end of its day; today\'s at the answer\'s time, the newest line, never in the future', async (t) => {
+  const h = await startHarness(t, 'usage-days-at');
+  const lic = await h.createLicense({ totalQuota: 1000 });
+  const today = dayOf(Date.now());
+  await persistEvents(h.sql, [used(lic.firmaId, today - DAY + HOUR), used(lic.firmaId, Date.now() - 1000)]);
+  const before = Date.now();
+  // a purchase after today's redemptions: today's line still comes first, the purchase below it
+  await h.admin('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 5 });
+  const res = await h.admin('GET', `/admin/v1/licenses/${lic.licenseKey}/ledger?limit=500`);
+  const after = Date.now();
+  const items = res.body.data.items as { kind: string; day: string | null; at: string }[];
+  const todays = items.find((l) => l.day === iso(today));
+  const yesterdays = items.find((l) => l.day === iso(today - DAY));
+  t.equal(yesterdays?.at, new Date(today - 1).toISOString(), 'a past day: the end of that day');
+  const at = Date.parse(todays?.at ?? '');
+  t.ok(at >= before && at <= after + 5, `today: the time of the answer (${todays?.at}), not the end of the day`);
+  t.same(items.map((l) => l.kind), ['spend', 'purchase', 'purchase', 'spend'], 'today first, then the purchase and the license\'s first package, then yesterday');
+  const page = await h.admin('GET', `/admin/v1/licenses/${lic.licenseKey}/ledger?limit=1`);
+  t.equal(page.body.data.items[0]?.day, iso(today), 'a page of one: today');
+  const next = await h.admin('GET', `/admin/v1/licenses/${lic.licenseKey}/ledger?limit=500&cursor=${encodeURIComponent(page.body.data.nextCursor)}`);
+  t.notOk((next.body.data.items as { day: string | null }[]).some((l) => l.day === iso(today)), 'the next pages do not repeat it');
+});

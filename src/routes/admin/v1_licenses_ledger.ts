@@ -29,7 +29,7 @@ const LedgerLineSchema = Type.Object({
       + 'failed signing; correction: an adjustment (the opening balance of a license older than packages); spend: a day\'s '
       + 'redemptions, summed',
   }),
-  at: { ...Timestamp, description: 'when: an entry\'s time; a day\'s spending: the end of that UTC day' },
+  at: { ...Timestamp, description: 'when: an entry\'s time; a day\'s spending: the end of that UTC day, for the current day the time of the answer (the day so far)' },
   amount: Type.Integer({ description: 'what it adds to the balance: a forfeit and a day\'s spending are negative' }),
   balanceAfter: nullable(Type.Integer(), 'totalQuota - usedQuota once the entry was written, as Postgres counted them; null for a day\'s spending'),
   packageId: nullable(Type.Integer({ minimum: 1 }), 'the package the entry concerns; null for a day\'s spending'),
