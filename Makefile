@@ -1,7 +1,7 @@
 # The two commands: `make run` serves, `make test` tests (README.md). Each installs what it needs.
 SHELL := /bin/bash
 .DEFAULT_GOAL := run
-.PHONY: run test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory bench-script bench-docs soak bench-soak profile profile-deployed load-tools browser-tools lighthouse-tools metrics-tools front-tools ha-tools model-tools fuzz
+.PHONY: run reset-dev test test-faults test-model build prune-tests deps lint typecheck services clean stop-services bench bench-front bench-flood bench-sign bench-lag bench-worker bench-memory bench-script bench-docs soak bench-soak profile profile-deployed load-tools browser-tools lighthouse-tools metrics-tools front-tools ha-tools model-tools fuzz
 
 # tap's plugins are compiled into node_modules: built here, before the first run, so that
 # not even the first run loads the TypeScript plugin the config turns off (a loader in every
@@ -57,6 +57,12 @@ run: build
 	  fi; \
 	  echo ""; \
 	  exec node dist/src/cli/server.js
+
+# The development data of `make run` back to nothing (docs/cli.md#starting-over-in-development):
+# the Redis keys of .env.dev's prefix and the service's schema in its database; the secrets
+# of .env.dev stay. Refuses while the service answers, and without an .env.dev.
+reset-dev: build
+	@node dist/src/cli/resetDev.js
 
 # tap runs holding dist/.build.lock shared: a build started meanwhile waits for it to end.
 test: browser-tools metrics-tools front-tools ha-tools model-tools build prune-tests
