@@ -21,7 +21,7 @@ const MAX_PER_CALL = 64;
  * the items of a turn that fall in one hash slot become one call (a lone item is a batch
  * of one), and a single connection's writes are corked so the turn's calls leave in one
  * write. Every call costs about the same whatever it carries, on both sides
- * (bench/README.md, Attempts), so tokens per call is what saves CPU.
+ * (bench/README.md, Findings behind the design), so tokens per call is what saves CPU.
  */
 export class SlotBatcher<T extends SlotItem, R> {
   private readonly queues: Pending<T, R>[][] = [];

@@ -76,6 +76,12 @@ t.test('the README is short, has a table of contents, and links every document',
   for (const doc of docs) t.ok(linked.has(`docs/${doc}`), `README links docs/${doc}`);
 });
 
+t.test('bench/README.md holds the latest figures, not a log of every run', async (t) => {
+  // earlier runs belong in git history (git log -p bench/README.md), not in the file
+  const lines = read('bench/README.md').replace(/\n$/, '').split('\n').length;
+  t.ok(lines <= 320, `bench/README.md has ${lines} lines (at most 320)`);
+});
+
 t.test('no tracked file names an issue or a file outside the repository', async (t) => {
   for (const file of tracked.filter((f) => f !== 'package-lock.json' && !THIS_TEST.includes(f) && isText(root, f))) {
     t.same(forbiddenReferencesIn(read(file)), [], `${file}: no issue reference, no outside path`);
