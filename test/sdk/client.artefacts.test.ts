@@ -11,8 +11,8 @@ import { apiError, sdkOf } from '../helpers/sdk.js';
 import { TokenSource } from '../helpers/tokens.js';
 
 // The two methods that answer a signed artefact, against a real server: validateLicense (a
-// license token, verified offline with the service's JWKS) and sign (a redemption with a
-// receipt, verified with a KeySet), their answers exactly as the service sent them, what
+// license token, verified offline with the service's JWKS, which jwks() reads) and sign (a
+// redemption with a receipt, verified with a KeySet), their answers exactly as the service sent them, what
 // each spends as check-quota sees it (no cache: LIVE_COUNTS), an Idempotency-Key retry of
 // sign, and their refusals as the SDK exposes them: license validation's coded errors,
 // sign's Turkish messages under validate's codes.
@@ -48,6 +48,15 @@ t.test('validateLicense: the license token as sent, verified offline with the JW
   const later = await verifyLicenseToken((await client.validateLicense(lic)).licenseToken, { jwks: await jwks() });
   t.match(later, { used_quota: 1, remaining_quota: 5 }, 'a later token says what was spent since');
   t.match((await client.checkQuota(lic.licenseKey)).data, { usedQuota: 1, remainingQuota: 5 }, 'license validation spent nothing');
+});
+
+t.test('jwks: the key set as the service publishes it; a license token verifies against it shipped with an application', async (t) => {
+  const set = await new LicenseClient({ baseUrl: h.url }).jwks();
+  t.strictSame(set, await jwks(), 'the body of /.well-known/jwks.json');
+  t.ok(set.keys.length > 0 && set.keys.every((k) => k.kty === 'OKP' && k.crv === 'Ed25519'), 'Ed25519 keys');
+  const lic = await h.createLicense({ organizationName: 'Şifa Eczanesi' });
+  const shipped = JSON.parse(JSON.stringify(set)) as JsonWebKeySet; // as an application would store it
+  t.match(await verifyLicenseToken((await sdk.validateLicense(lic)).licenseToken, { jwks: shipped }), { firma_adi: 'Şifa Eczanesi' });
 });
 
 t.test('sign: one unit spent, the receipt verifies with a KeySet; an Idempotency-Key retry answers the identical receipt', async (t) => {

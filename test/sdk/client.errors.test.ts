@@ -4,7 +4,7 @@ import {
   LicenseApiError, LicenseClient, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError, type ImzaTipi,
 } from '@license-service/client';
 import t from 'tap';
-import { adminOk } from '../helpers/admin.js';
+import { adminOk, adminView } from '../helpers/admin.js';
 import { NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { craftJwt, decodeJwt, HS256_HEADER } from '../helpers/jwt.js';
 import { apiError, countingFetch, rejection, sdkOf } from '../helpers/sdk.js';
@@ -82,6 +82,34 @@ t.test('validate with an Idempotency-Key: another token under the key, a malform
     `a LicenseSdkError of its own (${String(unsendable)})`);
   t.equal(counter.sent.length, 0, 'nothing sent');
   t.equal((await sdk.validate({ token: b! })).usedQuota, 2, 'the refused token still redeems');
+});
+
+t.test('release: each refusal it publishes under its SDK code; the day\'s allowance used is a 429 until the next UTC day', async (t) => {
+  await apiError(t, sdk.release({ token: '' }), 400, 'TOKEN_EMPTY', 'Token boş olamaz');
+  await apiError(t, sdk.release({ token: 'a.b.c' }), 401, 'TOKEN_INVALID', 'Geçersiz token');
+  const closed = await h.createLicense(); // releasesPerDay 0, the default
+  const [spent] = await new TokenSource(h, closed).many(1);
+  await sdk.validate({ token: spent! });
+  await apiError(t, sdk.release({ token: spent! }), 403, 'RELEASES_OFF', 'Bu lisans için iade kapalı');
+
+  const lic = await h.createLicense({ totalQuota: 5, releasesPerDay: 2 });
+  const [a, b, c] = await new TokenSource(h, lic).many(3);
+  await apiError(t, sdk.release({ token: a! }), 400, 'TOKEN_NOT_REDEEMED', 'Bu token kullanılmamış; iade edilecek imza yok');
+  for (const token of [a!, b!, c!]) await sdk.validate({ token });
+  await sdk.release({ token: a! }, { idempotencyKey: 'iade-a' });
+  await apiError(t, sdk.release({ token: a! }), 400, 'TOKEN_ALREADY_RELEASED', 'Bu token zaten iade edilmiş');
+  await apiError(t, sdk.validate({ token: a! }), 400, 'TOKEN_ALREADY_USED', 'Bu token zaten kullanılmış. Yeni token alınız.');
+  await apiError(t, sdk.release({ token: b! }, { idempotencyKey: 'iade-a' }), 422, 'IDEMPOTENCY_KEY_REUSED', 'Bu işlem anahtarı başka bir token için kullanıldı.');
+  await apiError(t, sdk.release({ token: b! }, { idempotencyKey: 'x'.repeat(256) }), 400, 'INVALID_REQUEST', 'Geçersiz istek: Idempotency-Key');
+  await sdk.release({ token: b! });
+
+  const full = await rejection(sdk.release({ token: c! }));
+  t.ok(full instanceof LicenseApiError, `a LicenseApiError (${String(full)})`);
+  const e = full as LicenseApiError;
+  t.match({ status: e.status, code: e.code, message: e.message }, { status: 429, code: 'RELEASE_ALLOWANCE_USED', message: 'Bu lisansın bugünkü iade hakkı doldu' });
+  const secondsToMidnight = Math.ceil((86_400_000 - (Date.now() % 86_400_000)) / 1000);
+  t.ok(e.retryAfter !== undefined && e.retryAfter > 0 && e.retryAfter <= secondsToMidnight + 1, `retryAfter: the seconds to the next UTC day (${e.retryAfter})`);
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 1, 'two units back, the third token\'s still spent');
 });
 
 t.test('check-quota: LICENSE_NOT_FOUND, LICENSE_EXPIRED with data, LICENSE_INACTIVE, QUOTA_EXCEEDED with data (not retried), INVALID_LICENSE_KEY', async (t) => {

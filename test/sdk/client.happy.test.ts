@@ -12,7 +12,8 @@ import { redeemMany } from '../helpers/tokens.js';
 
 // The client SDK (packages/client), imported by the package's name, against a real server: each
 // method resolves to the answer's body exactly as the service sent it, history walks every
-// page once, and validate with an Idempotency-Key answers a retry with the first redemption.
+// page once, and validate and release with an Idempotency-Key answer a retry with the first
+// answer.
 
 const h = await startHarness(t, 'sdk-happy', NO_RATE_LIMITS);
 
@@ -143,4 +144,28 @@ t.test('validate with an idempotency key: the same key and token answer the firs
   const again = await sdk.validate({ token: signToken }, { idempotencyKey: 'belge-2026-0001' });
   t.strictSame(again, first, 'the first answer, figures of then');
   t.equal((await adminView(h, lic.licenseKey)).usedQuota, 2, 'nothing more spent');
+});
+
+t.test('release: the unit of a failed signing back, the answer as published; a retry with the key answers it again; history and ledger show it', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 3, releasesPerDay: 2, domains: ['*.ornek.com.tr'] });
+  const sdk = new LicenseClient({ baseUrl: h.url });
+  const { accessToken, signToken } = await sdk.getToken({ ...lic, imzaTipi: 0 });
+  t.equal((await sdk.validate({ token: signToken, origin: 'https://imza.ornek.com.tr' })).remainingQuota, 2, 'one unit spent');
+
+  const back = await sdk.release({ token: signToken, reason: 'kart çıkarıldı' }, { idempotencyKey: 'iade-2026-0001' });
+  t.strictSame(back, { success: true, message: 'Token iade edildi, imza kotası geri verildi', usedQuota: 0, remainingQuota: 3 });
+  const again = await sdk.release({ token: signToken, reason: 'kart çıkarıldı' }, { idempotencyKey: 'iade-2026-0001' });
+  t.strictSame(again, back, 'the same key and token: the first answer');
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 0, 'one unit back, not two');
+
+  await h.drainWorker();
+  const items: HistoryItem[] = [];
+  for await (const item of sdk.history(lic.licenseKey, accessToken)) items.push(item);
+  t.strictSame(items, [{
+    tokenId: claimsOf(signToken).token_id, imzaTipi: 0, usedAt: items[0]?.usedAt, origin: 'https://imza.ornek.com.tr', releasedAt: items[0]?.releasedAt,
+  }], 'the redemption, with when it was released');
+  t.match(items[0]?.releasedAt, ISO_UTC);
+  const ledger = await sdk.ledger(lic.licenseKey, accessToken);
+  t.match(ledger.items[0], { kind: 'release', amount: 1, packageId: 1 }, 'the newest ledger entry: the release');
+  t.match(ledger.totals, { redeemed: 1, released: 1, usedQuota: 0, totalQuota: 3 });
 });

@@ -10,8 +10,8 @@ import { getTokenPair, TokenSource } from '../helpers/tokens.js';
 
 // The SDK's retries against a real server with low rate limits: a 429 is sent again after its
 // Retry-After, only as often as maxAttempts allows and never when Retry-After is longer than
-// maxDelayMs; a lost answer is sent again only when that is safe (validate and sign with an
-// Idempotency-Key, reads, logins). No clock is read: a retry that succeeds where the window
+// maxDelayMs; a lost answer is sent again only when that is safe (validate, sign and release
+// with an Idempotency-Key, reads, logins). No clock is read: a retry that succeeds where the window
 // had not yet ended shows that the SDK waited for it. A rate-limit window is 60 s; to keep the
 // waits short, a test shortens the window's counter in Redis (PEXPIRE) once it is full.
 
@@ -212,6 +212,27 @@ t.test('a lost answer: sign without a key is not sent again; with a key it is, a
   t.match(answer, { usedQuota: 2, remainingQuota: 3 }, 'the first redemption\'s figures');
   t.match(receiptParts(answer.receipt).payload, { jti: claimsOf(b!).token_id, used_quota: 2 }, 'and its receipt');
   t.equal((await adminView(h, lic.licenseKey)).usedQuota, 2, 'one unit for the token, not two');
+});
+
+t.test('a lost answer: release without a key is not sent again; with a key it is, and answers the first release', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 5, releasesPerDay: 5 });
+  const [a, b] = await new TokenSource(h, lic).many(2);
+  const once = new LicenseClient({ baseUrl: h.url, retry: { maxAttempts: 1 } });
+  await once.validate({ token: a! });
+  await once.validate({ token: b! });
+  await h.redis.del(rateKeys(lic).validate);
+
+  const bare = retrying(3, 5000, losingFirst('/api/license/release'));
+  t.ok(await rejection(bare.client.release({ token: a! })) instanceof LicenseNetworkError, 'no answer: LicenseNetworkError');
+  t.equal(bare.sent.length, 1, 'not sent again: the unit may have come back');
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 1, 'and it did: a retry would have answered "already released"');
+
+  const keyed = retrying(3, 5000, losingFirst('/api/license/release'));
+  const answer = await keyed.client.release({ token: b!, reason: 'kart çıkarıldı' }, { idempotencyKey: 'iade-42' });
+  t.equal(keyed.sent.length, 2, 'sent again after the lost answer');
+  t.ok(keyed.retries[0]?.error instanceof LicenseNetworkError, 'the retry followed a network error');
+  t.strictSame(answer, { success: true, message: 'Token iade edildi, imza kotası geri verildi', usedQuota: 0, remainingQuota: 5 }, 'the first release\'s answer');
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 0, 'one unit back for the token, not two');
 });
 
 t.test('validateLicense: a lost answer is sent again (it spends nothing), a 429 after Retry-After', async (t) => {

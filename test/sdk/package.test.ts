@@ -8,18 +8,23 @@ import t from 'tap';
 import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 
 // @license-service/client as a user gets it: `npm pack` of packages/client (the build
-// `npm run build` made), installed from the tarball into a project of its own outside the
-// repository, and compiled there with the repository's TypeScript three ways: an ES module
-// under node16 resolution (the program of docs/sdk.md's quick start, as printed there), an
-// ES module under bundler resolution with the browser's library and no Node types, and a
-// CommonJS module (`import x = require()`). Each compiled program runs against the service
-// and prints what it saw; the types each compilation read must be the build of its kind
-// (ESM or CommonJS), and the tarball must hold the SDK and nothing else.
+// `npm run build` made), checked by arethetypeswrong (every entry point, the ./members subpath
+// too, resolves to types under node10, node16 from ESM and from CommonJS, and bundler) and
+// publint, installed from the tarball into a project of its own outside the repository, and
+// compiled there with the repository's TypeScript four ways: an ES module under node16
+// resolution (the program of docs/sdk.md's quick start, as printed there, on a license with
+// domains), an ES module under bundler resolution with the browser's library and no Node
+// types, a CommonJS module (`import x = require()`) and a CommonJS module under the old node10
+// resolution, which reads no exports. Each compiled program runs against the service and
+// prints what it saw (the quick start also as plain JavaScript, a .mjs file); the types each
+// compilation read must be the build of its kind (ESM or CommonJS), and the tarball must hold
+// the SDK and nothing else.
 
 const exec = promisify(execFile);
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const PACKAGE_DIR = join(REPO, 'packages/client');
 const TSC = join(REPO, 'node_modules/typescript/bin/tsc');
+const ATTW = join(REPO, 'node_modules/@arethetypeswrong/cli/dist/index.js');
 const NODE_TYPES = join(REPO, 'node_modules/@types');
 const DOC = join(REPO, 'docs/sdk.md');
 
@@ -67,6 +72,11 @@ interface Consumer {
   env?: Record<string, string>;
 }
 
+type ConsumerName = 'esm-node16' | 'esm-bundler' | 'cjs' | 'cjs-node10';
+
+/** The domains of the README walk-through's license, whose host the quick start's origin is one of. */
+const WALK_THROUGH_DOMAINS = ['*.ornek.com.tr'];
+
 const STRICT = { target: 'ES2022', strict: true, noUncheckedIndexedAccess: true, outDir: 'out', rootDir: '.' };
 // Checking @types/node's declarations costs some 8 s a compilation, so the two programs with
 // Node's types skip the libraries' checks, as most projects do; the bundler one has no
@@ -74,8 +84,12 @@ const STRICT = { target: 'ES2022', strict: true, noUncheckedIndexedAccess: true,
 const WITH_NODE_TYPES = { lib: ['ES2022'], types: ['node'], typeRoots: [NODE_TYPES], skipLibCheck: true };
 const CHECKING_SDK_TYPES = { skipLibCheck: false, skipDefaultLibCheck: true };
 
-/** The body both generated programs run: quota before, two redemptions, a license token (validateLicense) verified, quota after. */
-function flow(h: Harness, licenseKey: string, password: string, api: string): string {
+/**
+ * The body the generated programs run: quota before, two redemptions, a license token
+ * (validateLicense) verified, quota after, and ./members' reading of a JSON text that names
+ * a member twice (`members` the expression of that module).
+ */
+function flow(h: Harness, licenseKey: string, password: string, api: string, members: string): string {
   return `
   const base = ${JSON.stringify(h.url)};
   const licenseKey = ${JSON.stringify(licenseKey)};
@@ -98,13 +112,26 @@ function flow(h: Harness, licenseKey: string, password: string, api: string): st
   console.log(JSON.stringify({
     before: before.remainingQuota, first: first.remainingQuota, refused, second: second.remainingQuota,
     after: after.remainingQuota, used: after.usedQuota, license: { name: license.firma_adi, remaining: license.remaining_quota },
+    twice: ${members}uniqueObjectOf('{"a":1,"a":2}'), once: ${members}uniqueObjectOf('{"a":1}'),
   }));`;
 }
 
-async function consumers(root: string, h: Harness): Promise<Record<'esm-node16' | 'esm-bundler' | 'cjs', Consumer>> {
-  const [a, b, c] = [await h.createLicense({ totalQuota: 5, organizationName: 'Şifa Eczanesi' }),
+const CJS_MAIN = (body: string): string => `
+async function main(): Promise<void> {${body}
+  console.log(JSON.stringify({ entry: require.resolve('@license-service/client'), members: require.resolve('@license-service/client/members') }));
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
+`;
+
+async function consumers(root: string, h: Harness): Promise<Record<ConsumerName, Consumer>> {
+  const [a, b, c, d] = [await h.createLicense({ totalQuota: 5, organizationName: 'Şifa Eczanesi', domains: WALK_THROUGH_DOMAINS, releasesPerDay: 1 }),
     await h.createLicense({ totalQuota: 4, organizationName: 'Tarayıcı Eczanesi' }),
-    await h.createLicense({ totalQuota: 3, organizationName: 'Eski Eczane' })];
+    await h.createLicense({ totalQuota: 3, organizationName: 'Eski Eczane' }),
+    await h.createLicense({ totalQuota: 4, organizationName: 'Köklü Eczane' })];
   const quick = await quickStart();
   return {
     'esm-node16': {
@@ -117,7 +144,8 @@ async function consumers(root: string, h: Harness): Promise<Record<'esm-node16' 
       compilerOptions: { ...STRICT, ...CHECKING_SDK_TYPES, lib: ['ES2022', 'DOM', 'DOM.Iterable'], types: [], module: 'esnext', moduleResolution: 'bundler' },
       source: `import { KeySet, LicenseApiError, LicenseClient, verifyLicenseToken } from '@license-service/client';
 import type { LicenseTokenAnswer, LicenseTokenClaims, QuotaInfo, TokenPair } from '@license-service/client';
-${flow(h, b.licenseKey, b.password, '')}
+import { uniqueObjectOf } from '@license-service/client/members';
+${flow(h, b.licenseKey, b.password, '', '')}
 export {};
 `,
     },
@@ -125,16 +153,16 @@ export {};
       dir: join(root, 'cjs'), type: 'commonjs',
       compilerOptions: { ...STRICT, ...WITH_NODE_TYPES, module: 'node16', moduleResolution: 'node16' },
       source: `import sdk = require('@license-service/client');
-
-async function main(): Promise<void> {${flow(h, c.licenseKey, c.password, 'sdk.')}
-  console.log(JSON.stringify({ entry: require.resolve('@license-service/client') }));
-}
-
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exitCode = 1;
-});
-`,
+import members = require('@license-service/client/members');
+${CJS_MAIN(flow(h, c.licenseKey, c.password, 'sdk.', 'members.'))}`,
+    },
+    // node10 is deprecated by TypeScript 6, and still what many older projects compile with
+    'cjs-node10': {
+      dir: join(root, 'cjs-node10'), type: 'commonjs',
+      compilerOptions: { ...STRICT, ...WITH_NODE_TYPES, module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0' },
+      source: `import * as sdk from '@license-service/client';
+import * as members from '@license-service/client/members';
+${CJS_MAIN(flow(h, d.licenseKey, d.password, 'sdk.', 'members.'))}`,
     },
   };
 }
@@ -148,9 +176,9 @@ t.teardown(() => rm(root, { recursive: true, force: true }));
 const packed = JSON.parse(await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', root], PACKAGE_DIR)) as { filename: string }[];
 const tarball = join(root, packed[0]?.filename ?? 'missing.tgz');
 
-t.test('the tarball holds the SDK only: ES modules and CommonJS with their .d.ts, the README, package.json', async (t) => {
+t.test('the tarball holds the SDK only: ES modules and CommonJS with their .d.ts, the README, package.json, the ./members stub', async (t) => {
   const listed = (await run('tar', ['-tzf', tarball], root)).split('\n').filter((line) => line !== '').sort();
-  const expected = ['package/README.md', 'package/package.json', 'package/dist/cjs/package.json'];
+  const expected = ['package/README.md', 'package/package.json', 'package/dist/cjs/package.json', 'package/members/package.json'];
   for (const kind of ['esm', 'cjs']) for (const m of MODULES) expected.push(`package/dist/${kind}/${m}.js`, `package/dist/${kind}/${m}.d.ts`);
   t.strictSame(listed, expected.sort());
   const manifest = JSON.parse(await run('tar', ['-xzOf', tarball, 'package/package.json'], root)) as Record<string, unknown>;
@@ -168,7 +196,41 @@ t.test('the tarball holds the SDK only: ES modules and CommonJS with their .d.ts
   t.strictSame(differ, [], 'the declarations of both builds are the same text (the compilations below check one of them)');
 });
 
-t.test('installed from the tarball, compiled three ways, each program runs against the service', async (t) => {
+t.test('arethetypeswrong (strict profile) and publint find no problem in the tarball', async (t) => {
+  // attw exits 1 on any problem: its report is read either way, so that a failure says which
+  let report: string;
+  let exitCode = 0;
+  try {
+    report = (await exec(process.execPath, [ATTW, tarball, '--profile', 'strict', '--format', 'json', '--no-definitely-typed'],
+      { cwd: root, env: cleanEnv(), timeout: 120_000, maxBuffer: 16 << 20 })).stdout;
+  } catch (err) {
+    const e = err as { stdout?: string; code?: number };
+    report = e.stdout ?? '';
+    exitCode = e.code ?? -1;
+  }
+  const { analysis, problems } = JSON.parse(report) as {
+    problems: unknown;
+    analysis: { entrypoints: Record<string, { resolutions: Record<string, { resolution?: { fileName?: string } }> }> };
+  };
+  t.strictSame(problems, {}, 'attw: no problem');
+  t.equal(exitCode, 0, 'attw exits 0');
+  // what a failing resolution would look like: no .d.ts for an entry point under a resolution
+  const expected: Record<string, string> = { node10: 'cjs', 'node16-cjs': 'cjs', 'node16-esm': 'esm', bundler: 'esm' };
+  for (const [entry, module] of [['.', 'index'], ['./members', 'members']] as const) {
+    const resolved = Object.fromEntries(Object.entries(analysis.entrypoints[entry]?.resolutions ?? {})
+      .map(([kind, r]) => [kind, r.resolution?.fileName?.replace(/^\/node_modules\/@license-service\/client\//, '') ?? null]));
+    t.strictSame(resolved, Object.fromEntries(Object.entries(expected).map(([kind, build]) => [kind, `dist/${build}/${module}.d.ts`])),
+      `${entry}: the types of its build under every resolution`);
+  }
+
+  const { publint } = await import('publint');
+  const { formatMessage } = await import('publint/utils');
+  const packed = await readFile(tarball);
+  const linted = await publint({ pack: { tarball: packed.buffer.slice(packed.byteOffset, packed.byteOffset + packed.byteLength) }, level: 'warning' });
+  t.strictSame(linted.messages.map((m) => `${m.type}: ${formatMessage(m, linted.pkg, { color: false }) ?? m.code}`), [], 'publint: no error, no warning');
+});
+
+t.test('installed from the tarball, compiled four ways, each program runs against the service', async (t) => {
   await writeFile(join(root, 'package.json'), JSON.stringify({ name: 'sdk-consumer', private: true, type: 'module' }));
   await run('npm', ['install', tarball, '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], root);
   const all = await consumers(root, h);
@@ -190,18 +252,37 @@ t.test('installed from the tarball, compiled three ways, each program runs again
     'license of Şifa Eczanesi: 5 of 5 left',
     'validated: 4 left',
     'again: TOKEN_ALREADY_USED',
-    /^receipt for 1 document\(s\): 3 left, digest [0-9a-f]{64}$/,
-    'check-quota: 3 of 5 left (2 used)',
-  ], 'esm-node16: the quick start of docs/sdk.md, one unit of quota per redemption');
-  t.equal(lines.length, 5);
+    'released: 5 left',
+    /^receipt for 1 document\(s\): 4 left, digest [0-9a-f]{64}$/,
+    'check-quota: 4 of 5 left (1 used)',
+  ], 'esm-node16: the quick start of docs/sdk.md on a license with domains, one unit of quota per redemption, one back');
+  t.equal(lines.length, 6);
 
+  // the same text as a .mjs file, as the README walk-through runs it, on a license like the first but without releases
+  const again = await h.createLicense({ totalQuota: 5, organizationName: 'Şifa Eczanesi', domains: WALK_THROUGH_DOMAINS });
+  await writeFile(join(esm.dir, 'quickstart.mjs'), await quickStart());
+  const plain = await run(process.execPath, [join(esm.dir, 'quickstart.mjs')], esm.dir,
+    cleanEnv({ ...esm.env, LICENSE_KEY: again.licenseKey, LICENSE_PASSWORD: again.password }));
+  t.match(plain.trim().split('\n'), [
+    'license of Şifa Eczanesi: 5 of 5 left', 'validated: 4 left', 'again: TOKEN_ALREADY_USED', 'released: no, the license allows no releases',
+    /^receipt for 1 document\(s\): 3 left, digest [0-9a-f]{64}$/, 'check-quota: 3 of 5 left (2 used)',
+  ], 'the quick start as plain JavaScript, on a license that allows no releases');
+
+  const members = { twice: null, once: { a: 1 } };
   const bundled = JSON.parse(await run(process.execPath, [join(all['esm-bundler'].dir, 'out/main.js')], root)) as unknown;
-  t.strictSame(bundled, { before: 4, first: 3, refused: 'TOKEN_ALREADY_USED', second: 2, after: 2, used: 2, license: { name: 'Tarayıcı Eczanesi', remaining: 2 } },
-    'esm-bundler: remaining down by one per redemption');
+  t.strictSame(bundled, {
+    before: 4, first: 3, refused: 'TOKEN_ALREADY_USED', second: 2, after: 2, used: 2, license: { name: 'Tarayıcı Eczanesi', remaining: 2 }, ...members,
+  }, 'esm-bundler: remaining down by one per redemption');
 
-  const cjsDir = all.cjs.dir;
-  const [figures, entry] = (await run(process.execPath, [join(cjsDir, 'out/main.js')], cjsDir)).trim().split('\n').map((l) => JSON.parse(l) as unknown);
-  t.strictSame(figures, { before: 3, first: 2, refused: 'TOKEN_ALREADY_USED', second: 1, after: 1, used: 2, license: { name: 'Eski Eczane', remaining: 1 } },
-    'cjs: the same through require()');
-  t.match(entry, { entry: /\/node_modules\/@license-service\/client\/dist\/cjs\/index\.js$/ }, 'cjs: require() loaded the CommonJS build');
+  for (const [name, lic] of [['cjs', { before: 3, name: 'Eski Eczane' }], ['cjs-node10', { before: 4, name: 'Köklü Eczane' }]] as const) {
+    const dir = all[name].dir;
+    const [figures, entry] = (await run(process.execPath, [join(dir, 'out/main.js')], dir)).trim().split('\n').map((l) => JSON.parse(l) as unknown);
+    const after = lic.before - 2;
+    t.strictSame(figures, {
+      before: lic.before, first: lic.before - 1, refused: 'TOKEN_ALREADY_USED', second: after, after, used: 2, license: { name: lic.name, remaining: after }, ...members,
+    }, `${name}: the same through require()`);
+    t.match(entry, {
+      entry: /\/node_modules\/@license-service\/client\/dist\/cjs\/index\.js$/, members: /\/node_modules\/@license-service\/client\/dist\/cjs\/members\.js$/,
+    }, `${name}: require() loaded the CommonJS build`);
+  }
 });

@@ -1,7 +1,8 @@
 import { apiErrorOf, LicenseApiError, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError } from './errors.js';
 import type {
-  CheckQuotaAnswer, GetTokenRequest, HistoryItem, HistoryOptions, HistoryPage, LedgerOptions, LedgerPage, LicenseTokenAnswer, LicenseValidationRequest,
-  SignAnswer, SignOptions, SignRequest, SignTokenAnswer, SignTokenRequest, TokenPair, ValidateAnswer, ValidateOptions, ValidateRequest,
+  CheckQuotaAnswer, GetTokenRequest, HistoryItem, HistoryOptions, HistoryPage, JsonWebKeySet, LedgerOptions, LedgerPage, LicenseTokenAnswer,
+  LicenseValidationRequest, ReleaseAnswer, ReleaseOptions, ReleaseRequest, SignAnswer, SignOptions, SignRequest, SignTokenAnswer, SignTokenRequest,
+  TokenPair, ValidateAnswer, ValidateOptions, ValidateRequest,
 } from './types.js';
 
 // The typed client of the public API. Runtime-agnostic on purpose: global fetch, AbortController
@@ -46,6 +47,8 @@ interface Call {
   body?: unknown;
   headers?: Record<string, string>;
   replay: Replay;
+  /** whether a 2xx body is the answer; default: it says success true (the JWKS says nothing of the kind) */
+  answers?: (body: unknown) => boolean;
 }
 
 /** Backoff after no answer, doubled each attempt (capped by maxDelayMs). */
@@ -75,10 +78,19 @@ function pageSearch(options: { limit?: number; cursor?: string }): string {
   return query.toString() === '' ? '' : `?${query.toString()}`;
 }
 
+function successful(body: unknown): boolean {
+  return (body as { success?: unknown } | undefined)?.success === true;
+}
+
+function isKeySet(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && Array.isArray((body as { keys?: unknown }).keys);
+}
+
 /**
- * A redemption's (validate, sign) Idempotency-Key header and what may be sent again: without
- * a key only after a 429, which says nothing was done (after any other failure the token may
- * have been redeemed), with one anything (the service answers the first redemption again).
+ * The Idempotency-Key header of a redemption (validate, sign) or a release, and what may be
+ * sent again: without a key only after a 429, which says nothing was done (after any other
+ * failure the token may have been redeemed, or its unit given back), with one anything (the
+ * service answers the first 200 again).
  */
 function idempotencyOf(options: ValidateOptions): Pick<Call, 'headers' | 'replay'> {
   const key = options.idempotencyKey;
@@ -92,10 +104,11 @@ function idempotencyOf(options: ValidateOptions): Pick<Call, 'headers' | 'replay
  *
  * Retries (RetryOptions): a 429 or 503 that carries Retry-After is sent again after that many
  * seconds, unless that is longer than maxDelayMs; no answer or a timeout is sent again after a
- * short backoff; up to maxAttempts in all. validate and sign without an idempotency key are
- * retried only after a 429: any other failure may have come after the token was redeemed, and
- * the same request again would answer "already used" for a redemption that happened. With a
- * key, every retry is safe (the service answers the first redemption again).
+ * short backoff; up to maxAttempts in all. validate, sign and release without an idempotency
+ * key are retried only after a 429: any other failure may have come after the token was
+ * redeemed (or released), and the same request again would answer "already used" ("already
+ * released") for one that happened. With a key, every retry is safe (the service answers the
+ * first 200 again).
  */
 export class LicenseClient {
   private readonly baseUrl: string;
@@ -156,6 +169,16 @@ export class LicenseClient {
     return this.send({ method: 'POST', path: '/api/Signature/sign', body, ...idempotencyOf(options) });
   }
 
+  /**
+   * POST /api/license/release: the signing failed after the redemption (card pulled, wrong
+   * PIN), so the redeemed token's unit goes back to its package; within the release window,
+   * once per token, within the license's releasesPerDay. Sent again as validate is.
+   */
+  release(request: ReleaseRequest, options: ReleaseOptions = {}): Promise<ReleaseAnswer> {
+    const body = request.reason === undefined ? { token: request.token } : { token: request.token, reason: request.reason };
+    return this.send({ method: 'POST', path: '/api/license/release', body, ...idempotencyOf(options) });
+  }
+
   /** GET /api/License/check-quota/{licenseKey}: the license's quota, public. */
   checkQuota(licenseKey: string): Promise<CheckQuotaAnswer> {
     return this.send({ method: 'GET', path: `/api/License/check-quota/${encodeURIComponent(licenseKey)}`, replay: 'any' });
@@ -195,6 +218,15 @@ export class LicenseClient {
       method: 'GET', path: `/api/License/ledger/${encodeURIComponent(licenseKey)}${pageSearch(options)}`, headers: bearer(accessToken), replay: 'any',
     });
     return answer.data;
+  }
+
+  /**
+   * GET /.well-known/jwks.json: the public keys license tokens and receipts are signed with,
+   * e.g. to ship with an application that verifies offline ({ jwks }); a KeySet fetches it by
+   * itself. Empty on a service without signing keys.
+   */
+  jwks(): Promise<JsonWebKeySet> {
+    return this.send({ method: 'GET', path: '/.well-known/jwks.json', replay: 'any', answers: isKeySet });
   }
 
   // ---- one call: attempts, waits ----------------------------------------------------------
@@ -259,7 +291,7 @@ export class LicenseClient {
       clearTimeout(timer);
     }
     const body = parse(text);
-    if (status >= 200 && status < 300 && (body as { success?: unknown } | undefined)?.success === true) return body as T;
+    if (status >= 200 && status < 300 && (call.answers ?? successful)(body)) return body as T;
     throw apiErrorOf(status, retryAfter, text, body);
   }
 

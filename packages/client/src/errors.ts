@@ -11,23 +11,33 @@ export type CodedErrorCode =
   | 'NOT_FOUND' | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'SERVICE_UNAVAILABLE' | 'ORIGIN_NOT_ALLOWED';
 
 /**
- * validate and sign publish no codes, only a Turkish message: the SDK names each message with
- * a stable code (VALIDATE_MESSAGES). Their 400 for a malformed body or Idempotency-Key is
- * INVALID_REQUEST, their transport failures carry the codes of the other endpoints.
+ * validate, sign and release publish no codes, only a Turkish message: the SDK names each
+ * message with a stable code (VALIDATE_MESSAGES). Their 400 for a malformed body or
+ * Idempotency-Key is INVALID_REQUEST, their transport failures carry the codes of the other endpoints.
  */
 export type ValidateErrorCode =
   | 'TOKEN_EMPTY' | 'TOKEN_EXPIRED' | 'TOKEN_INVALID' | 'TOKEN_ALREADY_USED' | 'ORIGIN_NOT_AUTHORIZED'
-  | 'QUOTA_EXHAUSTED' | 'IDEMPOTENCY_KEY_REUSED';
+  | 'QUOTA_EXHAUSTED' | 'IDEMPOTENCY_KEY_REUSED' | ReleaseErrorCode;
 
 /**
- * RATE_LIMITED: any 429 with Retry-After (get-token, license validation, sign-token, validate,
- * sign and history send no code, check-quota sends this one). UNEXPECTED_RESPONSE: an answer
+ * release's own refusals (its others are validate's): never redeemed, released before, past
+ * the release window, its package expired, releases off for the license (releasesPerDay 0),
+ * the day's releases used (429 until the next UTC day).
+ */
+export type ReleaseErrorCode =
+  | 'TOKEN_NOT_REDEEMED' | 'TOKEN_ALREADY_RELEASED' | 'RELEASE_WINDOW_PASSED' | 'PACKAGE_EXPIRED' | 'RELEASES_OFF'
+  | 'RELEASE_ALLOWANCE_USED';
+
+/**
+ * RATE_LIMITED: a rate limit's 429 with Retry-After (get-token, license validation, sign-token,
+ * validate, sign, release and history send no code, check-quota sends this one; release's 429
+ * for the day's releases used is RELEASE_ALLOWANCE_USED). UNEXPECTED_RESPONSE: an answer
  * in no published shape (a proxy's HTML page, a code this SDK does not know: the body is kept
  * in `body`).
  */
 export type LicenseErrorCode = CodedErrorCode | ValidateErrorCode | 'RATE_LIMITED' | 'UNEXPECTED_RESPONSE';
 
-/** validate's published messages, sign's too, and the code the SDK gives each (/openapi.json). */
+/** validate's published messages (sign's too), release's, and the code the SDK gives each (/openapi.json). */
 export const VALIDATE_MESSAGES: Readonly<Record<string, LicenseErrorCode>> = {
   'Token boş olamaz': 'TOKEN_EMPTY',
   'Token süresi dolmuş': 'TOKEN_EXPIRED',
@@ -37,6 +47,13 @@ export const VALIDATE_MESSAGES: Readonly<Record<string, LicenseErrorCode>> = {
   'İmza kotası doldu': 'QUOTA_EXHAUSTED',
   'Çok fazla istek. Lütfen bekleyiniz.': 'RATE_LIMITED',
   'Bu işlem anahtarı başka bir token için kullanıldı.': 'IDEMPOTENCY_KEY_REUSED',
+  // release's own
+  'Bu token kullanılmamış; iade edilecek imza yok': 'TOKEN_NOT_REDEEMED',
+  'Bu token zaten iade edilmiş': 'TOKEN_ALREADY_RELEASED',
+  'İade süresi geçmiş': 'RELEASE_WINDOW_PASSED',
+  'İmzanın düştüğü paketin süresi dolmuş; iade edilemez': 'PACKAGE_EXPIRED',
+  'Bu lisans için iade kapalı': 'RELEASES_OFF',
+  'Bu lisansın bugünkü iade hakkı doldu': 'RELEASE_ALLOWANCE_USED',
   // what the HTTP layer answers by itself in validate's shape
   'Kaynak bulunamadı': 'NOT_FOUND',
   'Bu yöntem desteklenmiyor': 'METHOD_NOT_ALLOWED',
@@ -128,7 +145,7 @@ export function apiErrorOf(status: number, retryAfterHeader: string | null, text
     return new LicenseApiError(status, code, error.message, retryAfter, body);
   }
   if (body !== null && typeof body.message === 'string') {
-    // {success:false, message}: validate and sign, and the 429 of get-token, license validation and sign-token
+    // {success:false, message}: validate, sign and release, and the 429 of get-token, license validation and sign-token
     return new LicenseApiError(status, codeOfMessage(body.message), body.message, retryAfter, body);
   }
   return new LicenseApiError(status, 'UNEXPECTED_RESPONSE', `HTTP ${status}: an answer in no published shape`, retryAfter, parsed ?? text);

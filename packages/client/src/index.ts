@@ -3,7 +3,7 @@
 export { LicenseClient, type LicenseClientOptions, type RetryInfo, type RetryOptions } from './client.js';
 export {
   ArtefactVerificationError, LicenseApiError, LicenseNetworkError, LicenseSdkError, LicenseTimeoutError, VALIDATE_MESSAGES,
-  type ArtefactProblem, type CodedErrorCode, type LicenseErrorCode, type ValidateErrorCode,
+  type ArtefactProblem, type CodedErrorCode, type LicenseErrorCode, type ReleaseErrorCode, type ValidateErrorCode,
 } from './errors.js';
 export {
   decodeHandoff, DEFAULT_HANDOFF_LIMITS, encodeHandoff, HandoffError,

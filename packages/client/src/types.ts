@@ -100,6 +100,27 @@ export interface SignAnswer extends ValidateAnswer {
   receipt: string;
 }
 
+export interface ReleaseRequest {
+  /** the sign token a validate or sign redeemed */
+  token: string;
+  /** why the signing failed, up to 500 characters: kept in the license's ledger */
+  reason?: string;
+}
+
+/**
+ * release's options: an idempotency key as validate's (the same key and token answer the
+ * first 200 again, which makes a retry after a lost answer safe).
+ */
+export type ReleaseOptions = ValidateOptions;
+
+/** release's 200: the unit is back in the package it came from; the figures after it. */
+export interface ReleaseAnswer {
+  success: true;
+  message: string;
+  usedQuota: number;
+  remainingQuota: number;
+}
+
 /** check-quota's `data`. */
 export interface QuotaInfo {
   licenseKey: string;
@@ -133,6 +154,8 @@ export interface HistoryItem {
   origin: string | null;
   /** a redemption by POST /api/Signature/sign: how many documents its receipt names (absent for validate's) */
   documents?: number;
+  /** ISO 8601, UTC: its unit was given back after a failed signing (release); absent when not released */
+  releasedAt?: string;
 }
 
 /** One page of history, newest first; nextCursor null on the last page. */
