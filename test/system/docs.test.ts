@@ -82,6 +82,17 @@ t.test('bench/README.md holds the latest figures, not a log of every run', async
   t.ok(lines <= 320, `bench/README.md has ${lines} lines (at most 320)`);
 });
 
+t.test('nothing suggests bare npx licensectl, which outside the checkout runs whatever the registry has of that name', async (t) => {
+  // the one mention allowed is docs/cli.md's warning against it
+  const bare = /npx\s+(?:--?[\w-]+(?:=\S+)?\s+)*licensectl/g;
+  for (const file of tracked.filter((f) => f !== 'package-lock.json' && !THIS_TEST.includes(f) && isText(root, f))) {
+    const text = read(file);
+    const found = [...text.matchAll(bare)].filter((m) => !(file === 'docs/cli.md' && text.slice(Math.max(0, m.index - 7), m.index) === 'Never `'));
+    t.same(found.map((m) => m[0]), [], `${file}: no bare npx licensectl`);
+  }
+  t.match(read('docs/cli.md'), 'Never `npx licensectl`', 'docs/cli.md says why not');
+});
+
 t.test('no tracked file names an issue or a file outside the repository', async (t) => {
   for (const file of tracked.filter((f) => f !== 'package-lock.json' && !THIS_TEST.includes(f) && isText(root, f))) {
     t.same(forbiddenReferencesIn(read(file)), [], `${file}: no issue reference, no outside path`);
