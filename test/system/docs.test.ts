@@ -93,6 +93,20 @@ t.test('nothing suggests bare npx licensectl, which outside the checkout runs wh
   t.match(read('docs/cli.md'), 'Never `npx licensectl`', 'docs/cli.md says why not');
 });
 
+t.test('docs/architecture.md names every test file, so its list cannot fall behind', async (t) => {
+  const text = read('docs/architecture.md');
+  const tests = text.slice(text.indexOf('## Tests'));
+  // a name in backticks (test/<folder>/ before it or not): the file's name, or a route's set of files (<route>.happy, .error, .security) by the route's
+  const named = new Set([...tests.matchAll(/`(?:test\/[a-z]+\/)?([A-Za-z0-9_.-]+)`/g)].map((m) => m[1] as string));
+  const files = tracked.filter((f) => /^test\/.+\.test\.ts$/.test(f));
+  t.ok(files.length > 100, `the test files are found (${files.length})`);
+  for (const file of files) {
+    const stem = (file.split('/').pop() as string).replace(/\.test\.ts$/, '');
+    const route = stem.replace(/\.(happy|error|security)$/, '');
+    t.ok(named.has(stem) || named.has(route), `docs/architecture.md#tests names ${file} (\`${stem}\`${route !== stem ? ` or \`${route}\`` : ''})`);
+  }
+});
+
 t.test('no tracked file names an issue or a file outside the repository', async (t) => {
   for (const file of tracked.filter((f) => f !== 'package-lock.json' && !THIS_TEST.includes(f) && isText(root, f))) {
     t.same(forbiddenReferencesIn(read(file)), [], `${file}: no issue reference, no outside path`);
