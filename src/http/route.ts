@@ -57,6 +57,8 @@ export interface Route {
   noStore?: boolean;
   /** a GET that HEAD may ask too (a page or its assets): the same answer without a body */
   answersHead?: boolean;
+  /** an HTML page with relative links (/docs, /dashboard): its path with a trailing slash, where those links would miss, redirects to it */
+  page?: boolean;
   /** what its document says of it (/openapi.json; /admin/openapi.json for the admin API; src/openapi/routeDoc.ts); test/system/openapi.test.ts fails for a route without one */
   doc?: RouteDoc;
 }

@@ -59,14 +59,14 @@ export class Router {
   /** exact paths, each with its match built once (no allocation per request) */
   private readonly exact = new Map<string, Match>();
   private readonly patterns: { pattern: RegExp; entry: PathEntry }[] = [];
-  /** "<exact GET path>/" -> the redirect to the path */
+  /** "<page's path>/" -> the redirect to the page (Route.page) */
   private readonly slashed = new Map<string, Reply>();
 
   constructor(routes: Route[]) {
     for (const [key, entry] of pathEntries(routes)) {
       if (key.includes('/:')) this.patterns.push({ pattern: new RegExp(`^${key.replace(/:[a-z]+/gi, '([^/]+)')}/?$`, 'i'), entry });
       else this.exact.set(key, { entry, params: NO_PARAMS });
-      const get = entry.routes.find((r) => r.method === 'get');
+      const get = entry.routes.find((r) => r.method === 'get' && r.page === true);
       if (get && !key.includes('/:') && key !== '/') {
         // relative, so that it holds behind a front serving the service under a prefix
         const name = get.path.slice(get.path.lastIndexOf('/') + 1);
@@ -76,9 +76,9 @@ export class Router {
   }
 
   /**
-   * A GET path typed or kept with a trailing slash (/docs/): a permanent redirect to the
-   * path, rather than its answer at the slashed address, where a page's relative links
-   * would miss its files; null for any other path.
+   * A page's path typed or kept with a trailing slash (/docs/): a permanent redirect to the
+   * page, rather than the page at the slashed address, where its relative links would miss
+   * its files; null for any other path (an API path with a slash stays a 404 in its JSON).
    */
   slashRedirect(path: string): Reply | null {
     return path.endsWith('/') ? this.slashed.get(path.toLowerCase()) ?? null : null;

@@ -97,7 +97,7 @@ export function dashboardRoutes(ctx: RouteContext): Route[] {
     return [file, rawReply(200, read(file), type, HEADERS)] as const;
   }));
   return [
-    { method: 'get', path: '/dashboard', errors: codedErrors, answersHead: true, doc: DASHBOARD_PAGE_DOC, handler: () => page },
+    { method: 'get', path: '/dashboard', errors: codedErrors, answersHead: true, page: true, doc: DASHBOARD_PAGE_DOC, handler: () => page },
     {
       method: 'get', path: '/dashboard/:asset', errors: codedErrors, answersHead: true, doc: fileDoc(DASHBOARD_FILE_DOC, [...assets.keys()], notFound, codedErrorOf),
       handler: (req) => assets.get(req.params[0] ?? '') ?? notFound,

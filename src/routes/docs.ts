@@ -85,8 +85,8 @@ const FILE_DOC = {
 };
 
 /** A GET route that answers a file from memory. */
-function fileRoute(routePath: string, doc: RouteDoc, file: () => StaticFile): Route {
-  return { method: 'get', path: routePath, errors: codedErrors, doc, needsFileHeaders: true, handler: (req) => file().answer(req.acceptEncoding, req.ifNoneMatch) };
+function fileRoute(routePath: string, doc: RouteDoc, file: () => StaticFile, page = false): Route {
+  return { method: 'get', path: routePath, errors: codedErrors, doc, needsFileHeaders: true, page, handler: (req) => file().answer(req.acceptEncoding, req.ifNoneMatch) };
 }
 
 /**
@@ -113,8 +113,8 @@ export function documentationRoutes(routes: Route[], admin: Route[] | null, conf
     const files: { document?: StaticFile; reference?: StaticFile } = {};
     const own = [
       fileRoute(`${prefix}/openapi.json`, documentDoc(which), () => files.document as StaticFile),
-      fileRoute(`${prefix}/docs`, referenceDoc(which), () => files.reference as StaticFile),
-      fileRoute(`${prefix}/docs/interactive`, INTERACTIVE_DOC, () => interactive),
+      fileRoute(`${prefix}/docs`, referenceDoc(which), () => files.reference as StaticFile, true),
+      fileRoute(`${prefix}/docs/interactive`, INTERACTIVE_DOC, () => interactive, true),
       ...extra,
     ];
     const built = buildDocument([...documented, ...own], { version, part: which, cors: config.corsOrigins !== null, bodyLimit: config.bodyLimitBytes });

@@ -72,7 +72,13 @@ t.test('the dashboard and its assets', async (t) => {
   });
 
   t.test('paths beside the assets are 404 (no file is read by request path); other methods 405', async (t) => {
-    for (const p of ['/dashboard/', '/dashboard/index.html', '/dashboard/nope.js', '/dashboard/dashboard.js/x',
+    // the page with a trailing slash is no path beside it: a redirect to the page (its relative links need the page's own address)
+    for (const method of ['GET', 'HEAD']) {
+      const slashed = await h.request(method, '/dashboard/');
+      t.equal(slashed.status, 308, `${method} /dashboard/: 308`);
+      t.equal(slashed.headers.get('location'), '../dashboard', `${method} /dashboard/: to the page`);
+    }
+    for (const p of ['/dashboard/index.html', '/dashboard/nope.js', '/dashboard/dashboard.js/x',
       '/dashboard/%2e%2e/package.json', '/dashboard/..%2fsrc%2fconfig.ts', '/dashboard/dashboard.js%00', '/dashboardx']) {
       const res = await h.request('GET', p);
       expectCodedError(t, res, 404, 'NOT_FOUND');

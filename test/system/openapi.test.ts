@@ -187,6 +187,9 @@ t.test('(e) /docs/ and /admin/docs/, with a trailing slash: a permanent redirect
     t.equal(followed.status, 200, `${page}/ followed: the page`);
     t.match(followed.text, /<h1>License and sign-token service/);
   }
+  const api = await h.request('GET', '/healthz/');
+  t.equal(api.status, 404, 'an API path with a slash is no page: 404');
+  t.equal(api.body?.error?.code, 'NOT_FOUND', 'in its JSON');
 });
 
 t.test('(e) /docs/interactive and /admin/docs/interactive: Swagger UI on the document beside, its files from /docs/', async (t) => {
