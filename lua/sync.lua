@@ -41,7 +41,7 @@
   rebuild that read Postgres before the worker wrote a batch would count less). Otherwise it
   answers {3, 1}: the caller reads Postgres and the stream again.
 
-  Returns {outcome, fenced} (SyncOutcome in src/redis/scripts.ts): outcome 1 created,
+  Returns {outcome, fenced} (SyncOutcome in src/redis/outcomes.ts): outcome 1 created,
   2 updated, 0 left alone (already as new or newer), 3 not created (no used count given);
   fenced 1 while a fence remains.
 ]]

@@ -1,9 +1,10 @@
 import type { RedisRestarts } from '../redis/restarts.js';
 import { ServiceUnavailable } from '../errors.js';
-import {
-  CredentialsField as C, LicenseField as L, LOOK_UP_ONLY, NO_GATE, Outcome, runScript, scripts, SyncOutcome,
-  type FailureGate, type LicenseCopy, type LoginAttempt, type PackageCopy, type RateCount,
-} from '../redis/scripts.js';
+import { CredentialsField as C, LicenseField as L } from '../redis/fields.js';
+import { LOOK_UP_ONLY, scripts, type LicenseCopy, type LoginAttempt, type PackageCopy } from '../redis/scriptBuilders.js';
+import { NO_GATE, type FailureGate } from '../redis/scriptReplies.js';
+import { Outcome, SyncOutcome, type RateCount } from '../redis/outcomes.js';
+import { runScript } from '../redis/scriptCall.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
