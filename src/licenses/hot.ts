@@ -11,7 +11,8 @@ import type { KnownKeys } from './knownKeys.js';
 import { decodeDomains, encodeDomains } from './origin.js';
 import { copiedLimit } from './rateLimits.js';
 import { forfeitOf, redemptionOf, releaseOf } from '../usage/events.js';
-import type { LicenseRow, LicenseStore } from './store.js';
+import type { LicenseRow } from './licenseRow.js';
+import type { LicenseStore } from './store.js';
 
 /** The live state of a license as the request path sees it (Redis, ahead of Postgres). */
 export interface LiveLicense {
