@@ -94,7 +94,7 @@ if not current and ARGV[2] ~= '-' then
 end
 if not current then
   -- a small hash is a list that HGET and HMGET search from its start, in the order written:
-  -- the fields every redemption reads and writes first, then the row's (src/licenses/hot.ts
+  -- the fields every redemption reads and writes first, then the row's (src/licenses/rowCopy.ts
   -- licenseFields puts the redemption's first), then the counts a redemption does not read,
   -- the version last
   local created, counts = {}, {}
