@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { KeySpace } from '../src/redis/keys.js';
-import { batchCall, redeemLayout, type Redemption } from '../src/redis/scripts.js';
+import { batchCall, redeemLayout, type Redemption } from '../src/redis/batchScripts.js';
 import { attachScripts } from '../src/redis/library.js';
 
 // How ioredis is driven: CPU µs per redeemed token of this process (the client) and of Redis

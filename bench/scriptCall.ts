@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -44,7 +44,9 @@ try {
     { label: 'this build (FCALL)', command: 'fcall', args: (d) => [functions.redeem, 3, '{0}:ev', '{0}:epoch', '{0}:node', 0, 0, d] },
   ];
   if (BASELINE) {
-    const before = await import(path.resolve(BASELINE, 'src/redis/scripts.js')) as { scriptSource(name: string): string };
+    // a build from before the scripts module was split holds scriptSource in its scripts.js
+    const moved = path.resolve(BASELINE, 'src/redis/scriptSource.js');
+    const before = await import(existsSync(moved) ? moved : path.resolve(BASELINE, 'src/redis/scripts.js')) as { scriptSource(name: string): string };
     const sha = await redis.script('LOAD', before.scriptSource('redeem')) as string;
     variants.unshift({ label: `before (EVALSHA, ${BASELINE})`, command: 'evalsha', args: (d) => [sha, 2, '{0}:ev', '{0}:epoch', 0, 0, d] });
   }

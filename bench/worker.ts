@@ -6,7 +6,7 @@ import { connectPostgres } from '../src/db/pg.js';
 import { KeySpace } from '../src/redis/keys.js';
 import { usageLag } from '../src/usage/lag.js';
 import type { RedisClient } from '../src/redis/client.js';
-import { EVENT_PACKAGE, EVENT_SEPARATOR as TAB, EventKind, LegacyEventField as L } from '../src/redis/scripts.js';
+import { EVENT_PACKAGE, EVENT_SEPARATOR as TAB, EventKind, LegacyEventField as L } from '../src/redis/fields.js';
 import { LicenseStore } from '../src/licenses/store.js';
 import { newTokenId } from '../src/tokens/tokenId.js';
 import { cpuMicros, postgresCpu } from './load/proc.js';
@@ -84,7 +84,7 @@ async function setUp(build: Build): Promise<Setup> {
   return { build, keys: new KeySpace(build.prefix), firmaIds, sql, packages, spentEvents: packages && kinds.spent !== undefined };
 }
 
-/** Tokens issued and redeemed: the events issue.lua and redeem.lua add (src/redis/scripts.ts EventValues), queued through a pipeline. */
+/** Tokens issued and redeemed: the events issue.lua and redeem.lua add (src/redis/fields.ts EventValues), queued through a pipeline. */
 class Events {
   private next = 0;
   constructor(private readonly s: Setup) {}

@@ -25,7 +25,7 @@
   Returns {outcome, left, reset, limit, version, now, status, head}: left, reset and limit
   are what the rate-limit step counted (requests the window still allows, ms until it
   resets, the limit applied; 0, 0, 0 when the limit is off); version is "" when there is no copy or it is fenced (the caller
-  reloads), and when the outcome is OVER_RATE_LIMIT (names: src/redis/scripts.ts). On a hit
+  reloads), and when the outcome is OVER_RATE_LIMIT (names: src/redis/outcomes.ts). On a hit
   status and head are the cached answer (the body up to its timestamp's value) and now is
   0; on a miss they are "" and now is Redis's time in ms, read after the version: the stamp
   of the answer the caller is about to build.

@@ -12,7 +12,7 @@
   Returns {DONE, left, reset}: counted, within the limit; left: requests the window still
           allows, reset: ms until it resets (what the RateLimit fields say)
           {OVER_RATE_LIMIT, 0, reset}: counted, past the limit; wait reset ms
-  (names: src/redis/scripts.ts)
+  (names: src/redis/outcomes.ts)
 ]]
 -- @include outcomes
 -- @include rateLimit

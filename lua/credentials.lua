@@ -42,7 +42,7 @@
   Returns {outcome, left, reset, limit, ...}: left, reset and limit are the tokens-issued
   counter's (tokens the window still allows, ms until it resets, the limit that applies;
   0, 0, 0 when it is off or was not read).
-  Outcomes (names: src/redis/scripts.ts):
+  Outcomes (names: src/redis/outcomes.ts):
     {DONE, left, reset, limit, firmaId, passwordHash, generation ("0" when none), trusted (1/0),
            delay ms (>= 0: place taken; < 0: refused for -delay ms, nothing taken; "wait": every free
            place is pending, ask again, nothing taken; "": no budget),

@@ -34,7 +34,7 @@
     ARGV[4] status line of the answer
     ARGV[5] its body up to the timestamp's value
 
-  Returns {outcome, status, head, version, now} (names: src/redis/scripts.ts): DONE with the
+  Returns {outcome, status, head, version, now} (names: src/redis/outcomes.ts): DONE with the
   answer to serve (this one or the one kept); STALE_ANSWER with the copy's version ("" when
   there is no copy or it is fenced) and Redis's time in ms.
 ]]

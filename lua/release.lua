@@ -27,7 +27,7 @@
 
   Returns {outcome, used, remaining}: DONE with the license's used and remaining quota after
   the release (a retry with the key of this token's release: what that release answered,
-  giving nothing more), or a refusal (src/redis/scripts.ts): COPY_MISSING, LICENSE_INACTIVE,
+  giving nothing more), or a refusal (src/redis/outcomes.ts): COPY_MISSING, LICENSE_INACTIVE,
   LICENSE_EXPIRED, NOT_REDEEMED
   (issued and never redeemed, or unknown), ALREADY_RELEASED, RELEASE_WINDOW_PASSED (or a
   redemption of an earlier version, which recorded no package, or of an earlier epoch: Redis

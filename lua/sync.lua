@@ -41,7 +41,7 @@
   rebuild that read Postgres before the worker wrote a batch would count less). Otherwise it
   answers {3, 1}: the caller reads Postgres and the stream again.
 
-  Returns {outcome, fenced} (SyncOutcome in src/redis/scripts.ts): outcome 1 created,
+  Returns {outcome, fenced} (SyncOutcome in src/redis/outcomes.ts): outcome 1 created,
   2 updated, 0 left alone (already as new or newer), 3 not created (no used count given);
   fenced 1 while a fence remains.
 ]]
@@ -94,7 +94,7 @@ if not current and ARGV[2] ~= '-' then
 end
 if not current then
   -- a small hash is a list that HGET and HMGET search from its start, in the order written:
-  -- the fields every redemption reads and writes first, then the row's (src/licenses/hot.ts
+  -- the fields every redemption reads and writes first, then the row's (src/licenses/rowCopy.ts
   -- licenseFields puts the redemption's first), then the counts a redemption does not read,
   -- the version last
   local created, counts = {}, {}

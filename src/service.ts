@@ -19,7 +19,7 @@ import { loadLibraryAtStart } from './redis/library.js';
 import { KeySpace } from './redis/keys.js';
 import { RedisRestarts } from './redis/restarts.js';
 import { ReplicaWait } from './redis/replicaWait.js';
-import { issueLayout, redeemLayout } from './redis/scripts.js';
+import { issueLayout, redeemLayout } from './redis/batchScripts.js';
 import { SlotBatcher } from './redis/slotBatcher.js';
 import type { RouteContext } from './routes/context.js';
 import { artefactSignerOf } from './tokens/signingKeys.js';

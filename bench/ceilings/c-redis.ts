@@ -1,6 +1,8 @@
 import { createVerifier } from 'fast-jwt';
 import { Redis } from 'ioredis';
-import { batchCall, Outcome, redeemLayout, runScript, type ScriptClient } from '../../src/redis/scripts.js';
+import { batchCall, redeemLayout } from '../../src/redis/batchScripts.js';
+import { Outcome } from '../../src/redis/outcomes.js';
+import { runScript, type ScriptClient } from '../../src/redis/scriptCall.js';
 import { attachScripts } from '../../src/redis/library.js';
 import { KeySpace } from '../../src/redis/keys.js';
 import { send, serve } from './common.js';

@@ -11,7 +11,7 @@
     markers  token markers       {b}:t:<expiry minute>   field token id: "i<epoch>" issued, "u" used
     issuedMark  "i" followed by the bucket's epoch (includes/epoch.lua)
     rate     rate-limit counter  {b}:rs:<firmaId>
-    stream   usage stream        {b}:ev   event "i" (EventValues.issued in src/redis/scripts.ts)
+    stream   usage stream        {b}:ev   event "i" (EventValues.issued in src/redis/fields.ts)
     now      ms since epoch, as a string (it is the event's time)
     limit    the deployment's rate limit per window, a number (0 = off), unless the license has
              its own (ownLimit in includes/rateLimit.lua); below 0: not counted (get-token, which
@@ -21,7 +21,7 @@
              the access token's; get-token: the one read with the password hash); "" = not checked.
              A password change or a deactivation raises the license's (src/licenses/store.ts update)
 
-  Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none); left, reset and
+  Outcomes (src/redis/outcomes.ts; a, b are 0 where the outcome has none); left, reset and
   limit are what the rate-limit step counted (requests the window still allows, ms until it
   resets, the limit it applied: the RateLimit fields of the answer; 0, 0, 0 when the limit
   is off or nothing was counted):
@@ -64,7 +64,7 @@ local function issueToken(license, markers, rate, packages, stream, now, limit, 
 
   redis.call('HSET', markers, tokenId, issuedMark)
   redis.call('PEXPIREAT', markers, markersExpireAt)
-  -- the issued event: one field, its values tab-separated (EventValues.issued in src/redis/scripts.ts)
+  -- the issued event: one field, its values tab-separated (EventValues.issued in src/redis/fields.ts)
   redis.call('XADD', stream, '*', 'i', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. expMs)
   return DONE, remaining, lic[5] or '', left, reset, applied
 end

@@ -8,7 +8,7 @@
     packages  package hash   {b}:pk:<firmaId>  field package number -> "<expiry ms>\t<units left>",
               every package that has not expired but the current one (a spent one stays until
               its expiry, so that a release can give a unit back to it)
-    stream    usage stream   {b}:ev   event "f" (EventValues.forfeited in src/redis/scripts.ts)
+    stream    usage stream   {b}:ev   event "f" (EventValues.forfeited in src/redis/fields.ts)
 
   The current package is the one that expires first (the lower number first on a tie) among
   those with units left: a redemption spends it, the common case reading pe and pl with the

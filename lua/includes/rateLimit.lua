@@ -8,7 +8,7 @@
   hash the script reads anyway (written from licenses.rate_* by sync.lua; "" or absent = the
   deployment's), else the default the caller gave (RATE_*_PER_MIN). Read where the count is
   made, so an admin change is in force on the next request of every process. A default
-  below 0 (NOT_COUNTED in src/redis/scripts.ts) means the caller does not count here at all,
+  below 0 (NOT_COUNTED in src/redis/outcomes.ts) means the caller does not count here at all,
   whatever the license says: it stays below 0.
 ]]
 local function ownLimit(own, default)

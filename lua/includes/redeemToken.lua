@@ -1,6 +1,6 @@
 --[[
   The redemption of one sign token, of redeem.lua. Needs rateStep (rateLimit.lua), settle
-  (packages.lua), the Idempotency-Key records (idempotency.lua) and the constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scripts.ts luaConstants).
+  (packages.lua), the Idempotency-Key records (idempotency.lua) and the constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scriptSource.ts luaConstants).
 
   redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId,
               imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
@@ -14,7 +14,7 @@
                                  "u<package>:<ms>", "u"), "r" released
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
-    stream   usage stream        {b}:ev   event "s" (EventValues.spent in src/redis/scripts.ts: the
+    stream   usage stream        {b}:ev   event "s" (EventValues.spent in src/redis/fields.ts: the
                                  package it spent, then the token's values), and "f" forfeits
     now      ms since epoch, as a string (it is the event's time)
     limit    the deployment's rate limit per window, a number (0 = off), unless the license
@@ -40,7 +40,7 @@
              documents (a receipt that does not start with the prefix sent), is refused while
              the record lives.
 
-  Outcomes (src/redis/scripts.ts; a, b are 0 where the outcome has none); left, reset and
+  Outcomes (src/redis/outcomes.ts; a, b are 0 where the outcome has none); left, reset and
   limit are what the rate-limit step counted (requests the window still allows, ms until it
   resets, the limit it applied: the RateLimit fields of the answer; 0, 0, 0 when the limit
   is off or nothing was counted):
@@ -166,7 +166,7 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   -- used, with the package and the time: what a release of the token needs (release.lua)
   redis.call('HSET', markers, tokenId, 'u' .. pn .. ':' .. now .. ':' .. string.sub(issuedMark, 2))
   -- the spent event: one field, its values tab-separated, the package first (EventValues.spent in
-  -- src/redis/scripts.ts); a sign's adds its receipt as a second field (EVENT_RECEIPT in src/redis/fields.ts)
+  -- src/redis/fields.ts); a sign's adds its receipt as a second field (EVENT_RECEIPT in src/redis/fields.ts)
   local values = pn .. '\t' .. tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat
   if origin then values = values .. '\t' .. origin end
   if receipt == '' then

@@ -49,9 +49,9 @@
                   step of its desktop's process, since nothing else reads it.
     hydrate()     no license copy: the stream, then Postgres, are read on the master of
                   that moment (one step here): Postgres's counts plus the queued events it
-                  has no row for (src/licenses/hot.ts:210-219, copyOf :104-134); then
-                  lua/sync.lua:75-97 creates the copy if there is none, on the master of
-                  that later moment.
+                  has no row for (src/licenses/hot.ts:145-154; copyOf,
+                  src/licenses/rowCopy.ts:45-75); then lua/sync.lua:75-97 creates the
+                  copy if there is none, on the master of that later moment.
     Worker        reads every queued event (src/usage/worker.ts:281 next) on the master of
                   that moment; writes them to Postgres in one statement
                   (src/usage/persist.ts:61-70 and :76-79: one redemption row and one release

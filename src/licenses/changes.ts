@@ -4,7 +4,9 @@ import type { KeySpace } from '../redis/keys.js';
 import type { AuditActor } from './audit.js';
 import type { HotLicenses } from './hot.js';
 import type { Passwords, Requester } from './passwords.js';
-import { onlyWebhook, type LicenseChange, type LicenseRow, type LicenseStore, type NewLicense, type NewPackage, type Purchase } from './store.js';
+import { onlyWebhook, type LicenseChange, type LicenseStore, type NewLicense } from './store.js';
+import type { LicenseRow } from './licenseRow.js';
+import type { NewPackage, Purchase } from './purchases.js';
 
 /**
  * How long an admin change may take from fencing the Redis copies to committing in

@@ -1,16 +1,23 @@
 import type { RedisRestarts } from '../redis/restarts.js';
 import { ServiceUnavailable } from '../errors.js';
-import {
-  CredentialsField as C, LicenseField as L, LOOK_UP_ONLY, NO_GATE, Outcome, runScript, scripts, SyncOutcome,
-  type FailureGate, type LicenseCopy, type LoginAttempt, type PackageCopy, type RateCount,
-} from '../redis/scripts.js';
+import { LicenseField as L } from '../redis/fields.js';
+import { LOOK_UP_ONLY, scripts, type LoginAttempt } from '../redis/scriptBuilders.js';
+import { NO_GATE, type FailureGate } from '../redis/scriptReplies.js';
+import { Outcome, SyncOutcome, type RateCount } from '../redis/outcomes.js';
+import { runScript } from '../redis/scriptCall.js';
 import type { RedisClient } from '../redis/client.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
-import { decodeDomains, encodeDomains } from './origin.js';
-import { copiedLimit } from './rateLimits.js';
+import { decodeDomains } from './origin.js';
+import { copyOf, credentialsFields, licenseFields, updateOf, type Queued } from './rowCopy.js';
 import { forfeitOf, redemptionOf, releaseOf } from '../usage/events.js';
-import type { LicenseRow, LicenseStore } from './store.js';
+import type { LicenseRow } from './licenseRow.js';
+import type { LicenseStore } from './store.js';
+
+// The license as the request path sees it: its Redis copy, written from Postgres rows and
+// read back, reloaded when Redis lost it or an admin change fenced it. One concern:
+// HotLicenses decides when a copy is written, fenced and reloaded, the one place that
+// does; what a copy holds is computed in ./rowCopy.ts.
 
 /** The live state of a license as the request path sees it (Redis, ahead of Postgres). */
 export interface LiveLicense {
@@ -67,78 +74,6 @@ type Hydrated = 'missing' | 'ready' | 'fenced';
 
 /** A license hash read as [q, u, a, x, n, z, d, f, pl] is missing, fenced (z), or written before packages (no pl). */
 const unusable = (copy: (string | null)[]): boolean => copy[0] == null || copy[5] != null || copy[8] == null;
-
-/**
- * A row's fields in the license hash (sync.lua adds the counts and packages when it creates
- * one); its total is before forfeits. The fields a redemption reads come first: a small hash
- * is searched from its start (lua/sync.lua).
- */
-function licenseFields(row: LicenseRow): (string | number)[] {
-  return [L.totalQuota, row.totalQuota + row.forfeitedQuota, L.expiryMs, row.expiryDate.getTime(), L.isActive, row.isActive ? '1' : '0',
-    L.domains, encodeDomains(row.domains), L.rateValidate, copiedLimit(row.rateLimits.validate),
-    L.rateSignToken, copiedLimit(row.rateLimits.signToken), L.generation, row.tokenGeneration, L.organizationName, row.organizationName,
-    L.licenseKey, row.licenseKey, L.releasesPerDay, row.releasesPerDay];
-}
-
-/** A row's fields in the credentials hash. */
-function credentialsFields(row: LicenseRow): (string | number)[] {
-  return [C.firmaId, row.firmaId, C.passwordHash, row.passwordHash, C.generation, row.tokenGeneration,
-    C.rateGetToken, copiedLimit(row.rateLimits.getToken), C.rateCheckQuota, copiedLimit(row.rateLimits.checkQuota)];
-}
-
-/** What the events still queued in a license's stream did that Postgres may not have written yet. */
-interface Queued {
-  /** token id -> the package it spent ("" when not named) */
-  redemptions: Map<string, string>;
-  /** package number -> units forfeited */
-  forfeits: Map<number, number>;
-  /** token id -> the package its release gave the unit back */
-  releases: Map<string, number>;
-}
-
-/**
- * The counts and packages a license hash is created with: Postgres's, less what the queued
- * events did that it has not written (redemptions it does not count, forfeits of packages it
- * has not marked forfeited).
- */
-function copyOf(row: LicenseRow, queued: Queued, counted: Set<string>, released: Set<string>): LicenseCopy {
-  const spentOf = new Map<number, number>();
-  let spent = 0;
-  let unwrittenReleases = 0;
-  for (const [tokenId, no] of queued.releases) {
-    if (released.has(tokenId)) continue;
-    spent--;
-    unwrittenReleases++;
-    spentOf.set(no, (spentOf.get(no) ?? 0) - 1);
-  }
-  for (const [tokenId, packageNo] of queued.redemptions) {
-    if (counted.has(tokenId)) continue;
-    spent++;
-    // a redemption of an earlier version names no package: Postgres gives it the first with units left
-    const no = packageNo === '' ? (row.packages.find((p) => p.used + p.forfeited < p.amount)?.no ?? 0) : Number(packageNo);
-    spentOf.set(no, (spentOf.get(no) ?? 0) + 1);
-  }
-  let forfeited = 0;
-  const packages: PackageCopy[] = [];
-  for (const p of row.packages) {
-    const unwritten = p.forfeited === 0 ? (queued.forfeits.get(p.no) ?? 0) : 0;
-    forfeited += unwritten;
-    const left = p.amount - p.used - p.forfeited - (spentOf.get(p.no) ?? 0) - unwritten;
-    // a spent package stays until it expires: a release may give it a unit back
-    if (left > 0 || p.expiresAt.getTime() > Date.now()) packages.push({ no: p.no, expiresMs: p.expiresAt.getTime(), left: Math.max(0, left) });
-  }
-  return {
-    usedQuota: row.usedQuota + spent, releasedQuota: row.releasedQuota + unwrittenReleases, forfeitedQuota: row.forfeitedQuota + forfeited,
-    packagesMade: row.packagesMade, packages,
-  };
-}
-
-/** What an update of an existing hash sends: the packages with units left as Postgres has them (Redis adds only those it lacks). */
-function updateOf(row: LicenseRow): LicenseCopy {
-  const packages = row.packages.filter((p) => p.used + p.forfeited < p.amount)
-    .map((p) => ({ no: p.no, expiresMs: p.expiresAt.getTime(), left: p.amount - p.used - p.forfeited }));
-  return { usedQuota: 'unknown', releasedQuota: 0, forfeitedQuota: 0, packagesMade: row.packagesMade, packages };
-}
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

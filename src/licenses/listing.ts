@@ -1,5 +1,5 @@
 import type { Sql } from '../db/pg.js';
-import { LICENSE_COLUMNS, licenseRowOf, type LicenseRow } from './store.js';
+import { LICENSE_COLUMNS, licenseRowOf, type LicenseRow } from './licenseRow.js';
 
 // What the admin lists read (GET /admin/v1/licenses, .../{key}/tokens): keyset pages over
 // indexes (sql/006_admin_lists.sql), so a page costs the same on the first and the last.

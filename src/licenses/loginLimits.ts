@@ -3,7 +3,9 @@ import { RATE_WINDOW_MS, type Config } from '../config.js';
 import type { RedisClient } from '../redis/client.js';
 import type { RedisClock } from '../redis/clock.js';
 import type { KeySpace } from '../redis/keys.js';
-import { NO_GATE, runScript, scripts, type FailureGate, type LoginAttempt, type LoginGranted } from '../redis/scripts.js';
+import { NO_GATE, type FailureGate, type LoginGranted } from '../redis/scriptReplies.js';
+import { runScript } from '../redis/scriptCall.js';
+import { scripts, type LoginAttempt } from '../redis/scriptBuilders.js';
 
 /** How long a refused attempt waits for its 429: a flood of instant refusals would itself take the event loop from real customers. */
 const TARPIT_MS = 1000;

@@ -1,6 +1,6 @@
 // A license's own rate limits (sql/011_license_rate_limits.sql): what the admin API, the
 // store and the audit log call them. The request path reads them from the Redis copies
-// (src/licenses/hot.ts writes them, lua/includes/rateLimit.lua ownLimit reads them).
+// (src/licenses/rowCopy.ts lays them out, lua/includes/rateLimit.lua ownLimit reads them).
 
 /** A license's own rate limits per minute, by the admin API's names: null is the deployment's default (RATE_*_PER_MIN), 0 no limit. */
 export interface RateLimits {

@@ -3,110 +3,18 @@ import postgres from 'postgres';
 import type { Sql } from '../db/pg.js';
 import * as audit from './audit.js';
 import type { AuditActor } from './audit.js';
+import { LICENSE_COLUMNS, licenseRowOf, type LicenseRow } from './licenseRow.js';
+import { addPackage, credit, TooLate, type NewPackage, type Purchase } from './purchases.js';
 import { DEFAULT_RATE_LIMITS, RATE_LIMIT_COLUMNS, type RateLimits } from './rateLimits.js';
 
-export type { RateLimits } from './rateLimits.js';
-
-/** A license row as Postgres holds it (the source of truth). */
-export interface LicenseRow {
-  firmaId: string;
-  licenseKey: string;
-  organizationName: string;
-  passwordHash: string;
-  totalQuota: number;
-  usedQuota: number;
-  expiryDate: Date;
-  isActive: boolean;
-  domains: string[];
-  version: number;
-  /** raised by a password change or a deactivation: access tokens of an older generation are refused */
-  tokenGeneration: number;
-  /** where the worker sends the license's webhooks (docs/api.md#webhooks); null: none */
-  webhookUrl: string | null;
-  /** whether a webhook secret is stored (the secret itself is read only to sign deliveries) */
-  webhookSecretSet: boolean;
-  /** units of expired packages never spent (totalQuota is net of them) */
-  forfeitedQuota: number;
-  /** the number of the license's last package */
-  packagesMade: number;
-  /** its packages, in the order bought, as the usage worker has written them */
-  packages: PackageRow[];
-  /** units a day the holder may give back after a failed signing (0: none) */
-  releasesPerDay: number;
-  /** units given back so far (used quota is net of them) */
-  releasedQuota: number;
-  /** its own limits per minute (null: the deployment's RATE_*_PER_MIN; 0: none) */
-  rateLimits: RateLimits;
-}
-
-/** A package: one purchase (or the opening balance of a license older than packages), with its own expiry. */
-export interface PackageRow {
-  no: number;
-  amount: number;
-  used: number;
-  forfeited: number;
-  expiresAt: Date;
-  createdAt: Date;
-  note: string | null;
-}
-
-/** A package's figures as both the admin's License and the holder's ledger show them (the admin's adds the note). */
-export function packageFigures(p: PackageRow): { id: number; amount: number; used: number; remaining: number; forfeited: number; expiresAt: string; createdAt: string } {
-  return {
-    id: p.no, amount: p.amount, used: p.used, remaining: Math.max(0, p.amount - p.used - p.forfeited), forfeited: p.forfeited,
-    expiresAt: p.expiresAt.toISOString(), createdAt: p.createdAt.toISOString(),
-  };
-}
-
-/** A credited purchase: the license after it; replayed when its idempotency key had credited it before (nothing credited now). */
-export type Purchase = LicenseRow & { replayed: boolean };
+// The Postgres store of the licenses, the source of truth: creating, changing and crediting
+// a license (each with its audit record in one transaction), reading one for a hydration,
+// and its redemption history. One concern: what the rest of the service asks of Postgres
+// about a license, through the one LicenseStore it holds; the row's shape is in
+// ./licenseRow.ts, a purchase's statements in ./purchases.ts.
 
 /** A UUID as Postgres reads one (token ids are UUIDs: src/tokens/tokenId.ts). */
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The columns of a LicenseRow, numbers as float8 (exact to 2^53), for licenseRowOf. */
-export const LICENSE_COLUMNS = `firma_id, license_key, organization_name, password_hash, total_quota::float8 as total_quota,
-  used_quota::float8 as used_quota, expiry_date, is_active, domains, version::float8 as version,
-  token_generation::float8 as token_generation, webhook_url, webhook_secret is not null as webhook_secret_set,
-  forfeited_quota::float8 as forfeited_quota, packages_made, releases_per_day, released_quota::float8 as released_quota,
-  rate_get_token_per_min, rate_sign_token_per_min, rate_validate_per_min, rate_check_quota_per_min,
-  (select coalesce(json_agg(json_build_object('no', p.package_no, 'amount', p.amount::float8, 'used', p.used::float8,
-     'forfeited', p.forfeited::float8, 'expiresAt', p.expires_at, 'createdAt', p.created_at, 'note', p.note) order by p.package_no), '[]')
-   from license_packages p where p.firma_id = licenses.firma_id) as packages`;
-
-interface PackageJson { no: number; amount: number; used: number; forfeited: number; expiresAt: string; createdAt: string; note: string | null }
-
-export function licenseRowOf(r: Record<string, unknown>): LicenseRow {
-  return {
-    firmaId: r.firma_id as string,
-    licenseKey: r.license_key as string,
-    organizationName: r.organization_name as string,
-    passwordHash: r.password_hash as string,
-    totalQuota: r.total_quota as number,
-    usedQuota: r.used_quota as number,
-    expiryDate: r.expiry_date as Date,
-    isActive: r.is_active as boolean,
-    domains: r.domains as string[],
-    version: r.version as number,
-    tokenGeneration: r.token_generation as number,
-    webhookUrl: (r.webhook_url as string | null) ?? null,
-    webhookSecretSet: r.webhook_secret_set as boolean,
-    forfeitedQuota: r.forfeited_quota as number,
-    packagesMade: r.packages_made as number,
-    releasesPerDay: r.releases_per_day as number,
-    releasedQuota: r.released_quota as number,
-    packages: (r.packages as PackageJson[]).map((p) => ({
-      no: p.no, amount: p.amount, used: p.used, forfeited: p.forfeited, expiresAt: new Date(p.expiresAt), createdAt: new Date(p.createdAt),
-      note: p.note,
-    })),
-    rateLimits: {
-      getToken: (r.rate_get_token_per_min as number | null) ?? null,
-      signToken: (r.rate_sign_token_per_min as number | null) ?? null,
-      validate: (r.rate_validate_per_min as number | null) ?? null,
-      checkQuota: (r.rate_check_quota_per_min as number | null) ?? null,
-    },
-  };
-}
 
 export interface NewLicense {
   licenseKey: string;
@@ -180,77 +88,6 @@ async function audited(tx: postgres.TransactionSql, licenseKey: string): Promise
   const after = await audit.snapshot(tx, licenseKey);
   if (after === null) throw new Error(`the license ${licenseKey} changed in this transaction is gone`);
   return after;
-}
-
-/** A purchase as the admin makes it: a package of `add` units, expiring at expiresAt (null: with the license). */
-export interface NewPackage {
-  add: number;
-  expiresAt: Date | null;
-  note: string | null;
-}
-
-/** Thrown inside a purchase's transaction to roll it back: the deadline passed first. */
-class TooLate extends Error {}
-
-/**
- * Adds a package to a license, with its purchase entry in the ledger, holding the
- * license's row lock: the package takes the next number, and the ledger's balance is the
- * license's as it then stands.
- */
-async function addPackage(tx: postgres.TransactionSql, firmaId: string, pkg: NewPackage, actor: string): Promise<void> {
-  await tx.unsafe(
-    `with made as (
-       update licenses set packages_made = packages_made + 1 where firma_id = $1
-       returning packages_made, expiry_date, total_quota - used_quota as balance
-     ), pkg as (
-       insert into license_packages (firma_id, package_no, amount, expires_at, note)
-       select $1, packages_made, $2, coalesce($3::timestamptz, expiry_date), $4 from made
-       returning package_no
-     )
-     insert into license_ledger (firma_id, kind, amount, balance_after, package_no, actor, note)
-     select $1, 'purchase', $2, made.balance, pkg.package_no, $5, $4 from made, pkg`,
-    [firmaId, pkg.add, pkg.expiresAt, pkg.note, actor],
-  );
-}
-
-/**
- * Credits a purchase, once per idempotency key: a retry with the key credits nothing and
- * returns the license as it is, marked replayed. 'reused': the key was used for another purchase.
- * null: no such license, or past the deadline.
- */
-async function credit(
-  tx: postgres.TransactionSql, licenseKey: string, pkg: NewPackage, deadlineMs: number, idempotencyKey: string | null, actor: string,
-): Promise<Purchase | 'reused' | null> {
-  const target = await tx.unsafe(`select firma_id from licenses where license_key = $1 for update`, [licenseKey]);
-  const firmaId = target[0]?.firma_id as string | undefined;
-  if (firmaId === undefined) return null;
-  if (idempotencyKey !== null) {
-    const recorded = await tx.unsafe(
-      `insert into quota_purchases (idempotency_key, license_key, add, expires_at, note, whole) values ($1, $2, $3, $4, $5, true)
-       on conflict (idempotency_key) do nothing returning idempotency_key`,
-      [idempotencyKey, licenseKey, pkg.add, pkg.expiresAt, pkg.note],
-    );
-    if (recorded.length === 0) {
-      // the same purchase is the same license, amount, expiry and note (sql/017_purchase_fields.sql)
-      const earlier = await tx.unsafe(
-        `select 1 from quota_purchases where idempotency_key = $1 and license_key = $2 and add = $3
-           and (not whole or (expires_at is not distinct from $4 and note is not distinct from $5))`,
-        [idempotencyKey, licenseKey, pkg.add, pkg.expiresAt, pkg.note],
-      );
-      if (earlier.length === 0) return 'reused';
-      const rows = await tx.unsafe(`select ${LICENSE_COLUMNS} from licenses where firma_id = $1`, [firmaId]);
-      return { ...licenseRowOf(rows[0] as Record<string, unknown>), replayed: true };
-    }
-  }
-  const credited = await tx.unsafe(
-    `update licenses set total_quota = total_quota + $2, version = version + 1, updated_at = now()
-     where firma_id = $1 and clock_timestamp() < to_timestamp($3::float8 / 1000) returning firma_id`,
-    [firmaId, pkg.add, deadlineMs],
-  );
-  if (credited.length === 0) throw new TooLate();
-  await addPackage(tx, firmaId, pkg, actor);
-  const rows = await tx.unsafe(`select ${LICENSE_COLUMNS} from licenses where firma_id = $1`, [firmaId]);
-  return { ...licenseRowOf(rows[0] as Record<string, unknown>), replayed: false };
 }
 
 export class LicenseStore {

@@ -1,7 +1,7 @@
 import { Redis, Cluster } from 'ioredis';
 import type { Config } from '../config.js';
 import { attachScripts } from './library.js';
-import type { ScriptClient } from './scripts.js';
+import type { ScriptClient } from './scriptCall.js';
 
 export type RedisClient = (Redis | Cluster) & ScriptClient;
 

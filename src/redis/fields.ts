@@ -1,6 +1,6 @@
 // The letters of the Redis hashes and stream events the Lua scripts (lua/*.lua) read and
-// write, each with its meaning. Part of the scripts module: src/redis/scripts.ts re-exports
-// them, and callers import them from there.
+// write, each with its meaning. One concern: the layout of what the scripts store, which
+// this code and the Lua must spell alike; callers (src/, bench/, test/) import it from here.
 
 /** License hash {b}:l:<firmaId>, the request path's copy of a licenses row. */
 export const LicenseField = {

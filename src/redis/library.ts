@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { mastersOf } from './masters.js';
-import { includeSource, SCRIPT_NAMES, scriptSource, type ScriptClient, type ScriptName } from './scripts.js';
+import { includeSource, scriptSource } from './scriptSource.js';
+import { SCRIPT_NAMES, type ScriptClient, type ScriptName } from './scriptCall.js';
 
 // The scripts reach Redis as one function library (FUNCTION LOAD, FCALL; Redis 7.0 or later)
 // rather than as EVALSHA scripts, for one reason: a library's top-level locals last between

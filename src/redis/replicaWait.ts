@@ -3,7 +3,7 @@ import { ServiceUnavailable } from '../errors.js';
 import type { RedisClient } from './client.js';
 import { ensureLibrary, functionOf, isMissingFunction } from './library.js';
 import { mastersOf } from './masters.js';
-import type { ScriptName } from './scripts.js';
+import type { ScriptName } from './scriptCall.js';
 
 /**
  * REDIS_WAIT_REPLICAS: a redemption is answered only once that many replicas hold it (Redis

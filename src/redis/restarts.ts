@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { isCluster, type RedisClient } from './client.js';
 import type { KeySpace } from './keys.js';
-import { scriptSource } from './scripts.js';
+import { scriptSource } from './scriptSource.js';
 import { ensureLibrary, isMissingFunction } from './library.js';
 import { mastersOf } from './masters.js';
 

@@ -5,7 +5,7 @@ import type { RedisRestarts } from './restarts.js';
 import { STREAM_BUCKETS } from './keys.js';
 import type { ReplicaWait } from './replicaWait.js';
 import { functionOf } from './library.js';
-import { batchArgs, batchResult, type BatchLayout, type SlotItem } from './scripts.js';
+import { batchArgs, batchResult, type BatchLayout, type SlotItem } from './batchScripts.js';
 
 interface Pending<T, R> {
   item: Readonly<T>;

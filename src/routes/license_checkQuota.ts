@@ -6,7 +6,10 @@ import { retryHeaders, retrySeconds, STATUS, type Headers, type Reply } from '..
 import type { Route } from '../http/route.js';
 import { ServiceUnavailable } from '../errors.js';
 import type { LiveLicense } from '../licenses/hot.js';
-import { Outcome, runScript, scripts, type QuotaAnswer } from '../redis/scripts.js';
+import { Outcome } from '../redis/outcomes.js';
+import { runScript } from '../redis/scriptCall.js';
+import { scripts } from '../redis/scriptBuilders.js';
+import type { QuotaAnswer } from '../redis/scriptReplies.js';
 import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { Count, Percentage, Timestamp, timestampedErrorOf, Uuid } from '../openapi/schemas.js';

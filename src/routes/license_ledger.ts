@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import { Ledger, type LedgerCursor, type LedgerLine } from '../licenses/ledger.js';
-import { packageFigures } from '../licenses/store.js';
+import { packageFigures } from '../licenses/licenseRow.js';
 import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { codedErrorOf, LedgerTotals, RateLimitedError, Timestamp } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';

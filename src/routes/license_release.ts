@@ -4,7 +4,7 @@ import type { Route } from '../http/route.js';
 import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { Count, messageErrorOf, RateLimitedError } from '../openapi/schemas.js';
-import { Outcome } from '../redis/scripts.js';
+import { Outcome } from '../redis/outcomes.js';
 import type { ReleaseOutcome, ReleaseRefusal } from '../tokens/releaseSignToken.js';
 import type { RouteContext } from './context.js';
 import { badRequest, ParsedToken, redemptionReplies, Token } from './redemption.js';

@@ -1,7 +1,7 @@
 import { RATE_WINDOW_MS } from '../config.js';
 import type { Headers, Reply } from '../http/reply.js';
 import type { RateLimitDoc } from '../openapi/routeDoc.js';
-import type { RateCount } from '../redis/scripts.js';
+import type { RateCount } from '../redis/outcomes.js';
 
 /**
  * The IETF RateLimit-Policy and RateLimit fields (draft-ietf-httpapi-ratelimit-headers) of

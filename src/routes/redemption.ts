@@ -4,7 +4,7 @@ import { reply, type Reply } from '../http/reply.js';
 import type { CounterFamily, Count as MetricCount } from '../metrics/cells.js';
 import type { Case } from '../openapi/routeDoc.js';
 import { PRESENTED_TOKEN, QuotaExhaustedError, RateLimitedError } from '../openapi/schemas.js';
-import { Outcome } from '../redis/scripts.js';
+import { Outcome } from '../redis/outcomes.js';
 import type { SignClaims } from '../tokens/jwt.js';
 import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js';
 import type { RouteContext } from './context.js';

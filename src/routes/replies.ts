@@ -3,7 +3,7 @@ import { SIGNING_KEYS_SETTINGS } from '../tokens/signingKeys.js';
 
 // The answers more than one endpoint gives, worded as published in docs/api.md#errors, so the
 // two can be read side by side. Each route's own answers are in its file, in a table by
-// outcome (src/redis/scripts.ts Outcome).
+// outcome (src/redis/outcomes.ts Outcome).
 
 export const RATE_MESSAGE = 'Çok fazla istek. Lütfen bekleyiniz.';
 

@@ -3,7 +3,7 @@ import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { Credentials } from '../licenses/hot.js';
 import type { Count as MetricCount } from '../metrics/cells.js';
-import { NOT_COUNTED, Outcome } from '../redis/scripts.js';
+import { NOT_COUNTED, Outcome } from '../redis/outcomes.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { ACCESS_TOKEN_SECONDS, SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import { EXAMPLE } from '../openapi/examples.js';

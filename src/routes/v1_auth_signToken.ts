@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { Count as MetricCount } from '../metrics/cells.js';
-import { Outcome } from '../redis/scripts.js';
+import { Outcome } from '../redis/outcomes.js';
 import type { IssueRefusal } from '../tokens/issueSignToken.js';
 import { SIGN_TOKEN_SECONDS } from '../tokens/jwt.js';
 import { EXAMPLE } from '../openapi/examples.js';

@@ -1,7 +1,8 @@
 import { ServiceUnavailable } from '../errors.js';
 import type { HotLicenses } from '../licenses/hot.js';
 import type { KeySpace } from '../redis/keys.js';
-import { Outcome, type Issuance, type Issued, NOTHING_COUNTED, type RateCount } from '../redis/scripts.js';
+import { Outcome, NOTHING_COUNTED, type RateCount } from '../redis/outcomes.js';
+import type { Issuance, Issued } from '../redis/batchScripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
 import { retryRepaired } from './retryRepaired.js';
 import { newTokenId } from './tokenId.js';

@@ -2,7 +2,9 @@ import { ServiceUnavailable } from '../errors.js';
 import type { HotLicenses } from '../licenses/hot.js';
 import type { KeySpace } from '../redis/keys.js';
 import type { RedisClient } from '../redis/client.js';
-import { Outcome, runScript, scripts } from '../redis/scripts.js';
+import { Outcome } from '../redis/outcomes.js';
+import { runScript } from '../redis/scriptCall.js';
+import { scripts } from '../redis/scriptBuilders.js';
 import type { SignClaims } from './jwt.js';
 
 export type ReleaseRefusal =

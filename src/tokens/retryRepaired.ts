@@ -1,5 +1,6 @@
 import type { HotLicenses } from '../licenses/hot.js';
-import { Outcome, type SlotItem } from '../redis/scripts.js';
+import { Outcome } from '../redis/outcomes.js';
+import type { SlotItem } from '../redis/batchScripts.js';
 import type { SlotBatcher } from '../redis/slotBatcher.js';
 
 interface LicenseItem extends SlotItem {

@@ -1,7 +1,7 @@
-import { EVENT_PACKAGE, EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField as L } from '../redis/scripts.js';
+import { EVENT_PACKAGE, EVENT_RECEIPT, EVENT_SEPARATOR, EventKind, EventValues, LegacyEventField as L } from '../redis/fields.js';
 import { receiptFacts, type ReceiptFacts } from './receipts.js';
 
-// Reading usage events off a stream: the one-field form the scripts write (src/redis/scripts.ts
+// Reading usage events off a stream: the one-field form the scripts write (src/redis/fields.ts
 // EventValues), and the forms of earlier versions (a field per value; a redemption without its
 // package, or with it as a second field). All become the same thing: the event's kind and its
 // values in the one-field form, a redemption's with its package first (EventValues.spent),
@@ -113,7 +113,7 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
   return receipt === null ? { stream, id, fields, kind: 'bad' } : { stream, id, fields, kind: 'used', values: values as string, receipt };
 }
 
-/** An event's values by name (src/redis/scripts.ts EventValues), read from its fields (either form); null: not a readable event. */
+/** An event's values by name (src/redis/fields.ts EventValues), read from its fields (either form); null: not a readable event. */
 export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' | 'forfeited' | 'released' } & Partial<Record<(typeof EventValues)[keyof typeof EventValues][number], string>>) | null {
   const event = decodeEvent('', '', fields);
   if (event.kind !== 'issued' && event.kind !== 'used' && event.kind !== 'forfeited' && event.kind !== 'released') return null;

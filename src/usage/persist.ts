@@ -1,5 +1,5 @@
 import type { Sql } from '../db/pg.js';
-import { EVENT_SEPARATOR } from '../redis/scripts.js';
+import { EVENT_SEPARATOR } from '../redis/fields.js';
 import type { UsageEvent } from './events.js';
 
 /** A license's counts in Postgres after a write: used_quota + released_quota (redemptions ever counted), and released_quota. */

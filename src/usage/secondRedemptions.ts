@@ -1,5 +1,5 @@
 import type { Sql } from '../db/pg.js';
-import { EVENT_SEPARATOR } from '../redis/scripts.js';
+import { EVENT_SEPARATOR } from '../redis/fields.js';
 import type { Refused } from './deadLetters.js';
 import type { UsageEvent } from './events.js';
 

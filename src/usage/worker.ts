@@ -12,7 +12,8 @@ import { usageLag } from './lag.js';
 import type { PartitionKeeper } from './partitionKeeper.js';
 import { persistBatch, type UsedCounts } from './persist.js';
 import { firmaOf, secondRedemptions } from './secondRedemptions.js';
-import { runScript, scripts } from '../redis/scripts.js';
+import { runScript } from '../redis/scriptCall.js';
+import { scripts } from '../redis/scriptBuilders.js';
 
 export const GROUP = 'usage';
 const STOP_DRAIN_MS = 5000;

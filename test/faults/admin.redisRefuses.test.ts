@@ -4,7 +4,7 @@ import { startPrivateRedis, type PrivateRedis } from '../helpers/processes.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { pollUntil, until } from '../helpers/wait.js';
 import { MSG } from '../helpers/shapes.js';
-import { LicenseField } from '../../src/redis/scripts.js';
+import { LicenseField } from '../../src/redis/fields.js';
 
 // Admin changes never leave Postgres and Redis split: a change is in force on the
 // next request, or the admin gets an error and nothing changed. Redis here is the test's

@@ -1,4 +1,4 @@
-import { EVENT_PACKAGE, EVENT_SEPARATOR, EventKind, LegacyEventField } from '../../src/redis/scripts.js';
+import { EVENT_PACKAGE, EVENT_SEPARATOR, EventKind, LegacyEventField } from '../../src/redis/fields.js';
 
 /** A usage event's values; a field left out is not written (malformed events leave some out). */
 export interface EventValues {
@@ -23,7 +23,7 @@ function valueList(values: EventValues, kind: string): string[] {
 
 /**
  * The XADD field list of a usage event as issue.lua and redeem.lua write it: one field
- * named for the kind, the values tab-separated (src/redis/scripts.ts EventValues); a value
+ * named for the kind, the values tab-separated (src/redis/fields.ts EventValues); a value
  * left out is an empty one. A redemption (kind used, the default) is written as redeem.lua
  * writes it: an event "s", its package first ("" when none is given).
  */

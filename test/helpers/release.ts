@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import { LicenseField } from '../../src/redis/scripts.js';
+import { LicenseField } from '../../src/redis/fields.js';
 import { adminView } from './admin.js';
 import { ADMIN_TOKEN, type Harness, type TestLicense } from './harness.js';
 import type { Answer } from './http.js';

@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { createRedis } from '../../src/redis/client.js';
-import { CredentialsField, Outcome, QuotaAnswerField, runScript, scripts, type QuotaAnswer } from '../../src/redis/scripts.js';
+import { CredentialsField, QuotaAnswerField } from '../../src/redis/fields.js';
+import { Outcome } from '../../src/redis/outcomes.js';
+import { runScript } from '../../src/redis/scriptCall.js';
+import { scripts } from '../../src/redis/scriptBuilders.js';
+import type { QuotaAnswer } from '../../src/redis/scriptReplies.js';
 import { ADMIN_TOKEN, createLicense, NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
 import { keysOf, startDefaultServer, type DefaultServer } from '../helpers/servers.js';
 import { oneRequestPerConnection, type OneShotAnswer } from '../helpers/sockets.js';

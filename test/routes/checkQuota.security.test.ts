@@ -6,7 +6,9 @@ import { RATE_MESSAGE, retryAfterSeconds } from '../helpers/shapes.js';
 import { keysOf, startDefaultServer } from '../helpers/servers.js';
 import { oneRequestPerConnection, type OneShotAnswer } from '../helpers/sockets.js';
 import { createRedis } from '../../src/redis/client.js';
-import { Outcome, runScript, scripts } from '../../src/redis/scripts.js';
+import { Outcome } from '../../src/redis/outcomes.js';
+import { runScript } from '../../src/redis/scriptCall.js';
+import { scripts } from '../../src/redis/scriptBuilders.js';
 
 // GET /api/License/check-quota/{licenseKey} against abuse: its rate limit, counted per
 // license key and client address (RATE_CHECK_QUOTA_PER_MIN; the 429 must not read as the

@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
 import t from 'tap';
-import { LicenseField } from '../../src/redis/scripts.js';
+import { LicenseField } from '../../src/redis/fields.js';
 import { GROUP } from '../../src/usage/worker.js';
 import { errorCount, moveSlotByHand, ownerOf, reshard, settled, type MasterView } from '../helpers/clusterSlots.js';
 import { expectBooks } from '../helpers/coreFlow.js';

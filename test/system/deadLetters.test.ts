@@ -8,7 +8,7 @@ import { claimsOf } from '../helpers/jwt.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { getTokenPair, mintTokens } from '../helpers/tokens.js';
 import { pollUntil, sleep, waitFor } from '../helpers/wait.js';
-import { EventKind } from '../../src/redis/scripts.js';
+import { EventKind } from '../../src/redis/fields.js';
 import { eventFields } from '../helpers/events.js';
 import { readEvent } from '../../src/usage/events.js';
 

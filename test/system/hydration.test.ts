@@ -3,7 +3,7 @@ import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { spawnWorker } from '../helpers/processes.js';
 import { MSG } from '../helpers/shapes.js';
 import { mintTokens } from '../helpers/tokens.js';
-import { LicenseField } from '../../src/redis/scripts.js';
+import { LicenseField } from '../../src/redis/fields.js';
 
 // Redis holds only a hot copy: when it is lost (after the worker has drained) the service
 // rebuilds it from Postgres and carries on with the right counts and token states.

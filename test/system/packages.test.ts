@@ -1,6 +1,9 @@
 import t from 'tap';
 import { createRedis } from '../../src/redis/client.js';
-import { batchCall, LicenseField as L, Outcome, redeemLayout, runScript, type Redemption } from '../../src/redis/scripts.js';
+import { batchCall, redeemLayout, type Redemption } from '../../src/redis/batchScripts.js';
+import { LicenseField as L } from '../../src/redis/fields.js';
+import { Outcome } from '../../src/redis/outcomes.js';
+import { runScript } from '../../src/redis/scriptCall.js';
 import { forfeitOf } from '../../src/usage/events.js';
 import { release } from '../helpers/release.js';
 import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness, type TestLicense } from '../helpers/harness.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { EVENT_SEPARATOR } from '../../src/redis/scripts.js';
+import { EVENT_SEPARATOR } from '../../src/redis/fields.js';
 import type { UsageEvent } from '../../src/usage/events.js';
 import { newTokenId } from '../../src/tokens/tokenId.js';
 import { persistEvents } from '../../src/usage/persist.js';

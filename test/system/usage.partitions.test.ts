@@ -4,7 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { sqlDir } from '../../src/paths.js';
-import { EVENT_SEPARATOR } from '../../src/redis/scripts.js';
+import { EVENT_SEPARATOR } from '../../src/redis/fields.js';
 import type { UsageEvent } from '../../src/usage/events.js';
 import postgres from 'postgres';
 import { newTokenId } from '../../src/tokens/tokenId.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import t from 'tap';
-import { EVENT_SEPARATOR, EventKind } from '../../src/redis/scripts.js';
+import { EVENT_SEPARATOR, EventKind } from '../../src/redis/fields.js';
 import { decodeEvent, readEvent } from '../../src/usage/events.js';
 import { eventFields, legacyEventFields, usedEventFields, type EventValues } from '../helpers/events.js';
 import { FUZZ_SEED } from '../helpers/fuzz.js';

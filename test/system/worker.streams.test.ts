@@ -4,7 +4,7 @@ import { claimsOf } from '../helpers/jwt.js';
 import { spawnWorker } from '../helpers/processes.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { EventKind } from '../../src/redis/scripts.js';
+import { EventKind } from '../../src/redis/fields.js';
 import { eventFields, legacyEventFields } from '../helpers/events.js';
 import { GROUP } from '../../src/usage/worker.js';
 

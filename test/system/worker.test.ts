@@ -5,7 +5,7 @@ import { spawnWorker } from '../helpers/processes.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
-import { EventKind } from '../../src/redis/scripts.js';
+import { EventKind } from '../../src/redis/fields.js';
 import { redemptionOf } from '../../src/usage/events.js';
 import { eventFields } from '../helpers/events.js';
 

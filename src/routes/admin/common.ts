@@ -4,7 +4,7 @@ import type { Handler, Request } from '../../http/route.js';
 import type { AdminToken } from '../../config.js';
 import type { LicenseView } from '../../licenses/changes.js';
 import { normaliseDomain } from '../../licenses/origin.js';
-import { packageFigures } from '../../licenses/store.js';
+import { packageFigures } from '../../licenses/licenseRow.js';
 import { webhookUrlRefusal, type Refusal, type TargetPolicy } from '../../webhooks/guard.js';
 import { coded, quotaPercentage } from '../replies.js';
 import { bearer } from '../schemas.js';

@@ -2,7 +2,7 @@ import type { Test } from 'tap';
 import type { Load } from './load.js';
 import type { FaultLicense, Stack } from './stack.js';
 import { timedCall } from '../http.js';
-import { LicenseField } from '../../../src/redis/scripts.js';
+import { LicenseField } from '../../../src/redis/fields.js';
 
 // The books ("the books balance through every failure"): checkBooks compares the client's
 // side (a Load) with Postgres and Redis once the usage streams are empty; checkExactBooks and

@@ -1,6 +1,6 @@
 import { sleep } from '../wait.js';
 import type { Stack } from './stack.js';
-import { LicenseField } from '../../../src/redis/scripts.js';
+import { LicenseField } from '../../../src/redis/fields.js';
 import { redemptionOf } from '../../../src/usage/events.js';
 
 // Redis of a fault test read and broken: failed-login counters, the usage streams read at
