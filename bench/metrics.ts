@@ -2,7 +2,7 @@ import { RequestMeter } from '../src/metrics/http.js';
 import { Metrics } from '../src/metrics/registry.js';
 
 // What recording costs one validate, on its own: the HTTP layer's clock read, count and
-// latency observation, and the outcome's count, as src/http/server.ts and
+// latency observation, and the outcome's count, as src/http/server.ts, src/http/answer.ts and
 // src/routes/license_validate.ts make them, with metrics on and off. CPU time of this
 // process (process.cpuUsage), so other processes on a shared machine matter less than to
 // the A/B of make bench (bench/README.md, Metrics). `node dist/bench/metrics.js`.

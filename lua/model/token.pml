@@ -52,7 +52,7 @@
                   has no row for (src/licenses/hot.ts:145-154; copyOf,
                   src/licenses/rowCopy.ts:45-75); then lua/sync.lua:75-97 creates the
                   copy if there is none, on the master of that later moment.
-    Worker        reads every queued event (src/usage/worker.ts:281 next) on the master of
+    Worker        reads every queued event (src/usage/worker.ts:181 next) on the master of
                   that moment; writes them to Postgres in one statement
                   (src/usage/persist.ts:61-70 and :76-79: one redemption row and one release
                   row per token at most, "on conflict (token_id) do nothing"; :126, used_quota

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
+import { ConfigError } from '../config/vars.js';
 import { offlineDocument } from '../openapi/offline.js';
 import { DevEnvError, loadDevEnv } from './devEnv.js';
 

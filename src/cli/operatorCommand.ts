@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig, type Config } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
+import { ConfigError } from '../config/vars.js';
 import { DevEnvError, loadDevEnv } from './devEnv.js';
 
 /**

@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { ConfigError, loadConfig, type Config } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
+import { ConfigError } from '../config/vars.js';
 import { shownUrl } from '../db/existing.js';
 import { openPostgres } from '../db/pg.js';
 import { sqlDir } from '../paths.js';

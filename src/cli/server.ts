@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { ConfigError, loadConfig, type Config } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
+import { ConfigError } from '../config/vars.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
 import { STOP_FLUSH_MS } from '../stopFlush.js';
 import { SIGNING_KEYS_MISSING_WARNING } from '../tokens/signingKeys.js';

@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig } from '../config.js';
+import { loadConfig } from '../config.js';
+import { ConfigError } from '../config/vars.js';
 import { connectPostgres } from '../db/pg.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
 import { createRedis } from '../redis/client.js';

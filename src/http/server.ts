@@ -1,37 +1,24 @@
 import uWS from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ServiceUnavailable } from '../errors.js';
-import { HttpMeters, type RequestMeter } from '../metrics/http.js';
+import { HttpMeters } from '../metrics/http.js';
 import type { Metrics } from '../metrics/registry.js';
+import { answersOf, NOSNIFF, PLAIN, routeHeaders, VARY_ORIGIN, type RequestState } from './answer.js';
 import { clientAddress, forwardedFor } from './clientAddress.js';
 import { CorsPolicy } from './cors.js';
+import { lingeringOf } from './linger.js';
 import { Listener } from './listener.js';
 import { LogThrottle } from './logThrottle.js';
 import { retryHeaders, type Headers, type Reply, type TransportErrors } from './reply.js';
 import type { Request, Route } from './route.js';
-import { Router, type PathEntry } from './router.js';
+import { Router } from './router.js';
 
-interface RequestState {
-  /** answered (or gone): nothing more is sent */
-  done: boolean;
-  /** a HEAD request: its answer has no body */
-  head: boolean;
-  /** the client went away (uWS onAborted): the response must not be touched */
-  gone: boolean;
-  lingering: boolean;
-  lingerTimer: NodeJS.Timeout | null;
-  discarded: number;
-  req: Request | null;
-  /** the headers every answer of the route carries (routeHeaders) */
-  fixed: Headers;
-  /** the CORS headers for an allowed Origin, else null */
-  cors: Headers | null;
-  /** where the answer is counted (/metrics), and when the request arrived (metrics.now()) */
-  meter: RequestMeter;
-  startedAt: number;
-  /** a route whose address is read on demand: X-Forwarded-For as it came (TRUST_PROXY > 0), else "" */
-  forwarded: string;
-}
+// The uWS request lifecycle: a request is routed, its body gathered, its handler run, and
+// it is counted in flight until answered or gone, which is what drain waits on. One concern,
+// from onRequest to finish; how an answer is written is src/http/answer.ts, the 413 and its
+// lingering close src/http/linger.ts. The body is gathered here, in onRequest: its onData
+// closure shares the request's scope with onAborted's, where a function of its own would
+// allocate a second scope per request.
 
 export interface HttpServerOptions {
   routes: Route[];
@@ -62,33 +49,6 @@ export interface HttpServer {
   reloadTls(): Promise<string | null>;
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8';
-/** over direct TLS; deploy/nginx's front sends the same (test/system/nginxFront.access.test.ts) */
-export const HSTS = 'max-age=63072000; includeSubDomains';
-const NOSNIFF = ['X-Content-Type-Options', 'nosniff'] as const;
-const NO_STORE = ['Cache-Control', 'no-store'] as const;
-const VARY_ORIGIN = ['Vary', 'Origin'] as const;
-/** what an answer no route made carries (404, 405) */
-const PLAIN: Headers = [NOSNIFF];
-
-// uWS writes a "uWebSockets: 20" header on every answer unless told to be silent; the
-// call is undocumented, the one uWebSockets.js itself offers for this (uWS::Loop setSilent)
-(uWS as unknown as { _cfg(key: string): void })._cfg('999999990007');
-
-/** The headers every answer of a route carries, built once per route. */
-function routeHeaders(route: Route, cors: boolean): Headers {
-  return [NOSNIFF, ...(route.noStore ? [NO_STORE] : []), ...(cors && route.cors ? [VARY_ORIGIN] : [])];
-}
-
-/**
- * Lingering close, as nginx does it: a 413 is sent at once with "Connection: close", then
- * the rest of the upload is read and dropped until it ends, for at most this many bytes or
- * milliseconds, and only then is the connection closed. Closing at once would reset the
- * connection under a client still sending, which then sees EPIPE instead of the 413.
- */
-const LINGER_BYTES = 8 << 20;
-const LINGER_MS = 2000;
-
 const textDecoder = new TextDecoder();
 
 export function createHttpServer(options: HttpServerOptions): HttpServer {
@@ -116,53 +76,13 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     return clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), options.trustProxy === 0 ? '' : forwardedFor(uReq), options.trustProxy);
   }
 
-  /** The status line and every header of an answer but its own (Reply.headers); every answer passes here once, and is counted. */
-  function writeHead(res: uWS.HttpResponse, state: RequestState, status: string): void {
-    state.meter.answered(status, state.startedAt);
-    res.writeStatus(status);
-    for (const [name, value] of state.fixed) res.writeHeader(name, value);
-    if (state.cors) for (const [name, value] of state.cors) res.writeHeader(name, value);
-    if (hsts) res.writeHeader('Strict-Transport-Security', HSTS);
-  }
-
-  function send(res: uWS.HttpResponse, state: RequestState, out: Reply): void {
-    if (state.done) return;
-    state.done = true;
-    res.cork(() => {
-      writeHead(res, state, out.status);
-      if (out.noBody !== true) res.writeHeader('Content-Type', out.contentType ?? JSON_TYPE);
-      if (out.headers) for (const [name, value] of out.headers) res.writeHeader(name, value);
-      if (out.noBody === true) res.endWithoutBody(); // a 304, like a 204: no Content-Length
-      else if (state.head) res.end(); // no body (this build's endWithoutBody never completes the response)
-      else res.end(out.body);
-    });
-    finish();
-  }
-
-  /**
-   * OPTIONS on a public path: a preflight from an allowed origin gets 204 with the CORS
-   * headers, one from any other origin 403 in the path's error shape; without an Origin
-   * it is a plain OPTIONS: 204 with Allow.
-   */
-  function answerOptions(res: uWS.HttpResponse, state: RequestState, entry: PathEntry, origin: string): void {
-    if (origin !== '' && (cors === null || !cors.allows(origin))) {
-      send(res, state, entry.errors('ORIGIN_NOT_ALLOWED'));
-      return;
-    }
-    state.done = true;
-    res.cork(() => {
-      writeHead(res, state, '204 No Content');
-      if (origin === '') res.writeHeader('Allow', entry.allow);
-      else for (const [name, value] of CorsPolicy.preflightHeaders(origin, entry.methods)) res.writeHeader(name, value);
-      res.endWithoutBody(); // no Content-Length: a 204 has none
-    });
-    finish();
-  }
-
   function finish(): void {
     inFlight--;
     if (inFlight === 0 && idle) idle();
   }
+
+  const { writeHead, send, answerOptions } = answersOf(hsts, cors, finish);
+  const { refuseBody, endLinger, discard } = lingeringOf(writeHead, finish);
 
   const failureLog = new LogThrottle(1000);
   /** failures alike for the throttle: same error code, or same first word of the message */
@@ -200,33 +120,6 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     } else {
       send(res, state, out);
     }
-  }
-
-  /** Sends a 413 while the upload goes on, then drops the rest of it (LINGER_*). */
-  function refuseBody(res: uWS.HttpResponse, state: RequestState, out: Reply): void {
-    state.done = true;
-    state.lingering = true;
-    res.cork(() => {
-      writeHead(res, state, out.status);
-      res.writeHeader('Content-Type', JSON_TYPE).writeHeader('Connection', 'close');
-      res.write(out.body);
-    });
-    state.lingerTimer = setTimeout(() => endLinger(res, state, false), LINGER_MS);
-  }
-
-  /**
-   * Ends a lingering 413: once the upload is over, the response is completed (the client
-   * reads "Connection: close" and closes); past the caps the connection is cut.
-   */
-  function endLinger(res: uWS.HttpResponse, state: RequestState, uploadOver: boolean): void {
-    if (!state.lingering) return;
-    state.lingering = false;
-    if (state.lingerTimer) clearTimeout(state.lingerTimer);
-    if (!state.gone) {
-      if (uploadOver) res.cork(() => res.end());
-      else res.close();
-    }
-    finish();
   }
 
   const onRequest = (res: uWS.HttpResponse, uReq: uWS.HttpRequest): void => {
@@ -301,8 +194,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     let size = 0;
     res.onData((chunk, isLast) => {
       if (state.lingering) {
-        state.discarded += chunk.byteLength;
-        if (isLast || state.discarded > LINGER_BYTES) endLinger(res, state, isLast);
+        discard(res, state, chunk, isLast);
         return;
       }
       if (state.done) return;

@@ -1,10 +1,10 @@
 import postgres from 'postgres';
 
 // Which dependency an error came from, read off the error itself: the request path and the
-// worker let Redis's and Postgres's errors travel up unchanged to the one place that
-// answers 503 (src/http/server.ts) or retries (src/usage/worker.ts), and there they are
-// counted. ioredis fails a command with a ReplyError (Redis refused it), a timeout
-// (REDIS_COMMAND_TIMEOUT_MS), a closed or unwritable connection, or, on a Cluster, a plain
+// worker let Redis's and Postgres's errors travel up unchanged to the places that answer
+// 503 (src/http/server.ts) or retry (src/usage/worker.ts, src/usage/batchWriter.ts), and
+// there they are counted. ioredis fails a command with a ReplyError (Redis refused it), a
+// timeout (REDIS_COMMAND_TIMEOUT_MS), a closed or unwritable connection, or, on a Cluster, a plain
 // Error once its redirections run out (a slot being moved answers TRYAGAIN until it has
 // moved: test/system/cluster.reshard.test.ts); postgres fails a query
 // with a PostgresError (the server refused it), one of its own connection codes, or the

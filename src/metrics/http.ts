@@ -2,7 +2,7 @@ import type { Count, Observe } from './cells.js';
 import type { Metrics } from './registry.js';
 
 /**
- * What the HTTP layer records of one method and route pattern (src/http/server.ts, where
+ * What the HTTP layer records of one method and route pattern (src/http/answer.ts, where
  * every answer is written): answers by status, and how long each took. Bound once per
  * route at start; a status's series on its first answer, so the request path only adds.
  */

@@ -52,7 +52,7 @@ export class Metrics {
   private readonly fromRedis = new Registry();
   readonly contentType = this.counted.contentType;
 
-  // ---- the HTTP layer (src/http/server.ts), one place for every answer ----
+  // ---- the HTTP layer (src/http/answer.ts), one place for every answer ----
   readonly httpRequests: CounterFamily;
   readonly httpDuration: HistogramFamily;
 

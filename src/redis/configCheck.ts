@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { RedisConfigCheck } from '../config.js';
+import type { RedisConfigCheck } from '../config/redis.js';
 import { isCluster, whenReady, type RedisClient } from './client.js';
 import { mastersOf } from './masters.js';
 

@@ -1,6 +1,6 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
-import type { JwtKey } from '../config.js';
+import type { JwtKey } from '../config/secrets.js';
 import { verifiedClaims } from './hs256.js';
 import { COMPACT_KIDLESS_HEADERS, headerSegment, isKidlessHeader, segmentOf } from './jwtHeader.js';
 

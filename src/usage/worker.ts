@@ -1,27 +1,27 @@
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Sql } from '../db/pg.js';
-import type { Count, Observe } from '../metrics/cells.js';
+import type { Observe } from '../metrics/cells.js';
 import { NO_METRICS, type Metrics } from '../metrics/registry.js';
 import { isCluster, type RedisClient } from '../redis/client.js';
-import { bucketOf, type KeySpace } from '../redis/keys.js';
-import { DeadLetters, isPermanent, type Refused as RefusedEvent } from './deadLetters.js';
+import type { KeySpace } from '../redis/keys.js';
+import { GROUP } from './ack.js';
+import { BatchWriter } from './batchWriter.js';
+import { DeadLetters } from './deadLetters.js';
 import { decodeEvent, type UsageEvent } from './events.js';
 import { usageLag } from './lag.js';
 import type { PartitionKeeper } from './partitionKeeper.js';
-import { persistBatch, type UsedCounts } from './persist.js';
-import { firmaOf, secondRedemptions } from './secondRedemptions.js';
-import { runScript } from '../redis/scriptCall.js';
-import { scripts } from '../redis/scriptBuilders.js';
 
-export const GROUP = 'usage';
+// The usage worker's loop: what it reads from the streams and when (its own pending
+// events first after a failure, a dead consumer's claimed, batches paced by lingerMs and
+// lingerEvents), its backoff, and its start and stop with what runs beside it. One concern:
+// the reading side of the consumer group; what becomes of a batch once read is
+// src/usage/batchWriter.ts.
+
 const STOP_DRAIN_MS = 5000;
 
 type StreamEntry = [id: string, fields: string[] | null];
 type StreamReply = [key: string, entries: StreamEntry[]][] | null;
-
-type Refused = RefusedEvent<UsageEvent>;
 
 export interface WorkerOptions {
   /** events read per stream at most (XREADGROUP COUNT) */
@@ -71,15 +71,13 @@ export class UsageWorker {
   private full = false;
   readonly consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   readonly deadLetters: DeadLetters;
-  private readonly written: Count;
-  private readonly deadLettered: Count;
-  private readonly secondRedemptions: Count;
+  private readonly writer: BatchWriter;
   private readonly batchSeconds: Observe;
 
   /** redis: a connection of its own, since reads block; metrics: where batches, events and failures are counted */
   constructor(
     private readonly redis: RedisClient,
-    private readonly sql: Sql,
+    sql: Sql,
     private readonly keys: KeySpace,
     private readonly options: WorkerOptions,
     private readonly log: Logger,
@@ -89,9 +87,10 @@ export class UsageWorker {
     private readonly partitions: PartitionKeeper | null = null,
   ) {
     this.deadLetters = new DeadLetters(redis, keys.deadLetters);
-    this.written = metrics.usageWritten.series({});
-    this.deadLettered = metrics.usageDeadLettered.series({});
-    this.secondRedemptions = metrics.usageSecondRedemptions.series({});
+    this.writer = new BatchWriter(redis, sql, keys, this.deadLetters, options, log, metrics, {
+      running: () => this.running,
+      sleep: (ms) => this.sleep(ms),
+    });
     this.batchSeconds = metrics.usageBatchDuration.series({});
   }
 
@@ -155,7 +154,7 @@ export class UsageWorker {
           continue;
         }
         const flushedFrom = this.metrics.now();
-        await this.flush(events);
+        await this.writer.flush(events);
         this.batchSeconds.observe((this.metrics.now() - flushedFrom) / 1000);
         backoff = 100;
         // the events read gathered since the read before: at that rate, lingerEvents take this long
@@ -177,116 +176,6 @@ export class UsageWorker {
         backoff = Math.min(backoff * 2, 5000);
       }
     }
-  }
-
-  /**
-   * Persists a batch, then acknowledges it. Transient failures are retried (while
-   * stopping, a few times, then the batch stays pending for the next worker). When
-   * Postgres refuses the batch for good, it is halved until each refused event stands
-   * alone: every other event is written and each refused one becomes a dead letter, so
-   * no batch is retried forever and no event is dropped unrecorded.
-   */
-  private async flush(events: UsageEvent[]): Promise<void> {
-    const writable = events.filter((e) => e.kind !== 'bad' && e.kind !== 'gone');
-    const counts: UsedCounts = new Map();
-    const seconds: Refused[] = [];
-    const refusedByPostgres = await this.persistIsolating(writable, counts, seconds);
-    const refused: Refused[] = events
-      .filter((e) => e.kind === 'bad')
-      .map((event) => ({ event, error: 'malformed usage event', code: 'BAD_EVENT' }));
-    refused.push(...refusedByPostgres);
-    const rebuild = new Set<string>();
-    for (const second of seconds) {
-      rebuild.add(firmaOf(second));
-      this.log.error({ stream: second.event.stream, id: second.event.id, error: second.error },
-        'a second redemption of one token reached Postgres: not counted, kept as a dead letter, the license\'s Redis copy rebuilt');
-    }
-    this.secondRedemptions.inc(seconds.length);
-    refused.push(...seconds);
-    if (refused.length > 0) {
-      await this.deadLetters.bury(refused);
-      this.deadLettered.inc(refused.length);
-      for (const { event, error, code } of refused) {
-        this.log.warn({ stream: event.stream, id: event.id, code, error }, 'usage event refused for good: moved to dead letters');
-      }
-    }
-    await this.ack(events, counts, rebuild);
-    this.written.inc(writable.length - refusedByPostgres.length - seconds.length);
-  }
-
-  private async persistIsolating(events: UsageEvent[], counts: UsedCounts, seconds: Refused[]): Promise<Refused[]> {
-    if (events.length === 0) return [];
-    try {
-      await this.persistRetrying(events, counts, seconds);
-      return [];
-    } catch (err) {
-      if (!isPermanent(err)) throw err;
-      if (events.length === 1) {
-        const e = err as Error & { code: string };
-        return [{ event: events[0] as UsageEvent, error: e.message, code: e.code }];
-      }
-      const half = events.length >> 1;
-      return [...await this.persistIsolating(events.slice(0, half), counts, seconds), ...await this.persistIsolating(events.slice(half), counts, seconds)];
-    }
-  }
-
-  /** Retries transient failures with backoff; throws a permanent one at once. */
-  private async persistRetrying(events: UsageEvent[], counts: UsedCounts, seconds: Refused[]): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const written = await persistBatch(this.sql, events, this.options.quotaLowPercent);
-        for (const [firmaId, c] of written.counts) {
-          const before = counts.get(firmaId);
-          counts.set(firmaId, before === undefined ? c
-            : { counted: Math.max(c.counted, before.counted), released: Math.max(c.released, before.released) });
-        }
-        // committed: a failure from here on sends the batch again, which inserts nothing more and finds the same
-        seconds.push(...await secondRedemptions(this.sql, events, written.redemptionsInserted));
-        return;
-      } catch (err) {
-        if (isPermanent(err) || (!this.running && attempt >= 3)) throw err;
-        this.metrics.dependencyError(err, 'worker');
-        this.log.warn({ err, events: events.length }, 'usage worker: Postgres write failed, retrying');
-        await this.sleep(Math.min(100 * 2 ** attempt, 5000));
-      }
-    }
-  }
-
-  /**
-   * One call per stream (lua/ack.lua): acknowledge the batch's entries and trim them off
-   * the stream (a worker killed in between leaves nothing acknowledged yet still counted as
-   * lag), and drop the Redis copies of licenses whose used count is below what Postgres now
-   * holds (only ever after Redis lost data: they are rebuilt from Postgres when next used). A single connection's calls leave in one write.
-   */
-  private async ack(events: UsageEvent[], counts: UsedCounts, rebuild: ReadonlySet<string> = new Set()): Promise<void> {
-    const byStream = new Map<string, { ids: string[]; licenses: string[]; floors: string[]; used: string[] }>();
-    const of = (stream: string) => {
-      let entry = byStream.get(stream);
-      if (!entry) byStream.set(stream, (entry = { ids: [], licenses: [], floors: [], used: [] }));
-      return entry;
-    };
-    for (const e of events) of(e.stream).ids.push(e.id);
-    for (const [firmaId, { counted, released }] of counts) {
-      if (rebuild.has(firmaId)) continue;
-      const bucket = bucketOf(firmaId);
-      const entry = of(this.keys.streams[bucket] as string);
-      entry.licenses.push(this.keys.licenseHash(firmaId, bucket));
-      entry.floors.push(this.keys.floorOf(firmaId, bucket));
-      entry.used.push(`${counted}:${released}`);
-    }
-    for (const firmaId of rebuild) {
-      const bucket = bucketOf(firmaId);
-      const entry = of(this.keys.streams[bucket] as string);
-      entry.licenses.push(this.keys.licenseHash(firmaId, bucket));
-      entry.floors.push(this.keys.floorOf(firmaId, bucket));
-      entry.used.push('-');
-    }
-    const socket = isCluster(this.redis) ? undefined : (this.redis as Redis).stream as Redis['stream'] | undefined;
-    socket?.cork();
-    const acks = [...byStream].map(([stream, { ids, licenses, floors, used }]) =>
-      runScript(this.redis, scripts.ack(stream, GROUP, ids, licenses, floors, used)));
-    socket?.uncork();
-    await Promise.all(acks);
   }
 
   private async next(): Promise<UsageEvent[]> {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { WebhookConfig } from '../config.js';
+import type { WebhookConfig } from '../config/webhooks.js';
 import type { Sql } from '../db/pg.js';
 import { scanExpiring } from './expiring.js';
 import { WebhookOutbox, type ClaimedEvent } from './outbox.js';

@@ -69,7 +69,7 @@ function partialRequest(port: number, head: string, bodyPart: Buffer, keepSendin
       let body = text.slice(end + 4);
       const length = /\r\ncontent-length:\s*(\d+)/i.exec(headText);
       if (/\r\ntransfer-encoding:\s*chunked/i.test(headText)) {
-        // a 413 sent while the upload goes on is chunked (src/http/server.ts, lingering close)
+        // a 413 sent while the upload goes on is chunked (src/http/linger.ts, lingering close)
         if (!final && !body.includes('0\r\n\r\n')) return;
         body = dechunk(body);
       } else {

@@ -1,7 +1,7 @@
 import { Cluster } from 'ioredis';
 import t from 'tap';
 import { LicenseField } from '../../src/redis/fields.js';
-import { GROUP } from '../../src/usage/worker.js';
+import { GROUP } from '../../src/usage/ack.js';
 import { errorCount, moveSlotByHand, ownerOf, reshard, settled, type MasterView } from '../helpers/clusterSlots.js';
 import { expectBooks } from '../helpers/coreFlow.js';
 import { LIVE_COUNTS, startHarness, type TestLicense } from '../helpers/harness.js';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import t from 'tap';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/config/vars.js';
 import { FUZZ_SEED } from '../helpers/fuzzRequests.js';
 import { ADMIN_TOKEN, NO_RATE_LIMITS, startHarness, testEnv, type Harness, type TestLicense } from '../helpers/harness.js';
 import type { Answer } from '../helpers/http.js';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/config/vars.js';
 import { LIVE_COUNTS, startHarness, testEnv, type Harness } from '../helpers/harness.js';
 import type { Answer } from '../helpers/http.js';
 import { craftAccessToken, craftJwt, decodeJwt, ISSUER, PUBLISHED_HEADER, signatureValid } from '../helpers/jwt.js';

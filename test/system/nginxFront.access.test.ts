@@ -1,5 +1,5 @@
 import t from 'tap';
-import { HSTS } from '../../src/http/server.js';
+import { HSTS } from '../../src/http/answer.js';
 import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
 import { ADDRESSES, http2Exchange, PROTOCOLS, viaFront, type Protocol } from '../helpers/http2Client.js';
 import { parseMetrics } from '../helpers/metrics.js';

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/config/vars.js';
 import { WORKER_SCRIPT, exitOf, spawnLogged } from '../helpers/processes.js';
 import { testEnv } from '../helpers/harness.js';
 import { backoffMs } from '../../src/webhooks/worker.js';

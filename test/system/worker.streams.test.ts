@@ -6,7 +6,7 @@ import { mintTokens } from '../helpers/tokens.js';
 import { sleep, waitFor } from '../helpers/wait.js';
 import { EventKind } from '../../src/redis/fields.js';
 import { eventFields, legacyEventFields } from '../helpers/events.js';
-import { GROUP } from '../../src/usage/worker.js';
+import { GROUP } from '../../src/usage/ack.js';
 
 // How the usage worker reads and leaves its streams: events of the earlier field-per-value
 // form are still written, the redemptions of one linger interval share one Postgres

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { reply, type Reply } from '../../http/reply.js';
 import type { Handler, Request } from '../../http/route.js';
-import type { AdminToken } from '../../config.js';
+import type { AdminToken } from '../../config/secrets.js';
 import type { LicenseView } from '../../licenses/changes.js';
 import { normaliseDomain } from '../../licenses/origin.js';
 import { packageFigures } from '../../licenses/licenseRow.js';

@@ -1,4 +1,4 @@
-import type { AdminToken } from '../../config.js';
+import type { AdminToken } from '../../config/secrets.js';
 import type { Route } from '../../http/route.js';
 import type { RouteContext } from '../context.js';
 import { adminGuard } from './common.js';
