@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../config.js';
 import { ConfigError } from '../config/vars.js';
-import { offlineDocument } from '../openapi/offline.js';
+import { offlineDocument } from '../routes/offline.js';
 import { DevEnvError, loadDevEnv } from './devEnv.js';
 
 // npm run openapi -- [--admin] [file]: writes the OpenAPI document this environment's

@@ -1,5 +1,6 @@
 import type postgres from 'postgres';
 import type { Sql } from '../db/pg.js';
+import { microsOf } from './keyset.js';
 import { RATE_LIMIT_COLUMNS } from './rateLimits.js';
 
 // The admin audit log (sql/008_admin_audit.sql): who changed which license, how, from where.
@@ -147,7 +148,7 @@ export class AuditLog {
     if (filter.since !== null) where.push(`at >= $${params.push(filter.since)}::timestamptz`);
     if (afterId !== null) where.push(`id < $${params.push(afterId)}::int8`);
     const rows = await this.sql.unsafe(
-      `select id::float8 as id, at, (extract(epoch from at) * 1000000)::int8::text as at_micros, license_key, action, before, after,
+      `select id::float8 as id, at, ${microsOf('at')}::text as at_micros, license_key, action, before, after,
          admin, address, idempotency_key
        from admin_audit ${where.length > 0 ? `where ${where.join(' and ')}` : ''}
        order by id desc

@@ -1,4 +1,5 @@
 import type { Sql } from '../db/pg.js';
+import { microsOf } from './keyset.js';
 
 // A license's ledger (sql/010_packages_ledger.sql) as GET /admin/v1/licenses/{key}/ledger and
 // the holder's view read it: the entries (purchase, forfeit, release, correction) and, for
@@ -71,7 +72,7 @@ export class Ledger {
     const where = after === null ? '' : `where (at_micros, ref) < ($${params.push(after.atMicros)}::int8, $${params.push(after.ref)})`;
     const source = which === 'all' ? `${ENTRIES}\n  union all${SPENDING}` : ENTRIES;
     const rows = await this.sql.unsafe(
-      `select * from (select l.*, (extract(epoch from at) * 1000000)::int8 as at_micros from (${source}) l) lines
+      `select * from (select l.*, ${microsOf('at')} as at_micros from (${source}) l) lines
        ${where} order by at_micros desc, ref desc limit $2`,
       params as never[],
     );

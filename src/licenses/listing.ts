@@ -1,4 +1,5 @@
 import type { Sql } from '../db/pg.js';
+import { instantOfMicros, microsOf } from './keyset.js';
 import { LICENSE_COLUMNS, licenseRowOf, type LicenseRow } from './licenseRow.js';
 
 // What the admin lists read (GET /admin/v1/licenses, .../{key}/tokens): keyset pages over
@@ -48,10 +49,10 @@ const STATUS = `case when r.used_at is not null then 'used' when i.expires_at <=
 export function tokensStatement(hasCursor: boolean, hasStatus: boolean): string {
   // the first condition bounds the index scan; the row comparison orders ties by token id
   const after = hasCursor
-    ? `and i.issued_at <= timestamptz 'epoch' + $3::int8 * interval '1 microsecond'
-       and (i.issued_at, i.token_id) < (timestamptz 'epoch' + $3::int8 * interval '1 microsecond', $4::text)`
+    ? `and i.issued_at <= ${instantOfMicros(3)}
+       and (i.issued_at, i.token_id) < (${instantOfMicros(3)}, $4::text)`
     : '';
-  const page = `select i.token_id, i.imza_tipi, i.issued_at, (extract(epoch from i.issued_at) * 1000000)::int8::text as issued_micros,
+  const page = `select i.token_id, i.imza_tipi, i.issued_at, ${microsOf('i.issued_at')}::text as issued_micros,
          i.expires_at, r.used_at, r.origin, ${STATUS} as status
        from token_issues i
        left join lateral (
@@ -75,9 +76,9 @@ export class AdminListing {
   /** At most `limit` licenses after `after`, in creation order. */
   async licenses(limit: number, after: LicenseCursor | null): Promise<ListedLicense[]> {
     const rows = await this.sql.unsafe(
-      `select ${LICENSE_COLUMNS}, (extract(epoch from created_at) * 1000000)::int8::text as created_micros
+      `select ${LICENSE_COLUMNS}, ${microsOf('created_at')}::text as created_micros
        from licenses
-       ${after ? `where (created_at, firma_id) > (timestamptz 'epoch' + $2::int8 * interval '1 microsecond', $3::text)` : ''}
+       ${after ? `where (created_at, firma_id) > (${instantOfMicros(2)}, $3::text)` : ''}
        order by created_at, firma_id
        limit $1`,
       after ? [limit, after.createdMicros, after.firmaId] : [limit],

@@ -69,7 +69,7 @@ export function buildDocument(routes: Route[], options: DocumentOptions): BuiltD
   const paths: Record<string, Record<string, unknown>> = {};
   const undocumented: string[] = [];
   const entries = pathEntries(routes);
-  const notFound = notFoundResponse();
+  const notFound = notFoundResponse(options);
   for (const route of routes) {
     const name = `${route.method.toUpperCase()} ${route.path}`;
     if (!route.doc) {

@@ -3,16 +3,21 @@ import { CorsPolicy } from '../http/cors.js';
 import { retryHeaders, type Reply, type TransportErrors } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { PathEntry } from '../http/router.js';
-import { codedErrors, messageErrors, timestampedErrors } from '../routes/replies.js';
 import { EXAMPLE } from './examples.js';
 import { responseObject } from './responses.js';
 import { describeCases, errorResponses, NOT_FOUND_WHEN, type Case, type HeaderUse, type ResponseDoc, type RouteDoc } from './routeDoc.js';
-import { codedErrorOf, messageErrorOf, timestampedErrorOf } from './schemas.js';
 
 // What the HTTP layer (src/http/server.ts) answers by itself, in the document: the 405,
 // 413 and 503 of each route in its path's error shape, the headers every answer of a route
 // carries, HEAD where a GET answers it, the CORS preflight of a public path, and the 404 of
 // a path no route serves.
+
+/**
+ * The schema of each family of transport errors (a Route's errors) the routes answer in.
+ * The families are the routes' wording (src/routes/replies.ts), so the routes hand them in:
+ * this layer knows no route.
+ */
+export type ErrorSchemas = ReadonlyMap<TransportErrors, (bodies: unknown[]) => TSchema>;
 
 /** What the document says of the HTTP layer's settings. */
 export interface TransportOptions {
@@ -20,6 +25,10 @@ export interface TransportOptions {
   cors: boolean;
   /** BODY_LIMIT_BYTES: the body limit of a route without one of its own */
   bodyLimit: number;
+  /** every family a documented route's errors may be */
+  errorSchemas: ErrorSchemas;
+  /** the family a path no route serves answers in (the HTTP layer's fallbackErrors) */
+  fallbackErrors: TransportErrors;
 }
 
 /** "/a/:key/b" → "/a/{key}/b" */
@@ -33,17 +42,10 @@ export function operationId(method: string, path: string): string {
   return method + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
 }
 
-/** How each family of transport errors is shaped (src/routes/replies.ts). */
-const TRANSPORT_SCHEMAS = new Map<TransportErrors, (bodies: unknown[]) => TSchema>([
-  [codedErrors, codedErrorOf],
-  [messageErrors, messageErrorOf],
-  [timestampedErrors, (bodies) => timestampedErrorOf(bodies)],
-]);
-
 /** The schema family of a route's failures. */
-function schemaOfErrors(errors: TransportErrors, name: string): (bodies: unknown[]) => TSchema {
-  const schemaOf = TRANSPORT_SCHEMAS.get(errors);
-  if (!schemaOf) throw new Error(`${name}: its errors are none of codedErrors, messageErrors, timestampedErrors; add their schema to TRANSPORT_SCHEMAS (src/openapi/transport.ts)`);
+function schemaOfErrors(errors: TransportErrors, options: TransportOptions, name: string): (bodies: unknown[]) => TSchema {
+  const schemaOf = options.errorSchemas.get(errors);
+  if (!schemaOf) throw new Error(`${name}: its errors (Route.errors) are a family with no schema; add it to ERROR_SCHEMAS (src/routes/docs.ts)`);
   return schemaOf;
 }
 
@@ -58,8 +60,9 @@ function asExample(reply: Reply, headers = reply.headers): Reply {
 }
 
 /** The 404 of a path no route serves (components.responses.NotFound). */
-export function notFoundResponse(): ResponseDoc {
-  return errorResponses(codedErrorOf, [[NOT_FOUND_WHEN, codedErrors('NOT_FOUND')]])[404] as ResponseDoc;
+export function notFoundResponse(options: TransportOptions): ResponseDoc {
+  const schemaOf = schemaOfErrors(options.fallbackErrors, options, 'a path no route serves');
+  return errorResponses(schemaOf, [[NOT_FOUND_WHEN, options.fallbackErrors('NOT_FOUND')]])[404] as ResponseDoc;
 }
 
 /**
@@ -80,10 +83,10 @@ export function transportResponses(route: Route, doc: RouteDoc, entry: PathEntry
     cases.push(['the service cannot answer now (Redis or Postgres unavailable or slower than its timeout, or too busy): nothing changed; retry after Retry-After',
       asExample(route.errors('SERVICE_UNAVAILABLE'), retryHeaders(1))]);
   }
-  return errorResponses(schemaOfErrors(route.errors, name), cases);
+  return errorResponses(schemaOfErrors(route.errors, options, name), cases);
 }
 
-/** The headers every answer of a route carries (src/http/server.ts routeHeaders, and the CORS ones of an allowed Origin). */
+/** The headers every answer of a route carries (src/http/answer.ts routeHeaders, and the CORS ones of an allowed Origin). */
 export function routeHeaders(route: Route, options: TransportOptions): { name: string; value?: string; when?: string }[] {
   const allowed = 'a request whose Origin is one of CORS_ORIGINS';
   const [, exposed] = CorsPolicy.answerHeaders('https://origin.example');
@@ -114,14 +117,14 @@ export function headOperation(route: Route, get: Record<string, unknown>): Recor
 }
 
 /**
- * OPTIONS of a public path (src/http/server.ts answerOptions): a preflight from an allowed
+ * OPTIONS of a public path (src/http/answer.ts answerOptions): a preflight from an allowed
  * origin gets 204 with the CORS headers, one from another origin (or any, with CORS off)
  * 403 ORIGIN_NOT_ALLOWED in the path's error shape; without Origin, 204 with Allow. The
  * path's parameters are not read: any segment is answered alike.
  */
 export function preflightOperation(entry: PathEntry, item: Record<string, unknown>, options: TransportOptions): Record<string, unknown> {
   const route = entry.routes[0] as Route;
-  const schemaOf = schemaOfErrors(entry.errors, `OPTIONS ${route.path}`);
+  const schemaOf = schemaOfErrors(entry.errors, options, `OPTIONS ${route.path}`);
   const allowed = CorsPolicy.preflightHeaders('https://origin.example', entry.methods);
   const vary: HeaderUse[] = options.cors ? [{ name: 'Vary', value: 'Origin' }] : [];
   const granted = 'a preflight from an origin of CORS_ORIGINS';

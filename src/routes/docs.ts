@@ -9,10 +9,11 @@ import { staticFile, type StaticFile } from '../http/static.js';
 import { buildDocument } from '../openapi/document.js';
 import { referencePage } from '../openapi/reference.js';
 import { fileDoc, fromMemory, pageDoc, type RouteDoc } from '../openapi/routeDoc.js';
-import { codedErrorOf } from '../openapi/schemas.js';
+import { codedErrorOf, messageErrorOf, timestampedErrorOf } from '../openapi/schemas.js';
+import type { ErrorSchemas } from '../openapi/transport.js';
 import { DOCS_CSP, interactivePage, loadViewer, REFERENCE_CSP } from '../openapi/viewer.js';
 import { projectRoot } from '../paths.js';
-import { codedErrors } from './replies.js';
+import { codedErrors, messageErrors, timestampedErrors } from './replies.js';
 
 // The documentation, in two parts that a front can keep apart by path:
 // - public: GET /openapi.json (every route but the admin API's), /docs (its reference page),
@@ -33,6 +34,13 @@ const NO_CACHE = 'no-cache';
 const ASSET_CACHE = 'public, max-age=86400';
 
 const assetNotFound = codedErrors('NOT_FOUND');
+
+/** How each family of transport errors (./replies.ts) is shaped in the documents. */
+const ERROR_SCHEMAS: ErrorSchemas = new Map([
+  [codedErrors, codedErrorOf],
+  [messageErrors, messageErrorOf],
+  [timestampedErrors, (bodies: unknown[]) => timestampedErrorOf(bodies)],
+]);
 
 type Part = 'public' | 'admin';
 
@@ -117,7 +125,11 @@ export function documentationRoutes(routes: Route[], admin: Route[] | null, conf
       fileRoute(`${prefix}/docs/interactive`, INTERACTIVE_DOC, () => interactive, true),
       ...extra,
     ];
-    const built = buildDocument([...documented, ...own], { version, part: which, cors: config.corsOrigins !== null, bodyLimit: config.bodyLimitBytes });
+    const built = buildDocument([...documented, ...own], {
+      version, part: which, cors: config.corsOrigins !== null, bodyLimit: config.bodyLimitBytes,
+      // a path no route serves: the 404 in the shape src/service.ts has the HTTP layer answer it in
+      errorSchemas: ERROR_SCHEMAS, fallbackErrors: codedErrors,
+    });
     if (built.undocumented.length > 0) log.warn({ routes: built.undocumented }, `routes without a doc are missing from ${prefix}/openapi.json`);
     files.document = staticFile(JSON.stringify(built.document), JSON_TYPE, NO_CACHE);
     const reference = referencePage(built.document, which === 'public' ? { root: '' } : { root: '../', see: [{ href: '../docs', text: 'the public API' }] });

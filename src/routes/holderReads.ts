@@ -1,16 +1,18 @@
+import type { TSchema } from '@sinclair/typebox';
 import { RATE_WINDOW_MS } from '../config.js';
 import { HoldBack, Turns } from '../http/holdBack.js';
 import type { Reply } from '../http/reply.js';
-import type { Request } from '../http/route.js';
-import type { RateLimitDoc } from '../openapi/routeDoc.js';
+import type { Request, Route } from '../http/route.js';
+import type { Case, RateLimitDoc, RouteDoc } from '../openapi/routeDoc.js';
+import { RateLimitedError } from '../openapi/schemas.js';
 import { Outcome } from '../redis/outcomes.js';
 import { runScript } from '../redis/scriptCall.js';
 import { scripts } from '../redis/scriptBuilders.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { pageLimit } from './paging.js';
-import { authReplies, coded, INVALID_LICENSE_KEY, invalidRequest, rateLimited } from './replies.js';
-import { bearer, licenseKeyParam, type Parsed } from './schemas.js';
+import { authReplies, coded, codedErrors, INVALID_LICENSE_KEY, invalidRequest, rateLimited } from './replies.js';
+import { bearer, licenseKeyParam, queryParser, type Parsed } from './schemas.js';
 
 // What a license holder reads of the license with an access token (GET /api/License/history
 // and GET /api/License/ledger) goes through one gate: the access token of that very license,
@@ -53,7 +55,7 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; refusal: Reply };
  * The check of a holder's paged read (history, ledger): its `limit` and `cursor` parsed by the
  * route's query parser and cursor decoder, or the 400 naming the field.
  */
-export function pageQueryCheck<C>(
+function pageQueryCheck<C>(
   parseQuery: (raw: string) => Parsed<{ limit?: string; cursor?: string }>, decodeCursor: (text: string) => C | null,
 ): (raw: string) => Checked<{ pageSize: number; cursor: C | null }> {
   return (raw) => {
@@ -130,4 +132,50 @@ export function holderReads(ctx: RouteContext): HolderReads {
   let gate = gates.get(ctx);
   if (gate === undefined) gates.set(ctx, gate = new HolderReads(ctx));
   return gate;
+}
+
+/**
+ * The refusals of a holder's paged read, as its route documents them: the gate's and the
+ * page query's, in the order they are checked; `forbiddenWhen` and `limitedWhen` word the
+ * 403 and the 429 for the route.
+ */
+export function holderPageCases(forbiddenWhen: string, limitedWhen: string): Case[] {
+  return [
+    ['the key is not a UUID', invalidKey],
+    ['limit not 1 to 500', invalidRequest('limit')],
+    ['a cursor this server did not hand out', invalidRequest('cursor')],
+    ['the access token is missing, malformed, expired or revoked', authReplies.INVALID_TOKEN],
+    [forbiddenWhen, forbidden],
+    [limitedWhen, rateLimited(42_000), RateLimitedError],
+  ];
+}
+
+/** What a holder's paged read (history, the ledger) is made of; the rest is the gate's. */
+export interface HolderPage<C> {
+  path: string;
+  doc: RouteDoc;
+  /** its query schema: `limit` and `cursor` (./paging.ts pageQueryFields) */
+  query: TSchema & { static: { limit?: string; cursor?: string } };
+  /** the cursor this route hands out, or null for any other text */
+  decodeCursor: (text: string) => C | null;
+  /** the answer: the page of the license's firma id, from `cursor` (null: the first page) */
+  read: (firmaId: string, page: { pageSize: number; cursor: C | null }) => Promise<Reply>;
+}
+
+/** GET `path` of a license's paged read, behind the gate: the access token, the page query, the limit, the turns. */
+export function holderPageRoute<C>(ctx: RouteContext, page: HolderPage<C>): Route {
+  const parseQuery = queryParser(page.query);
+  const gate = holderReads(ctx);
+  const check = pageQueryCheck(parseQuery, page.decodeCursor);
+  return {
+    method: 'get',
+    path: page.path,
+    errors: codedErrors,
+    needsAuthorization: true,
+    needsQuery: true,
+    cors: true,
+    noStore: true,
+    doc: { ...page.doc, rateLimits: [gate.describe()] },
+    handler: (req) => gate.serve(req, check, page.read),
+  };
 }

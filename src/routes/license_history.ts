@@ -3,13 +3,12 @@ import { reply } from '../http/reply.js';
 import type { Route } from '../http/route.js';
 import type { RedemptionCursor as Cursor } from '../licenses/store.js';
 import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
-import { codedErrorOf, RateLimitedError, Timestamp, Uuid } from '../openapi/schemas.js';
+import { codedErrorOf, Timestamp, Uuid } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
-import { forbidden, holderReads, invalidKey, pageQueryCheck } from './holderReads.js';
+import { holderPageCases, holderPageRoute } from './holderReads.js';
 import { SIGN_DOCUMENTS_MAX } from './receipt.js';
-import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
 import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageOf, pageQueryFields } from './paging.js';
-import { ImzaTipi, isInstant, LicenseKey, queryParser } from './schemas.js';
+import { ImzaTipi, isInstant, LicenseKey } from './schemas.js';
 
 /**
  * ?limit=1..500 and the cursor the previous page handed out: the base64url of an instant
@@ -79,32 +78,21 @@ const doc: RouteDoc = {
         },
       }, { summary: 'no redemptions yet', value: { success: true, data: { items: [], nextCursor: null } } }],
     },
-    ...errorResponses(codedErrorOf, [
-      ['the key is not a UUID', invalidKey],
-      ['limit not 1 to 500', invalidRequest('limit')],
-      ['a cursor this server did not hand out', invalidRequest('cursor')],
-      ['the access token is missing, malformed, expired or revoked', authReplies.INVALID_TOKEN],
-      ['the access token belongs to another license', forbidden],
-      ['too many history requests for this license (RATE_HISTORY_PER_MIN; answered after about a second unless the window ends sooner)', rateLimited(42_000), RateLimitedError],
-    ]),
+    ...errorResponses(codedErrorOf, holderPageCases(
+      'the access token belongs to another license',
+      'too many history requests for this license (RATE_HISTORY_PER_MIN; answered after about a second unless the window ends sooner)',
+    )),
   },
 };
 
 /** GET /api/License/history/{licenseKey}: the license's redemptions, newest first. */
 export function historyRoute(ctx: RouteContext): Route {
-  const parseQuery = queryParser(HistoryQuery);
-  const gate = holderReads(ctx);
-  const check = pageQueryCheck(parseQuery, decodeCursor);
-  return {
-    method: 'get',
+  return holderPageRoute(ctx, {
     path: '/api/license/history/:licenseKey',
-    errors: codedErrors,
-    needsAuthorization: true,
-    needsQuery: true,
-    cors: true,
-    noStore: true,
-    doc: { ...doc, rateLimits: [gate.describe()] },
-    handler: (req) => gate.serve(req, check, async (firmaId, { pageSize, cursor }) => {
+    doc,
+    query: HistoryQuery,
+    decodeCursor,
+    read: async (firmaId, { pageSize, cursor }) => {
       const rows = await ctx.store.redemptions(firmaId, pageSize + 1, cursor);
       const page = pageOf(rows, pageSize, (last) => encodeCursor({ usedAt: last.usedAt.toISOString(), tokenId: last.tokenId }));
       const items = page.items.map((r) => ({
@@ -113,6 +101,6 @@ export function historyRoute(ctx: RouteContext): Route {
         ...(r.releasedAt === null ? {} : { releasedAt: r.releasedAt.toISOString() }),
       }));
       return reply(200, { success: true, data: { items, nextCursor: page.nextCursor } });
-    }),
-  };
+    },
+  });
 }

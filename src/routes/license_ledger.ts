@@ -4,12 +4,12 @@ import type { Route } from '../http/route.js';
 import { Ledger, type LedgerCursor, type LedgerLine } from '../licenses/ledger.js';
 import { packageFigures } from '../licenses/licenseRow.js';
 import { errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
-import { codedErrorOf, LedgerTotals, RateLimitedError, Timestamp } from '../openapi/schemas.js';
+import { codedErrorOf, LedgerTotals, Timestamp } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
-import { forbidden, holderReads, invalidKey, pageQueryCheck } from './holderReads.js';
+import { holderPageCases, holderPageRoute } from './holderReads.js';
 import { decodeCursor as decodeParts, encodeCursor as encodeParts, pageOf, pageQueryFields } from './paging.js';
-import { authReplies, codedErrors, invalidRequest, rateLimited } from './replies.js';
-import { LicenseKey, queryParser } from './schemas.js';
+import { authReplies } from './replies.js';
+import { LicenseKey } from './schemas.js';
 
 // GET /api/License/ledger/{licenseKey}: the license holder's view of the ledger
 // (docs/api.md#packages-and-the-ledger), behind the same gate as history (./holderReads.ts):
@@ -109,14 +109,10 @@ const doc: RouteDoc = {
         },
       ],
     },
-    ...errorResponses(codedErrorOf, [
-      ['the key is not a UUID', invalidKey],
-      ['limit not 1 to 500', invalidRequest('limit')],
-      ['a cursor this server did not hand out', invalidRequest('cursor')],
-      ['the access token is missing, malformed, expired or revoked', authReplies.INVALID_TOKEN],
-      ['the access token belongs to another license, or no license has the key', forbidden],
-      ['too many history and ledger requests for this license (RATE_HISTORY_PER_MIN; answered after about a second unless the window ends sooner)', rateLimited(42_000), RateLimitedError],
-    ]),
+    ...errorResponses(codedErrorOf, holderPageCases(
+      'the access token belongs to another license, or no license has the key',
+      'too many history and ledger requests for this license (RATE_HISTORY_PER_MIN; answered after about a second unless the window ends sooner)',
+    )),
   },
 };
 
@@ -127,20 +123,13 @@ function entryData(l: LedgerLine): Record<string, unknown> {
 
 /** GET /api/License/ledger/{licenseKey}: the license's packages, ledger entries (newest first) and totals. */
 export function holderLedgerRoute(ctx: RouteContext): Route {
-  const parseQuery = queryParser(LedgerQuery);
   const ledger = new Ledger(ctx.sql);
-  const gate = holderReads(ctx);
-  const check = pageQueryCheck(parseQuery, decodeCursor);
-  return {
-    method: 'get',
+  return holderPageRoute(ctx, {
     path: '/api/license/ledger/:licenseKey',
-    errors: codedErrors,
-    needsAuthorization: true,
-    needsQuery: true,
-    cors: true,
-    noStore: true,
-    doc: { ...doc, rateLimits: [gate.describe()] },
-    handler: (req) => gate.serve(req, check, async (firmaId, { pageSize, cursor }) => {
+    doc,
+    query: LedgerQuery,
+    decodeCursor,
+    read: async (firmaId, { pageSize, cursor }) => {
       const [rows, totals, license] = await Promise.all([
         ledger.lines(firmaId, pageSize + 1, cursor, 'entries'), ledger.totals(firmaId), ctx.store.byFirmaId(firmaId),
       ]);
@@ -150,6 +139,6 @@ export function holderLedgerRoute(ctx: RouteContext): Route {
       // a package as the holder sees it: no note (the seller's own text)
       const packages = [...license.packages].reverse().map(packageFigures);
       return reply(200, { success: true, data: { packages, items: page.items.map(entryData), nextCursor: page.nextCursor, totals } });
-    }),
-  };
+    },
+  });
 }

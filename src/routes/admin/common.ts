@@ -5,9 +5,11 @@ import type { AdminToken } from '../../config/secrets.js';
 import type { LicenseView } from '../../licenses/changes.js';
 import { normaliseDomain } from '../../licenses/origin.js';
 import { packageFigures } from '../../licenses/licenseRow.js';
+import type { Case } from '../../openapi/routeDoc.js';
 import { webhookUrlRefusal, type Refusal, type TargetPolicy } from '../../webhooks/guard.js';
 import { coded, quotaPercentage } from '../replies.js';
 import { bearer } from '../schemas.js';
+import type { Checked } from './parsers.js';
 import { refusal, shown } from './refusals.js';
 
 // What the admin routes (in /admin/openapi.json) share: the token check, the answers, the view of a license.
@@ -40,6 +42,12 @@ export async function webhookTargetRefused(url: string | null | undefined, polic
   const refusal = await webhookUrlRefusal(url, policy);
   return refusal === null ? null : webhookTargetReplies[refusal];
 }
+
+/** webhookTargetRefused's answers, as a route that sets a webhook URL documents them. */
+export const webhookTargetCases: readonly Case[] = [
+  ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
+  ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
+];
 
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
@@ -89,6 +97,22 @@ export function domainsOf(entries: string[] | undefined): string[] | Reply | und
     out.add(domain);
   }
   return [...out];
+}
+
+/**
+ * A license's fields as POST and PATCH take them: the body, its domains normalised
+ * (undefined: none given) and its webhook URL's target allowed; or the first refusal, in
+ * that order.
+ */
+export async function licenseFields<B extends { domains?: string[]; webhookUrl?: string | null }>(
+  parse: (body: Buffer | null) => Checked<B>, raw: Buffer | null, policy: TargetPolicy,
+): Promise<{ body: B; domains: string[] | undefined } | Reply> {
+  const parsed = parse(raw);
+  if (!parsed.ok) return parsed.reply;
+  const body = parsed.value;
+  const domains = domainsOf(body.domains);
+  if (domains && !Array.isArray(domains)) return domains;
+  return (await webhookTargetRefused(body.webhookUrl, policy)) ?? { body, domains };
 }
 
 /**

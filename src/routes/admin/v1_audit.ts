@@ -12,7 +12,6 @@ import { canonicalKey, ExpiryDate, LicenseKey } from '../schemas.js';
 import type { AdminGuard } from './common.js';
 import { unauthorized } from './docs.js';
 import { adminQueryParser, type Checked } from './parsers.js';
-import { notValid, refusal } from './refusals.js';
 import { adminPage, PAGING_EXPECTED, pagingCases } from './v1_licenses_list.js';
 
 const AuditQuery = Type.Object({
@@ -91,12 +90,11 @@ export function auditRoute(ctx: RouteContext, guard: AdminGuard): Route {
   return {
     method: 'get', path: '/admin/v1/audit', errors: codedErrors, needsAuthorization: true, needsQuery: true, noStore: true, doc,
     handler: guard(async (req) => {
-      const asked = adminPage(parseQuery, req.query);
+      const asked = adminPage(parseQuery, req.query, RECORD_ID);
       if ('status' in asked) return asked;
       const { limit } = asked;
       // the cursor has the admin lists' shape (time, id); the page goes on from the id
       const afterId = asked.after === null ? null : asked.after[1];
-      if (afterId !== null && !RECORD_ID.test(afterId)) return refusal('cursor', notValid(asked.query.cursor), PAGING_EXPECTED.cursor);
       const { licenseKey, since } = asked.query;
       const filter = { licenseKey: licenseKey === undefined ? null : canonicalKey(licenseKey), since: since ?? null };
       const rows = await log.records(filter, limit + 1, afterId);

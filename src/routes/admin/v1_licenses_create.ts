@@ -12,7 +12,7 @@ import {
   canonicalKey, Domains, ExpiryDate, LicenseKey, OrganizationName, Password, Quota, RateLimitsInput, ReleasesPerDay, WebhookSecret, WebhookUrl,
 } from '../schemas.js';
 import {
-  adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
+  adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseFields, licenseReply, secretRequired, webhookTargetCases,
 } from './common.js';
 import { exampleLicense, LicenseWithWarnings, unauthorized } from './docs.js';
 import { adminBodyParser, refusalOf } from './parsers.js';
@@ -83,8 +83,7 @@ const doc: RouteDoc = {
       ['a field unknown', refusalOf(parse, { ...valid, quota: 10 })],
       ['a rate limit that is no integer 0..1000000000 or null', refusalOf(parse, { ...valid, rateLimits: { validate: -1 } })],
       ['a domain that is no host name', domainsOf(['https://']) as Reply],
-      ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
-      ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
+      ...webhookTargetCases,
       unauthorized,
       ['the licenseKey given is taken', adminReplies.LICENSE_EXISTS],
     ]),
@@ -97,13 +96,9 @@ export function createLicenseRoute(ctx: RouteContext, guard: AdminGuard): Route 
     method: 'post', path: '/admin/v1/licenses', errors: codedErrors, needsAuthorization: true, bodyLimit: ctx.config.adminBodyLimitBytes, doc,
     needsClientAddress: true, // the audit log's address
     handler: guard(async (req, caller) => {
-      const parsed = parse(req.body);
-      if (!parsed.ok) return parsed.reply;
-      const body = parsed.value;
-      const domains = domainsOf(body.domains);
-      if (domains && !Array.isArray(domains)) return domains;
-      const refusedTarget = await webhookTargetRefused(body.webhookUrl, ctx.config.webhooks);
-      if (refusedTarget) return refusedTarget;
+      const fields = await licenseFields(parse, req.body, ctx.config.webhooks);
+      if ('status' in fields) return fields;
+      const { body, domains } = fields;
       const webhookUrl = body.webhookUrl ?? null;
       if (webhookUrl !== null && body.webhookSecret === undefined) return secretRequired();
       const license = await ctx.admin.create({

@@ -7,12 +7,10 @@ import { codedErrorOf, LedgerTotals, Timestamp } from '../../openapi/schemas.js'
 import type { RouteContext } from '../context.js';
 import { encodeCursor, pageOf, pageQueryFields } from '../paging.js';
 import { codedErrors } from '../replies.js';
-import { licenseKeyParam } from '../schemas.js';
 import { adminReplies, type AdminGuard } from './common.js';
 import { licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 import { adminQueryParser } from './parsers.js';
-import { notValid, refusal } from './refusals.js';
-import { adminPage, PAGING_EXPECTED, pagingCases } from './v1_licenses_list.js';
+import { licensePage, PAGING_EXPECTED, pagingCases } from './v1_licenses_list.js';
 
 const LedgerQuery = Type.Object({ ...pageQueryFields });
 const parseQuery = adminQueryParser(LedgerQuery, PAGING_EXPECTED);
@@ -87,14 +85,9 @@ export function licenseLedgerRoute(ctx: RouteContext, guard: AdminGuard): Route 
     method: 'get', path: '/admin/v1/licenses/:licenseKey/ledger', errors: codedErrors, needsAuthorization: true, needsQuery: true,
     noStore: true, doc,
     handler: guard(async (req) => {
-      const key = licenseKeyParam(req.params[0]);
-      if (key === null) return adminReplies.LICENSE_NOT_FOUND;
-      const asked = adminPage(parseQuery, req.query);
+      const asked = await licensePage(ctx, req, parseQuery, LINE_REF);
       if ('status' in asked) return asked;
-      const { limit } = asked;
-      if (asked.after !== null && !LINE_REF.test(asked.after[1])) return refusal('cursor', notValid(asked.query.cursor), PAGING_EXPECTED.cursor);
-      const firmaId = (await ctx.store.byKey(key))?.firmaId;
-      if (firmaId === undefined) return adminReplies.LICENSE_NOT_FOUND;
+      const { limit, firmaId } = asked;
       const after = asked.after && { atMicros: asked.after[0], ref: asked.after[1] };
       const [rows, totals] = await Promise.all([ledger.lines(firmaId, limit + 1, after), ledger.totals(firmaId)]);
       if (totals === null) return adminReplies.LICENSE_NOT_FOUND;

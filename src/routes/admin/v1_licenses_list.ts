@@ -1,13 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { reply, type Reply } from '../../http/reply.js';
-import type { Handler, Route } from '../../http/route.js';
+import type { Handler, Request, Route } from '../../http/route.js';
 import { AdminListing, type LicenseCursor } from '../../licenses/listing.js';
 import { errorResponses, type RouteDoc } from '../../openapi/routeDoc.js';
 import { codedErrorOf, License, PageAnswer } from '../../openapi/schemas.js';
 import type { RouteContext } from '../context.js';
 import { decodeCursor, encodeCursor, MICROS_AND_ID, pageLimit, pageOf, pageQueryFields } from '../paging.js';
 import { codedErrors } from '../replies.js';
-import { licenseData } from './common.js';
+import { licenseKeyParam } from '../schemas.js';
+import { adminReplies, licenseData } from './common.js';
 import { exampleLicense, unauthorized } from './docs.js';
 import { adminQueryParser, type Checked } from './parsers.js';
 import { notValid, refusal } from './refusals.js';
@@ -17,22 +18,46 @@ const ListQuery = Type.Object(pageQueryFields);
 /** What the paging parameters must be, beside their schemas' patterns (./refusals.ts). */
 export const PAGING_EXPECTED = { limit: '1 ile 500 arasında bir tam sayı', cursor: 'önceki sayfanın nextCursor değeri' };
 
+/** The page an admin list was asked for: its query, its size, and the parts of its cursor. */
+export interface AdminPage<Q> {
+  query: Q;
+  limit: number;
+  /** the time in microseconds and the id of the previous page's last item; null for the first page */
+  after: [string, string] | null;
+}
+
 /**
  * The page an admin list was asked for, from its query string read by the list's own
- * parser: the query, the page's size and the parts of its cursor (the time in microseconds
- * and the id of the previous page's last item; null for the first page), or the 400 naming
- * the bad parameter.
+ * parser, or the 400 naming the bad parameter. `idShape`: what the id of a cursor this list
+ * hands out looks like, when the lists' shape (MICROS_AND_ID) admits more.
  */
 export function adminPage<Q extends { limit?: string; cursor?: string }>(
-  parse: (query: string) => Checked<Q>, rawQuery: string,
-): { query: Q; limit: number; after: [string, string] | null } | Reply {
+  parse: (query: string) => Checked<Q>, rawQuery: string, idShape?: RegExp,
+): AdminPage<Q> | Reply {
   const parsed = parse(rawQuery);
   if (!parsed.ok) return parsed.reply;
   const query = parsed.value;
   const limit = pageLimit(query.limit);
   if (query.cursor === undefined) return { query, limit, after: null };
   const parts = decodeCursor(query.cursor, MICROS_AND_ID);
-  return parts === null ? badCursor(query.cursor) : { query, limit, after: [parts[0] as string, parts[1] as string] };
+  if (parts === null || (idShape !== undefined && !idShape.test(parts[1] as string))) return badCursor(query.cursor);
+  return { query, limit, after: [parts[0] as string, parts[1] as string] };
+}
+
+/**
+ * The page asked of one license's list (its tokens, its ledger) and the license's firma id,
+ * or the answer: 404 for a key no license has (one that is no UUID too), else the 400 of
+ * the query, checked before the license is looked up.
+ */
+export async function licensePage<Q extends { limit?: string; cursor?: string }>(
+  ctx: RouteContext, req: Request, parse: (query: string) => Checked<Q>, idShape?: RegExp,
+): Promise<AdminPage<Q> & { firmaId: string } | Reply> {
+  const key = licenseKeyParam(req.params[0]);
+  if (key === null) return adminReplies.LICENSE_NOT_FOUND;
+  const asked = adminPage(parse, req.query, idShape);
+  if ('status' in asked) return asked;
+  const firmaId = (await ctx.store.byKey(key))?.firmaId;
+  return firmaId === undefined ? adminReplies.LICENSE_NOT_FOUND : { ...asked, firmaId };
 }
 
 const badCursor = (cursor: string): Reply => refusal('cursor', notValid(cursor), PAGING_EXPECTED.cursor);

@@ -6,7 +6,7 @@ import type { RouteContext } from '../context.js';
 import { codedErrors } from '../replies.js';
 import { Domains, ExpiryDate, licenseKeyParam, OrganizationName, Password, RateLimitsInput, ReleasesPerDay, WebhookSecret, WebhookUrl } from '../schemas.js';
 import {
-  adminReplies, type AdminGuard, domainsOf, expiryWarnings, licenseReply, secretRequired, webhookTargetRefused, webhookTargetReplies,
+  adminReplies, type AdminGuard, expiryWarnings, licenseFields, licenseReply, secretRequired, webhookTargetCases,
 } from './common.js';
 import { exampleLicense, licenseAnswer, LicenseWithWarnings, licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 import { adminBodyParser, refusalOf } from './parsers.js';
@@ -53,8 +53,7 @@ const doc: RouteDoc = {
       ['an empty body', refusalOf(parse, {})],
       ['a rate limit unknown, or no integer 0..1000000000 or null', refusalOf(parse, { rateLimits: { validate: 1.5 } })],
       ['a field unknown (the quota changes through POST .../quota)', refusalOf(parse, { totalQuota: 100 })],
-      ['a webhookUrl with http:// (unless WEBHOOK_ALLOW_HTTP=1)', webhookTargetReplies.insecure],
-      ['a webhookUrl whose host is, or resolves to, an internal address (unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=1)', webhookTargetReplies.internal],
+      ...webhookTargetCases,
       unauthorized,
       notFound,
     ]),
@@ -69,13 +68,9 @@ export function patchLicenseRoute(ctx: RouteContext, guard: AdminGuard): Route {
     handler: guard(async (req, caller) => {
       const key = licenseKeyParam(req.params[0]);
       if (key === null) return adminReplies.LICENSE_NOT_FOUND;
-      const parsed = parse(req.body);
-      if (!parsed.ok) return parsed.reply;
-      const body = parsed.value;
-      const domains = domainsOf(body.domains);
-      if (domains && !Array.isArray(domains)) return domains;
-      const refusedTarget = await webhookTargetRefused(body.webhookUrl, ctx.config.webhooks);
-      if (refusedTarget) return refusedTarget;
+      const fields = await licenseFields(parse, req.body, ctx.config.webhooks);
+      if ('status' in fields) return fields;
+      const { body, domains } = fields;
       const license = await ctx.admin.update(key, {
         organizationName: body.organizationName,
         password: body.password,

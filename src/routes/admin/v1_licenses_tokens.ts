@@ -8,11 +8,9 @@ import { codedErrorOf, IssuedToken as IssuedTokenSchema, PageAnswer } from '../.
 import type { RouteContext } from '../context.js';
 import { encodeCursor, pageOf, pageQueryFields } from '../paging.js';
 import { codedErrors } from '../replies.js';
-import { licenseKeyParam } from '../schemas.js';
-import { adminReplies } from './common.js';
 import { licenseKeyParam as keyParam, notFound, unauthorized } from './docs.js';
 import { adminQueryParser, type Checked } from './parsers.js';
-import { adminPage, PAGING_EXPECTED, pagingCases } from './v1_licenses_list.js';
+import { licensePage, PAGING_EXPECTED, pagingCases } from './v1_licenses_list.js';
 
 const TokensQuery = Type.Object({
   ...pageQueryFields,
@@ -77,14 +75,10 @@ export function licenseTokensRoute(ctx: RouteContext, guard: (h: Handler) => Han
     method: 'get', path: '/admin/v1/licenses/:licenseKey/tokens', errors: codedErrors, needsAuthorization: true, needsQuery: true,
     noStore: true, doc,
     handler: guard(async (req) => {
-      const key = licenseKeyParam(req.params[0]);
-      if (key === null) return adminReplies.LICENSE_NOT_FOUND;
-      const asked = adminPage(parseQuery, req.query);
+      const asked = await licensePage(ctx, req, parseQuery);
       if ('status' in asked) return asked;
-      const { limit } = asked;
+      const { limit, firmaId } = asked;
       const after: TokenCursor | null = asked.after && { issuedMicros: asked.after[0], tokenId: asked.after[1] };
-      const firmaId = (await ctx.store.byKey(key))?.firmaId;
-      if (firmaId === undefined) return adminReplies.LICENSE_NOT_FOUND;
       const rows = await listing.tokens(firmaId, limit + 1, after, asked.query.status ?? null);
       const page = pageOf(rows, limit, (last) => encodeCursor(last.issuedMicros, last.tokenId));
       return reply(200, { success: true, data: { items: page.items.map(tokenData), nextCursor: page.nextCursor } });

@@ -1,9 +1,9 @@
 import type { Config } from '../config.js';
 import { createLogger } from '../log.js';
 import { NO_METRICS } from '../metrics/registry.js';
-import type { RouteContext } from '../routes/context.js';
 import { artefactSignerOf } from '../tokens/signingKeys.js';
-import { serviceRoutes } from '../routes/index.js';
+import type { RouteContext } from './context.js';
+import { serviceRoutes } from './index.js';
 
 // The document a configuration serves, built without starting the service: the very routes
 // the service would register, made with a context that holds only what route factories
@@ -14,7 +14,7 @@ import { serviceRoutes } from '../routes/index.js';
 function notConnected(name: string): never {
   return new Proxy({}, {
     get(_target, property) {
-      throw new Error(`${name}.${String(property)}: the document is built without connections (src/openapi/offline.ts)`);
+      throw new Error(`${name}.${String(property)}: the document is built without connections (src/routes/offline.ts)`);
     },
   }) as never;
 }
