@@ -1,11 +1,16 @@
 import t from 'tap';
 import { expectLicenseView } from '../helpers/admin.js';
-import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
+import { ADMIN_TOKEN, startHarness, type Harness } from '../helpers/harness.js';
+import type { Answer } from '../helpers/http.js';
 import { MSG } from '../helpers/shapes.js';
 
 // POST /admin/v1/licenses/{licenseKey}/quota: a package of quota is added,
 // in force for the next get-token, check-quota and validate; a retry with the same
 // Idempotency-Key credits nothing and says so (replayed: true).
+
+/** A purchase of the license under one Idempotency-Key, its body as given. */
+const purchaseOf = (h: Harness, licenseKey: string, key: string) => (body: Record<string, unknown>): Promise<Answer> =>
+  h.request('POST', `/admin/v1/licenses/${licenseKey}/quota`, body, { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': key });
 
 t.test('admin add quota', async (t) => {
   const h = await startHarness(t, 'adminquota', { RATE_GET_TOKEN_PER_MIN: '0', RATE_CHECK_QUOTA_PER_MIN: '0' });
@@ -56,8 +61,7 @@ t.test('admin add quota', async (t) => {
 
   t.test('a retried Idempotency-Key answers replayed: true and credits nothing', async (t) => {
     const lic = await h.createLicense({ totalQuota: 10 });
-    const path = `/admin/v1/licenses/${lic.licenseKey}/quota`;
-    const purchase = (add: number) => h.request('POST', path, { add }, { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': 'order-2026-0042' });
+    const purchase = (add: number) => purchaseOf(h, lic.licenseKey, 'order-2026-0042')({ add });
     const first = await purchase(5);
     expectLicenseView(t, first, 200, lic.password);
     t.equal(first.body.replayed, false, 'the first request credits');
@@ -73,9 +77,7 @@ t.test('admin add quota', async (t) => {
 
   t.test('every field identifies a purchase: another expiry or note under the key is 422, nothing credited', async (t) => {
     const lic = await h.createLicense({ totalQuota: 10 });
-    const path = `/admin/v1/licenses/${lic.licenseKey}/quota`;
-    const key = `order-fields-${lic.licenseKey}`;
-    const purchase = (body: Record<string, unknown>) => h.request('POST', path, body, { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': key });
+    const purchase = purchaseOf(h, lic.licenseKey, `order-fields-${lic.licenseKey}`);
     const sent = { add: 5, expiresAt: '2099-06-30T23:59:59.000Z', note: 'Fatura 2026/118' };
     t.equal((await purchase(sent)).body.replayed, false, 'the first request credits');
     const same = await purchase({ ...sent, expiresAt: '2099-06-30T23:59:59Z' });
@@ -98,9 +100,8 @@ t.test('admin add quota', async (t) => {
 
   t.test('a purchase recorded before its fields were kept is still identified by its amount', async (t) => {
     const lic = await h.createLicense({ totalQuota: 10 });
-    const path = `/admin/v1/licenses/${lic.licenseKey}/quota`;
     const key = `order-old-${lic.licenseKey}`;
-    const purchase = (body: Record<string, unknown>) => h.request('POST', path, body, { authorization: `Bearer ${ADMIN_TOKEN}`, 'idempotency-key': key });
+    const purchase = purchaseOf(h, lic.licenseKey, key);
     t.equal((await purchase({ add: 3, note: 'before the upgrade' })).status, 200);
     // as an earlier version recorded it: the amount alone
     await h.sql`update quota_purchases set expires_at = null, note = null, whole = false where idempotency_key = ${key}`;
