@@ -8,6 +8,7 @@ import { openPostgres } from '../db/pg.js';
 import { sqlDir } from '../paths.js';
 import { createRedis } from '../redis/client.js';
 import { DevEnvError, devEnvFile, loadDevEnv } from './devEnv.js';
+import { reachable } from './licensectl/connection.js';
 
 // make reset-dev: the development data of `make run` back to nothing, so the README's
 // walk-through and docs/cli.md's examples run again from the start. Only a checkout's own
@@ -28,7 +29,8 @@ function fail(message: string): never {
 /** Whether something accepts connections at host:port (the development server still running). */
 function answering(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host: host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host, port });
+    // as licensectl reaches the server: a wildcard address on loopback (an IPv6 one unbracketed for net)
+    const socket = net.connect({ host: reachable(host).replace(/^\[|\]$/g, ''), port });
     const done = (up: boolean) => { socket.destroy(); resolve(up); };
     socket.setTimeout(1000, () => done(false));
     socket.once('connect', () => done(true));
@@ -38,9 +40,6 @@ function answering(host: string, port: number): Promise<boolean> {
 
 /** Unlinks every key of the prefix (`<prefix>:*`), in batches; returns how many. */
 async function resetRedis(config: Config): Promise<number> {
-  if (config.redisClusterNodes.length > 0 || config.redisSentinel !== null) {
-    fail('the development setup uses one Redis (REDIS_URL); a cluster or sentinels are not reset from here');
-  }
   const redis = createRedis(config, 'license-reset-dev');
   let removed = 0;
   try {
@@ -106,6 +105,10 @@ async function main(): Promise<void> {
   const host = process.env.HOST ?? '127.0.0.1';
   const port = Number(process.env.PORT ?? 8080);
   if (await answering(host, port)) fail(`a service answers on ${host}:${port}: stop \`make run\` first (Ctrl-C), then run this again`);
+  // refused before anything is dropped
+  if (config.redisClusterNodes.length > 0 || config.redisSentinel !== null) {
+    fail('the development setup uses one Redis (REDIS_URL); a cluster or sentinels are not reset from here');
+  }
   const tables = await resetPostgres(config);
   const keys = await resetRedis(config);
   process.stdout.write(`reset-dev: dropped schema "${config.pgSchema}" of ${shownUrl(config.databaseUrl)} (${tables} tables) and `

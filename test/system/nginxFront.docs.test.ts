@@ -43,6 +43,17 @@ t.test('the documentation through the nginx front', async (t) => {
     }
   });
 
+  t.test('a page with a trailing slash: the service\'s redirect, its relative Location as sent', async (t) => {
+    for (const protocol of protocols) {
+      for (const [path, from, location] of [['/docs/', OUTSIDE, '../docs'], ['/dashboard/', OUTSIDE, '../dashboard'], ['/admin/docs/', INTERNAL, '../docs']] as const) {
+        const got = await via(protocol, from, path);
+        t.equal(got.status, 308, `${protocol} ${path}: 308`);
+        t.equal(got.headers.location, location, `${protocol} ${path}: Location ${location}`);
+      }
+      t.equal((await via(protocol, OUTSIDE, '/admin/docs/')).status, 404, `${protocol} /admin/docs/ from outside: 404, as /admin/docs`);
+    }
+  });
+
   t.test('compression and validators pass through as the service sends them', async (t) => {
     for (const protocol of protocols) {
       for (const [path, from] of [['/docs/swagger-ui-bundle.js', OUTSIDE], ['/openapi.json', OUTSIDE], ['/admin/openapi.json', INTERNAL]] as const) {

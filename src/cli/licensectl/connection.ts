@@ -11,7 +11,7 @@ export interface Connection {
 }
 
 /** The address a client reaches a server listening on `host` at: a wildcard address is reached on loopback. */
-function reachable(host: string): string {
+export function reachable(host: string): string {
   if (host === '0.0.0.0' || host === '') return '127.0.0.1';
   if (host === '::' || host === '[::]') return '[::1]';
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
