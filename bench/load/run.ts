@@ -32,11 +32,13 @@ const LICENSES = 32;
 // BENCH_ONLY=metrics: validate as deployed with METRICS=1 and METRICS=0, nothing else;
 // BENCH_ONLY=wait: validate as deployed with REDIS_WAIT_REPLICAS=0 and 1, a replica attached, nothing else;
 // BENCH_ONLY=workers: validate as deployed with WORKERS=1 and WORKERS=2, nothing else;
-// BENCH_ONLY=baseline: validate as deployed, this build and BENCH_BASELINE's, nothing else
+// BENCH_ONLY=baseline: validate as deployed, this build and BENCH_BASELINE's, nothing else;
+// BENCH_ONLY=others: sign-token and check-quota (this build and BENCH_BASELINE's, in turns), nothing else
 const ONLY = process.env.BENCH_ONLY;
 const ONLY_VALIDATE = ONLY === 'validate';
+const ONLY_OTHERS = ONLY === 'others';
 /** an A/B alone: none of the other scenarios */
-const ONLY_AB = ONLY === 'idempotency' || ONLY === 'metrics' || ONLY === 'wait' || ONLY === 'workers' || ONLY === 'baseline';
+const ONLY_AB = ONLY === 'idempotency' || ONLY === 'metrics' || ONLY === 'wait' || ONLY === 'workers' || ONLY === 'baseline' || ONLY_OTHERS;
 /** whether the A/B of that name runs: BENCH_ONLY unset, validate (the deployed runs follow it) or its name */
 const abRuns = (name: string) => !ONLY_AB || ONLY === name;
 // the WORKERS=N comparison: the counts, and the cores the server processes may use
@@ -290,6 +292,24 @@ async function main(): Promise<void> {
     process.stderr.write(`bench: chart written to ${CHART}\n`);
   };
 
+  /** sign-token and check-quota at 64 connections, this build and the baseline in turns */
+  const measureOthers = async () => {
+    await refreshAccess();
+    for (let run = 0; run < RUNS; run++) {
+      // with a baseline, the two builds take turns going first
+      const builds: [string, Pinned][] = [['service', service], ...(baseline ? [['before:', baseline] as [string, Pinned]] : [])];
+      if (run % 2 === 1) builds.reverse();
+      for (const [name, target] of builds) {
+        await measure(`${name} sign-token`, 64, target, redis, 'signtoken.lua', [accessFile], '/api/v1/auth/sign-token');
+        await drain();
+      }
+      // check-quota's target is a ratio to ceiling (a): measured again beside it, in turns
+      await measure('ceiling (a) beside check-quota', 64, ceilings.a, redis, 'redeem.lua', [accessFile, '1'], '/api/license/validate');
+      for (const [name, target] of builds) await measure(`${name} check-quota`, 64, target, redis, 'checkquota.lua', [keyFile], '/');
+    }
+  };
+
+  if (ONLY_OTHERS) await measureOthers();
   if (ONLY_VALIDATE || ONLY_AB) {
     // a part of the run: bench/chart.svg stays the whole run's, unless BENCH_CHART names a file
     if (process.env.BENCH_CHART) writeChart();
@@ -301,19 +321,7 @@ async function main(): Promise<void> {
   }
 
   // the other endpoints, at 64 connections
-  await refreshAccess();
-  for (let run = 0; run < RUNS; run++) {
-    // with a baseline, the two builds take turns going first
-    const builds: [string, Pinned][] = [['service', service], ...(baseline ? [['before:', baseline] as [string, Pinned]] : [])];
-    if (run % 2 === 1) builds.reverse();
-    for (const [name, target] of builds) {
-      await measure(`${name} sign-token`, 64, target, redis, 'signtoken.lua', [accessFile], '/api/v1/auth/sign-token');
-      await drain();
-    }
-    // check-quota's target is a ratio to ceiling (a): measured again beside it, in turns
-    await measure('ceiling (a) beside check-quota', 64, ceilings.a, redis, 'redeem.lua', [accessFile, '1'], '/api/license/validate');
-    for (const [name, target] of builds) await measure(`${name} check-quota`, 64, target, redis, 'checkquota.lua', [keyFile], '/');
-  }
+  await measureOthers();
   await measure('service get-token', 16, service, redis, 'gettoken.lua', [credFile], '/api/v1/auth/get-token');
 
   // validate while get-token hashes passwords beside it

@@ -20,6 +20,7 @@ export interface Match {
 }
 
 function decodeSegment(segment: string): string {
+  if (!segment.includes('%')) return segment; // a license key as sent: nothing to decode
   try {
     return decodeURIComponent(segment);
   } catch {

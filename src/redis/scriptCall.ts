@@ -3,6 +3,8 @@
 // the shape every builder (./scriptBuilders.ts, ./batchScripts.ts) fills in and every
 // caller runs, so that none lays out a call by hand.
 
+import { holdWritesForTurn } from './turnWrites.js';
+
 export type Args = (string | number)[];
 export type Reply = (string | number | null)[];
 export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'redeem'
@@ -25,5 +27,6 @@ export interface ScriptCall<R> {
 
 /** Runs a call on a client the scripts are defined on (src/redis/client.ts). */
 export function runScript<R>(client: ScriptClient, call: ScriptCall<R>): Promise<R> {
+  holdWritesForTurn(client);
   return client[call.name](...(call.args as [number, ...Args])).then(call.read);
 }

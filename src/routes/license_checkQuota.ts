@@ -15,7 +15,7 @@ import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { Count, Percentage, Timestamp, timestampedErrorOf, Uuid } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
 import { RateLimitFields } from './rateLimitFields.js';
-import { INVALID_LICENSE_KEY, quotaPercentage, RATE_MESSAGE, timestampedErrors } from './replies.js';
+import { INVALID_LICENSE_KEY, quotaPercentage, RATE_MESSAGE, timestampedErrors, timestampNow } from './replies.js';
 import { LicenseKey, licenseKeyParam } from './schemas.js';
 
 // ---- check-quota: {success:false, error:{code, message}, timestamp} ---------------------
@@ -80,7 +80,7 @@ function answerFor(licenseKey: string, live: LiveLicense | null, now: number): A
   return { status: '200 OK', head: `${JSON.stringify(body).slice(0, -1)},"timestamp":"` };
 }
 
-function send(answer: Answer, headers?: Headers, at = new Date().toISOString()): Reply {
+function send(answer: Answer, headers?: Headers, at = timestampNow()): Reply {
   return { status: answer.status, body: `${answer.head}${at}"}`, headers };
 }
 

@@ -78,10 +78,25 @@ export const codedErrors = rendered(coded);
 /** {success:false, message}: validate */
 export const messageErrors = rendered((status, _code, message) => reply(status, { success: false, message }));
 
+let stampedAt = -1;
+let stampText = '';
+/**
+ * Now, as an ISO 8601 timestamp (check-quota's answers carry one). The text is made once a
+ * millisecond: made per answer it cost ~0.55 µs, 2 % of check-quota's CPU.
+ */
+export function timestampNow(): string {
+  const ms = Date.now();
+  if (ms !== stampedAt) {
+    stampedAt = ms;
+    stampText = new Date(ms).toISOString();
+  }
+  return stampText;
+}
+
 /** {success:false, error:{code, message}, timestamp}: check-quota */
 export const timestampedErrors: TransportErrors = (failure) => {
   const [status, message] = transport[failure];
-  return reply(status, { success: false, error: { code: failure, message }, timestamp: new Date().toISOString() });
+  return reply(status, { success: false, error: { code: failure, message }, timestamp: timestampNow() });
 };
 
 /** A {licenseKey} path parameter that is not a UUID (check-quota, history, ledger). */

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { createRedis } from '../../src/redis/client.js';
+import type { Redis } from 'ioredis';
+import { createRedis, type RedisClient } from '../../src/redis/client.js';
 import { RedisClock } from '../../src/redis/clock.js';
 import { RedisRestarts } from '../../src/redis/restarts.js';
 import { createLogger } from '../../src/log.js';
@@ -7,6 +8,8 @@ import { bucketOf, KeySpace } from '../../src/redis/keys.js';
 import { Outcome } from '../../src/redis/outcomes.js';
 import { redeemLayout, type Redeemed } from '../../src/redis/batchScripts.js';
 import { SlotBatcher } from '../../src/redis/slotBatcher.js';
+import { runScript } from '../../src/redis/scriptCall.js';
+import { scripts } from '../../src/redis/scriptBuilders.js';
 import { NO_RATE_LIMITS, startHarness, type Harness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
 import { expectCodedError, MSG } from '../helpers/shapes.js';
@@ -134,4 +137,31 @@ t.test('sign-token bursts in one slot: each token issued as if alone, refusals w
   await h.drainWorker();
   const rows = await h.sql`select status, count(*)::int as n from sign_tokens where firma_id = ${a.firmaId} group by status`;
   t.same(Object.fromEntries(rows.map((r) => [r.status, r.n])), { used: 70, issued: 1 }, 'Postgres: 70 used, get-token\'s one still issued');
+});
+
+t.test('script calls of one turn leave in a write per sixteen, each answered as if alone (src/redis/turnWrites.ts)', async (t) => {
+  const redis = createRedis(h.config, 'test-turn-writes');
+  t.teardown(() => redis.quit());
+  await redis.ping();
+  const socket = (redis as RedisClient & Redis).stream;
+  let writes = 0;
+  const write = socket._write.bind(socket);
+  const writev = socket._writev?.bind(socket);
+  socket._write = (...args: Parameters<typeof write>) => { writes++; write(...args); };
+  if (writev) socket._writev = (...args: Parameters<typeof writev>) => { writes++; writev(...args); };
+
+  // eight license keys, five check-quota counts each at a limit of 5: each key's counts come
+  // back 4, 3, 2, 1, 0 in the order they were made, whatever write carried them
+  const keys = new KeySpace(h.prefix);
+  const licenseKeys = Array.from({ length: 8 }, (_, i) => `00000000-0000-4000-8000-00000000000${i}`);
+  const order = Array.from({ length: 40 }, (_, i) => licenseKeys[i % 8] as string);
+  const checked = await Promise.all(order.map((key) => runScript(redis, scripts.checkQuota(keys, key, 'turn', 5, 60_000, false))));
+  t.equal(writes, 3, '40 calls of one turn: three writes (16 + 16 + 8)');
+  t.same(checked.map((c) => c.rate.remaining), Array.from({ length: 40 }, (_, i) => 4 - Math.floor(i / 8)), 'each call its own count, in order');
+  t.ok(checked.every((c) => c.outcome === Outcome.DONE && c.version === ''), 'no copy: each answered DONE with no version');
+
+  t.equal(socket.writableCorked, 0, 'nothing is held past the turn');
+  const over = await runScript(redis, scripts.checkQuota(keys, licenseKeys[0] as string, 'turn', 5, 60_000, false));
+  t.equal(over.outcome, Outcome.OVER_RATE_LIMIT, 'a lone call of a later turn is sent at once: the sixth count is over the limit');
+  t.equal(writes, 4, 'in a write of its own');
 });
