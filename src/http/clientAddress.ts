@@ -17,6 +17,38 @@ export function clientAddress(peer: string, forwardedFor: string, trustedHops: n
   return address;
 }
 
+/**
+ * The peer's address as uWebSockets.js gives it in binary (getRemoteAddress: 4 bytes on an
+ * IPv4 socket, 16 on an IPv6 one), as text: dotted for IPv4, also when it reaches a
+ * dual-stack socket (HOST=::) as IPv4-mapped IPv6; IPv6 in RFC 5952's short form. Read as
+ * text, uWebSockets.js wrote every IPv4 client of a dual-stack socket as
+ * 0000:...:ffff:7f00:0001, one IPv6 /64 for all of them, and took 0.5 µs more a request.
+ */
+export function peerAddressText(binary: ArrayBuffer): string {
+  const b = new Uint8Array(binary);
+  if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
+  if (b.length !== 16) return '';
+  let mapped = b[10] === 0xff && b[11] === 0xff;
+  for (let i = 0; i < 10 && mapped; i++) mapped = b[i] === 0;
+  if (mapped) return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
+  const groups: number[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((b[i] as number) << 8) | (b[i + 1] as number));
+  // the longest run of two or more zero groups (the first of equals) becomes "::"
+  let runAt = -1;
+  let runLength = 1;
+  for (let i = 0; i < 8;) {
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > runLength) {
+      runAt = i;
+      runLength = j - i;
+    }
+    i = j === i ? i + 1 : j;
+  }
+  const hex = (from: number, to: number) => groups.slice(from, to).map((g) => g.toString(16)).join(':');
+  return runAt < 0 ? hex(0, 8) : `${hex(0, runAt)}::${hex(runAt + runLength, 8)}`;
+}
+
 /** The part of uWebSockets.js's request that the header lines are read through. */
 interface HeaderLines {
   forEach(cb: (lowerCaseName: string, value: string) => void): void;

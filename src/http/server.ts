@@ -4,7 +4,7 @@ import { ServiceUnavailable } from '../errors.js';
 import { HttpMeters } from '../metrics/http.js';
 import type { Metrics } from '../metrics/registry.js';
 import { answersOf, NOSNIFF, PLAIN, routeHeaders, VARY_ORIGIN, type RequestState } from './answer.js';
-import { clientAddress, forwardedFor } from './clientAddress.js';
+import { clientAddress, forwardedFor, peerAddressText } from './clientAddress.js';
 import { CorsPolicy } from './cors.js';
 import { lingeringOf } from './linger.js';
 import { Listener } from './listener.js';
@@ -49,7 +49,6 @@ export interface HttpServer {
   reloadTls(): Promise<string | null>;
 }
 
-const textDecoder = new TextDecoder();
 
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const router = new Router(options.routes);
@@ -68,12 +67,12 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   let runningForwarded = '';
   function addressOfRunning(): string {
     if (running === null) throw new Error('Request.clientAddressNow is read before the handler\'s first await only');
-    return clientAddress(textDecoder.decode(running.getRemoteAddressAsText()), runningForwarded, options.trustProxy);
+    return clientAddress(peerAddressText(running.getRemoteAddress()), runningForwarded, options.trustProxy);
   }
 
   /** The client's address as TRUST_PROXY reads it. */
   function addressOf(res: uWS.HttpResponse, uReq: uWS.HttpRequest): string {
-    return clientAddress(textDecoder.decode(res.getRemoteAddressAsText()), options.trustProxy === 0 ? '' : forwardedFor(uReq), options.trustProxy);
+    return clientAddress(peerAddressText(res.getRemoteAddress()), options.trustProxy === 0 ? '' : forwardedFor(uReq), options.trustProxy);
   }
 
   function finish(): void {

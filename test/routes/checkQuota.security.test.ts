@@ -108,6 +108,28 @@ t.test('a client whose address is unknown is counted on the key\'s own counter',
   t.equal(await h.redis.get(h.keys.rateCheckQuota(lic.licenseKey, '')), '3', 'holds every call without an address');
 });
 
+t.test('on a dual-stack listener (HOST=::) each IPv4 client has its own count, as an IPv6 one has', async (t) => {
+  const h = await startHarness(t, 'cq-dualstack', { RATE_CHECK_QUOTA_PER_MIN: '2', HOST: '::' });
+  const lic = await h.createLicense();
+  const port = Number(new URL(h.url).port);
+  const look = (host: string, localAddress: string) => new Promise<number>((resolve, reject) => {
+    http.get({ host, port, localAddress, path: path(lic.licenseKey) }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode as number));
+    }).on('error', reject);
+  });
+  const statuses = async (host: string, localAddress: string, n: number) => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) out.push(await look(host, localAddress));
+    return out;
+  };
+  // IPv4 clients reach an IPv6 socket as ::ffff:a.b.c.d: counted as a.b.c.d, not as one IPv6 /64 for all
+  t.same(await statuses('127.0.0.1', '127.0.0.2', 3), [200, 200, 429], '127.0.0.2: its limit of 2');
+  t.same(await statuses('127.0.0.1', '127.0.0.1', 2), [200, 200], '127.0.0.1: a count of its own');
+  t.same(await statuses('::1', '::1', 3), [200, 200, 429], '::1: its own, and its limit');
+  t.equal(await h.redis.get(h.keys.rateCheckQuota(lic.licenseKey, '127.0.0.2')), '3', 'the counter of 127.0.0.2 by its dotted address');
+});
+
 t.test('rate limit: the 4th request of one client is refused with Retry-After and an error object, per key', async (t) => {
   const h = await startHarness(t, 'cq-ratelimit', { RATE_CHECK_QUOTA_PER_MIN: '3' });
   const lic = await h.createLicense();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { clientAddress, forwardedFor } from '../../src/http/clientAddress.js';
+import { addressBucket, clientAddress, forwardedFor, peerAddressText } from '../../src/http/clientAddress.js';
 import { FUZZ_SEED } from '../helpers/fuzz.js';
 
 // The client's address behind TRUST_PROXY (src/http/clientAddress.ts): X-Forwarded-For may come
@@ -44,4 +44,35 @@ t.test('the proxy\'s line after the client\'s decides, and other headers are not
   t.equal(of([['x-forwarded-for', '192.0.2.7'], ['x-forwarded-for', '']]), '127.0.0.1', 'an empty last line is no address: the peer\'s');
   t.equal(of([['forwarded', 'for=198.51.100.1'], ['x-real-ip', '198.51.100.2']]), '127.0.0.1', 'only X-Forwarded-For is read');
   t.equal(of([]), '127.0.0.1', 'no header: the peer');
+});
+
+/** 16 bytes of eight 16-bit groups, zero groups frequent (so every length of a zero run occurs). */
+const ipv6Bytes = fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.constant(1), fc.constant(0xffff), fc.integer({ min: 0, max: 0xffff })), { minLength: 8, maxLength: 8 })
+  .map((groups) => {
+    const b = new Uint8Array(16);
+    groups.forEach((g, i) => { b[2 * i] = g >> 8; b[2 * i + 1] = g & 0xff; });
+    return b;
+  });
+
+t.test('the peer\'s address from uWebSockets.js\'s binary form: IPv4 dotted (also mapped into IPv6), IPv6 short', async (t) => {
+  fc.assert(fc.property(fc.uint8Array({ minLength: 4, maxLength: 4 }), (b) =>
+    peerAddressText(b.slice().buffer) === [...b].join('.')), { seed: FUZZ_SEED, numRuns: 500 });
+  fc.assert(fc.property(ipv6Bytes, (b) => {
+    const mapped = b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff;
+    const hex = Array.from({ length: 8 }, (_, i) => ((b[2 * i] as number) * 256 + (b[2 * i + 1] as number)).toString(16)).join(':');
+    // the WHATWG URL parser writes IPv6 hosts in RFC 5952's short form
+    const expected = mapped ? [...b.subarray(12)].join('.') : new URL(`http://[${hex}]/`).hostname.slice(1, -1);
+    return peerAddressText(b.slice().buffer) === expected;
+  }), { seed: FUZZ_SEED, numRuns: 3000 });
+  t.pass(`500 IPv4 and 3000 IPv6 addresses, seed ${FUZZ_SEED}`);
+
+  const mapped = new Uint8Array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1]);
+  t.equal(peerAddressText(mapped.buffer), '127.0.0.1', 'an IPv4 client of a dual-stack socket is its IPv4 address');
+  t.equal(addressBucket(peerAddressText(mapped.buffer)), '127.0.0.1', 'and counts as that address, not as an IPv6 /64');
+  t.equal(peerAddressText(new Uint8Array(16).buffer), '::');
+  t.equal(peerAddressText(new Uint8Array([...new Uint8Array(15), 1]).buffer), '::1');
+  t.equal(peerAddressText(new Uint8Array([0x20, 1, 0xd, 0xb8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1]).buffer), '2001:db8:0:1::1', 'the longest run of zeros is cut');
+  t.equal(peerAddressText(new Uint8Array([0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1]).buffer), '2001:db8::1:0:0:1', 'of two equal runs, the first');
+  t.equal(peerAddressText(new Uint8Array([0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1]).buffer), '2001:db8:1:0:1:1:1:1', 'a lone zero group stays');
+  t.equal(peerAddressText(new Uint8Array(0).buffer), '', 'no address (uWebSockets.js gives none for a socket gone): none');
 });
