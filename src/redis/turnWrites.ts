@@ -3,9 +3,10 @@ import type { Redis } from 'ioredis';
 type Socket = NonNullable<Redis['stream']>;
 
 /**
- * Calls held per write. Sixteen measured best for check-quota at 64 connections (1.08x
- * the build that wrote each call at once; 8 a call 1.06x, the whole turn in one write
- * 1.00x: Redis then waits idle while the turn is read, bench/README.md).
+ * Calls held per write. Sixteen measured best for check-quota at 64 connections: 1.08x
+ * the build that wrote each call at once where eight gave 1.06x and the whole turn in one
+ * write 1.00x (Redis then waits idle while the turn is read); 1.15x in the run of record
+ * (bench/README.md, check-quota).
  */
 const CALLS_PER_WRITE = 16;
 
