@@ -13,7 +13,8 @@ import { median } from './load/table.js';
 // redeem.lua, called as it calls it (EVALSHA), in the same rounds, the order turning each
 // round. Redis's own time per call (INFO commandstats usec_per_call) on a private
 // redis-server pinned to BENCH_REDIS_CPU (default 1), no persistence; the client keeps 64
-// calls in flight. A wall-clock figure: compare within a run, not across machines.
+// calls in flight. A wall-clock figure: compare within a run, not across machines. Then
+// check-quota's hit, sent whole and answered "unchanged" (checkQuotaHits).
 
 const BASELINE = process.env.BENCH_BASELINE;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
@@ -27,6 +28,54 @@ interface Variant {
   command: string;
   /** one call's arguments: an empty batch, its deadline far ahead */
   args(deadline: number): (string | number)[];
+}
+
+/**
+ * check-quota's hit, its answer sent whole (a process that does not hold it) against the
+ * word "unchanged" (one that does): Redis's CPU per call (INFO cpu, which counts writing
+ * the reply, unlike commandstats), the answer the size of a real one with a Turkish name.
+ */
+async function checkQuotaHits(fn: string, runId: string): Promise<string[]> {
+  const key = '{k:0e5b6d9c-3d8b-4f52-9a8e-7d0f3b8a2c11}';
+  const tag = `7.1795980804261540.${runId.slice(0, 8)}`;
+  const head = '{"success":true,"data":{"licenseKey":"0e5b6d9c-3d8b-4f52-9a8e-7d0f3b8a2c11","remainingQuota":9876,' +
+    '"totalQuota":10000,"usedQuota":124,"quotaPercentage":1.24,"expiryDate":"2027-11-29T00:00:00.000Z","isActive":true,' +
+    '"organizationName":"Örnek Eczanesi Sağlık Hizmetleri A.Ş."},"message":"Kota bilgisi başarıyla getirildi","timestamp":"';
+  await redis.hset(`${key}:c`, 'v', '7', 'n', runId);
+  await redis.hset(`${key}:qa`, 'v', '7', 's', '200 OK', 'b', head, 'n', runId, 't', tag);
+  const cpu = async () => {
+    const info = await redis.info('cpu');
+    return Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]);
+  };
+  const variants = [['the answer whole', ''], ['"unchanged" (the caller holds it)', tag]] as const;
+  const perCall = new Map<string, number[]>(variants.map(([label]) => [label, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [label, held] of round % 2 === 0 ? variants : [...variants].reverse()) {
+      const before = await cpu();
+      let sent = 0;
+      const lane = async () => {
+        while (sent < CALLS) {
+          sent++;
+          await redis.call('fcall', fn, 3, `${key}:rq:127.0.0.1`, `${key}:c`, `${key}:qa`, 0, 60_000, '1', held);
+        }
+      };
+      await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+      perCall.get(label)?.push(((await cpu()) - before) * 1e6 / CALLS);
+    }
+  }
+  const [whole, told] = variants.map(([label]) => perCall.get(label) ?? []) as [number[], number[]];
+  return [
+    `check-quota's hit (checkQuota.lua, limit off), Redis CPU per call (INFO cpu: user + sys), same rounds and calls:`,
+    '',
+    '| the answer | µs per call (median) | rounds |',
+    '|---|---|---|',
+    ...variants.map(([label]) => {
+      const xs = perCall.get(label) ?? [];
+      return `| ${label} | ${median(xs).toFixed(2)} | ${xs.map((x) => x.toFixed(2)).join(', ')} |`;
+    }),
+    '',
+    `"unchanged" ÷ whole, per round: median ${median(told.map((x, i) => x / (whole[i] as number))).toFixed(2)}`,
+  ];
 }
 
 const dir = mkdtempSync(path.join(tmpdir(), 'bench-script-'));
@@ -85,6 +134,7 @@ try {
     const ratios = a.map((x, i) => x / (b[i] as number));
     lines.push('', `this build ÷ before, per round: median ${median(ratios).toFixed(2)}, range ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`);
   }
+  lines.push('', ...await checkQuotaHits(functions.checkQuota, runId));
   process.stdout.write(`${lines.join('\n')}\n`);
 } finally {
   redis.disconnect();

@@ -26,7 +26,13 @@
   Unknown license keys never come here (a spray of random keys stores nothing).
 
     KEYS[1] credentials hash  {k:<licenseKey>}:c   field v version of the license row, z fence
-    KEYS[2] cached answer     {k:<licenseKey>}:qa  fields v version, s status line, b body head
+    KEYS[2] cached answer     {k:<licenseKey>}:qa  fields v version, s status line, b body head,
+            n the Redis process it was stored on, t its tag: the version, the microsecond of
+            the store and the first 8 digits of that process's run id, which no other answer
+            stored for the key shares (one Redis process runs one script at a time; the run
+            id tells a promoted replica's answer from its old master's, whose clock may
+            differ), so a process holding an answer of that tag holds these very bytes
+            (checkQuota.lua)
 
     ARGV[1] version the answer was built from (checkQuota.lua's version; "" = not known)
     ARGV[2] its stamp: Redis's time in ms when that version was read, before the license
@@ -34,8 +40,9 @@
     ARGV[4] status line of the answer
     ARGV[5] its body up to the timestamp's value
 
-  Returns {outcome, status, head, version, now} (names: src/redis/outcomes.ts): DONE with the
-  answer to serve (this one or the one kept); STALE_ANSWER with the copy's version ("" when
+  Returns {outcome, status, head, version, now, tag} (names: src/redis/outcomes.ts): DONE with
+  the answer to serve (this one or the one kept) and its tag ("" for one an older build
+  stored); STALE_ANSWER with the copy's version ("" when
   there is no copy or it is fenced) and Redis's time in ms.
 ]]
 -- @include outcomes
@@ -48,15 +55,16 @@ local version = copy[1]
 if not version or copy[2] or copy[3] ~= here then version = '' end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if version == '' or version ~= ARGV[1] then return {STALE_ANSWER, '', '', version, now} end
+if version == '' or version ~= ARGV[1] then return {STALE_ANSWER, '', '', version, now, ''} end
 
-local kept = redis.call('HMGET', KEYS[2], 'v', 's', 'b', 'n')
-if kept[1] == version and kept[4] == here then return {DONE, kept[2], kept[3], version, now} end
+local kept = redis.call('HMGET', KEYS[2], 'v', 's', 'b', 'n', 't')
+if kept[1] == version and kept[4] == here then return {DONE, kept[2], kept[3], version, now, kept[5] or ''} end
 
 local lifetime = tonumber(ARGV[3])
 local expiresAt = tonumber(ARGV[2]) + lifetime
-if now - tonumber(ARGV[2]) >= lifetime / 2 then return {STALE_ANSWER, '', '', version, now} end
+if now - tonumber(ARGV[2]) >= lifetime / 2 then return {STALE_ANSWER, '', '', version, now, ''} end
+local tag = version .. '.' .. t[1] .. string.format('%06d', tonumber(t[2])) .. '.' .. string.sub(here, 1, 8)
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'v', version, 's', ARGV[4], 'b', ARGV[5], 'n', here)
+redis.call('HSET', KEYS[2], 'v', version, 's', ARGV[4], 'b', ARGV[5], 'n', here, 't', tag)
 redis.call('PEXPIREAT', KEYS[2], expiresAt)
-return {DONE, ARGV[4], ARGV[5], version, now}
+return {DONE, ARGV[4], ARGV[5], version, now, tag}

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { median } from './table.js';
+import { median, type Sample } from './table.js';
 import { buildRoot, measureDeployments, type DeploymentSample, type DeploymentsRun, type Variant } from './workers.js';
 
 // BENCH_BASELINE=<the build before's dist> (make bench; BENCH_ONLY=baseline: this alone):
@@ -83,4 +83,28 @@ export function buildsReport(samples: DeploymentSample[], run: Pick<DeploymentsR
   const short = samples.filter((s) => s.short > 0).length;
   if (short > 0) out.push('', `${short} run(s) RAN OUT OF TOKENS: their req/s count refusals too`);
   return out.join('\n') + '\n';
+}
+
+/**
+ * `service <name>` ÷ `before: <name>` of BENCH_ONLY=others, pair by pair (the k-th run of
+ * each), with the pairs split by which build went first: on this VM the first of a pair
+ * ran 3-5 % faster at check-quota (2026-11-29), so an odd number of pairs leans toward the
+ * build that went first more often. The balanced figure weighs both orders alike.
+ */
+export function turnsReport(samples: readonly Sample[], name: string): string {
+  const mine = samples.filter((s) => s.name === `service ${name}`);
+  const theirs = samples.filter((s) => s.name === `before: ${name}`);
+  const pairs = mine.slice(0, theirs.length).map((s, k) => {
+    const other = theirs[k] as Sample;
+    return { ratio: s.rps / other.rps, first: samples.indexOf(s) < samples.indexOf(other) };
+  });
+  if (pairs.length === 0) return '';
+  const geo = (xs: number[]) => Math.exp(xs.reduce((sum, x) => sum + Math.log(x), 0) / xs.length);
+  const first = pairs.filter((p) => p.first).map((p) => p.ratio);
+  const second = pairs.filter((p) => !p.first).map((p) => p.ratio);
+  const balanced = first.length > 0 && second.length > 0 ? Math.sqrt(geo(first) * geo(second)) : geo(pairs.map((p) => p.ratio));
+  const list = (xs: number[]) => `${xs.length > 0 ? geo(xs).toFixed(3) : '-'} (${xs.length})`;
+  return `${name} req/s, this build ÷ before, per pair: ${pairs.map((p) => p.ratio.toFixed(3)).join(', ')}; median ` +
+    `${median(pairs.map((p) => p.ratio)).toFixed(3)}; geometric mean with this build first ${list(first)}, second ${list(second)}; ` +
+    `balanced ${balanced.toFixed(3)}\n`;
 }

@@ -14,7 +14,7 @@ import { chartRows, deployedFigures, deployedReport } from './deployedReport.js'
 import { chartSvg } from './chart.js';
 import { usageLag } from '../../src/usage/lag.js';
 import { measureWorkers, workersReport, type DeploymentSample, type DeploymentsRun, type WorkersSample } from './workers.js';
-import { buildsReport, measureBuilds } from './baseline.js';
+import { buildsReport, measureBuilds, turnsReport } from './baseline.js';
 import { LicensePool, VALIDATE_LIMIT } from './licensePool.js';
 import { tokenMinter, usageDrainer } from './minting.js';
 import type { RedisClient } from '../../src/redis/client.js';
@@ -293,6 +293,7 @@ async function main(): Promise<void> {
   };
 
   /** sign-token and check-quota at 64 connections, this build and the baseline in turns */
+  let othersReportText = '';
   const measureOthers = async () => {
     await refreshAccess();
     for (let run = 0; run < RUNS; run++) {
@@ -307,6 +308,7 @@ async function main(): Promise<void> {
       await measure('ceiling (a) beside check-quota', 64, ceilings.a, redis, 'redeem.lua', [accessFile, '1'], '/api/license/validate');
       for (const [name, target] of builds) await measure(`${name} check-quota`, 64, target, redis, 'checkquota.lua', [keyFile], '/');
     }
+    if (baseline) othersReportText = turnsReport(samples, 'sign-token') + turnsReport(samples, 'check-quota');
   };
 
   if (ONLY_OTHERS) await measureOthers();
@@ -314,7 +316,7 @@ async function main(): Promise<void> {
     // a part of the run: bench/chart.svg stays the whole run's, unless BENCH_CHART names a file
     if (process.env.BENCH_CHART) writeChart();
     printTable(samples, { books, memory: '' });
-    process.stdout.write(deployedReportText);
+    process.stdout.write(deployedReportText + othersReportText);
     await stopGracefully(service);
     stopAll(all);
     process.exit(0);
@@ -350,7 +352,7 @@ async function main(): Promise<void> {
     memory: `Redis memory per outstanding token: ${((memAfter - memBefore) / outstanding).toFixed(0)} bytes ` +
       `(used_memory delta over ${outstanding} fresh tokens, held in ${markerHashes} marker hashes)`,
   });
-  process.stdout.write(deployedReportText);
+  process.stdout.write(deployedReportText + othersReportText);
   await Promise.all([redisClient.quit(), endDrainer()]);
   rmSync(work, { recursive: true, force: true });
   stopAll(all);

@@ -73,9 +73,10 @@ export function forwardedFor(req: HeaderLines): string {
  * IPv6 one (one host is usually given a whole /64). IPv4-mapped IPv6 counts as IPv4.
  */
 export function addressBucket(address: string): string {
+  // IPv4 first: every request of an IPv4 client passes here, and no colon, no IPv6 form
+  if (!address.includes(':')) return address;
   const mapped = /^(?:0{1,4}:){5}ffff:(\d+\.\d+\.\d+\.\d+)$|^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped) return (mapped[1] ?? mapped[2]) as string;
-  if (!address.includes(':')) return address;
   const [head = '', tail = ''] = address.toLowerCase().split('::');
   const left = head === '' ? [] : head.split(':');
   const right = tail === '' ? [] : tail.split(':');

@@ -124,11 +124,14 @@ export const scripts = {
 
   /**
    * lua/checkQuota.lua: check-quota's rate limit for one client (its address bucket, "" when
-   * unknown), the version of the license's copy and, when cached is true, the answer cached for it
+   * unknown), the version of the license's copy and, when cached is true, the answer cached for
+   * it, or only that it is the one of heldTag, which the caller holds ("" none)
    */
-  checkQuota: (keys: KeySpace, licenseKey: string, client: string, limit: number, windowMs: number, cached: boolean): ScriptCall<QuotaChecked> => ({
+  checkQuota: (
+    keys: KeySpace, licenseKey: string, client: string, limit: number, windowMs: number, cached: boolean, heldTag = '',
+  ): ScriptCall<QuotaChecked> => ({
     name: 'checkQuota',
-    args: [3, keys.rateCheckQuota(licenseKey, client), keys.credentials(licenseKey), keys.quotaAnswer(licenseKey), limit, windowMs, cached ? '1' : '0'],
+    args: [3, keys.rateCheckQuota(licenseKey, client), keys.credentials(licenseKey), keys.quotaAnswer(licenseKey), limit, windowMs, cached ? '1' : '0', heldTag],
     read: readQuotaChecked,
   }),
 

@@ -46,8 +46,9 @@ export interface QuotaAnswer {
 
 /**
  * checkQuota.lua's answer: the copy's version ("" = reload, uncached); on a hit the cached
- * answer, on a miss (answer null) Redis's time to stamp the answer about to be built with;
- * OVER_RATE_LIMIT: wait rate.resetMs
+ * answer and its tag, or (held, answer null) only the word that the caller's tag is the
+ * cached answer's; on a miss (answer null, held false) Redis's time to stamp the answer
+ * about to be built with; OVER_RATE_LIMIT: wait rate.resetMs
  */
 export interface QuotaChecked {
   outcome: Outcome.DONE | Outcome.OVER_RATE_LIMIT;
@@ -55,14 +56,17 @@ export interface QuotaChecked {
   version: string;
   stampMs: number;
   answer: QuotaAnswer | null;
+  tag: string;
+  held: boolean;
 }
 
-/** quotaAnswer.lua's answer: DONE with the answer to serve; STALE_ANSWER with the copy's version and Redis's time, to read again with */
+/** quotaAnswer.lua's answer: DONE with the answer to serve and its tag; STALE_ANSWER with the copy's version and Redis's time, to read again with */
 export interface QuotaStored {
   outcome: Outcome.DONE | Outcome.STALE_ANSWER;
   answer: QuotaAnswer;
   version: string;
   stampMs: number;
+  tag: string;
 }
 
 export const outcomeOf = (value: unknown): Outcome => Number(value) as Outcome;
@@ -117,9 +121,10 @@ export const readCountedPlain = (reply: unknown): Counted => ({
 export function readQuotaChecked(reply: unknown): QuotaChecked {
   const r = reply as Reply;
   const status = String(r[6] ?? '');
+  const stampMs = Number(r[5]);
   return {
-    outcome: outcomeOf(r[0]) as QuotaChecked['outcome'], rate: rateOf(r, 1), version: String(r[4] ?? ''), stampMs: Number(r[5]),
-    answer: status === '' ? null : { status, head: String(r[7] ?? '') },
+    outcome: outcomeOf(r[0]) as QuotaChecked['outcome'], rate: rateOf(r, 1), version: String(r[4] ?? ''), stampMs,
+    answer: status === '' ? null : { status, head: String(r[7] ?? '') }, tag: String(r[8] ?? ''), held: stampMs === -1,
   };
 }
 
@@ -127,7 +132,7 @@ export function readQuotaStored(reply: unknown): QuotaStored {
   const r = reply as Reply;
   return {
     outcome: outcomeOf(r[0]) as QuotaStored['outcome'], answer: { status: String(r[1] ?? ''), head: String(r[2] ?? '') },
-    version: String(r[3] ?? ''), stampMs: Number(r[4]),
+    version: String(r[3] ?? ''), stampMs: Number(r[4]), tag: String(r[5] ?? ''),
   };
 }
 

@@ -14,6 +14,7 @@ import { EXAMPLE } from '../openapi/examples.js';
 import { bodyOf, errorResponses, type RouteDoc } from '../openapi/routeDoc.js';
 import { Count, Percentage, Timestamp, timestampedErrorOf, Uuid } from '../openapi/schemas.js';
 import type { RouteContext } from './context.js';
+import { HeldAnswers } from './heldAnswers.js';
 import { RateLimitFields } from './rateLimitFields.js';
 import { INVALID_LICENSE_KEY, quotaPercentage, RATE_MESSAGE, timestampedErrors, timestampNow } from './replies.js';
 import { LicenseKey, licenseKeyParam } from './schemas.js';
@@ -46,6 +47,8 @@ const MAX_READS = 2;
  */
 const UNKNOWN_KEYS_PER_SECOND = 20;
 const UNKNOWN_KEY_HOLD_MS = 1_000;
+/** License keys whose last answer a process keeps, to be told "unchanged" rather than sent it again (HeldAnswers). */
+const HELD_ANSWERS_MAX = 4_096;
 
 /** A rendered answer: status line and body up to the timestamp's value, which is added when it is sent. */
 type Answer = QuotaAnswer;
@@ -153,6 +156,7 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
   const lifetimeMs = ctx.config.quotaCacheSeconds * 1000;
   const fields = new RateLimitFields('check-quota', limit, true);
   const invalidKey = failure('INVALID_LICENSE_KEY');
+  const held = new HeldAnswers(HELD_ANSWERS_MAX);
 
   /**
    * After a miss: reads the license, renders its answer and stores it (lua/quotaAnswer.lua),
@@ -166,7 +170,10 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
       const answer = answerFor(licenseKey, live, Date.now());
       if (live === null || lifetimeMs === 0) return send(answer, headers);
       const stored = await runScript(ctx.redis, scripts.quotaAnswer(ctx.keys, licenseKey, version, stampMs, lifetimeMs, answer));
-      if (stored.outcome === Outcome.DONE) return send(stored.answer, headers);
+      if (stored.outcome === Outcome.DONE) {
+        held.hold(licenseKey, stored.tag, stored.answer);
+        return send(stored.answer, headers);
+      }
       const changed = stored.version !== version;
       // the copy is fenced (an admin change in flight), or changed twice: this request
       // overlaps the change, and what it read is as good an answer as any
@@ -179,13 +186,19 @@ export function checkQuotaRoute(ctx: RouteContext): Route {
 
   /**
    * One script call counts the request against the client's limit for the key, reads the
-   * license's version and, when cached for that version, the answer (lua/checkQuota.lua).
+   * license's version and, when cached for that version, the answer (lua/checkQuota.lua),
+   * or only that it is the one this process holds.
    */
   async function answer(licenseKey: string, client: string): Promise<Reply> {
-    const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, client, limit, RATE_WINDOW_MS, lifetimeMs > 0));
+    const mine = lifetimeMs > 0 ? held.get(licenseKey) : undefined;
+    const checked = await runScript(ctx.redis, scripts.checkQuota(ctx.keys, licenseKey, client, limit, RATE_WINDOW_MS, lifetimeMs > 0, mine?.tag));
     const counted = fields.headers(checked.rate);
     if (checked.outcome === Outcome.DONE) {
-      return checked.answer !== null ? send(checked.answer, counted) : load(licenseKey, checked.version, checked.stampMs, counted);
+      // held: Redis compared the tag this process sent (mine's) with the cached answer's
+      if (checked.held && mine !== undefined) return send(mine.answer, counted);
+      if (checked.answer === null) return load(licenseKey, checked.version, checked.stampMs, counted);
+      held.hold(licenseKey, checked.tag, checked.answer);
+      return send(checked.answer, counted);
     }
     const seconds = retrySeconds(checked.rate.resetMs);
     return send(failure('RATE_LIMITED', { retryAfter: seconds }), [...retryHeaders(seconds) ?? [], ...counted ?? []]);

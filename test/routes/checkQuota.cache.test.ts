@@ -7,6 +7,7 @@ import { runScript } from '../../src/redis/scriptCall.js';
 import { scripts } from '../../src/redis/scriptBuilders.js';
 import type { QuotaAnswer } from '../../src/redis/scriptReplies.js';
 import { ADMIN_TOKEN, createLicense, NO_RATE_LIMITS, startHarness } from '../helpers/harness.js';
+import { HeldAnswers } from '../../src/routes/heldAnswers.js';
 import { keysOf, startDefaultServer, type DefaultServer } from '../helpers/servers.js';
 import { oneRequestPerConnection, type OneShotAnswer } from '../helpers/sockets.js';
 import { TokenSource } from '../helpers/tokens.js';
@@ -198,7 +199,7 @@ t.test('lua/quotaAnswer.lua: which answer is kept, whatever the order of loaders
   const figure = (used: number): QuotaAnswer => ({ status: '200 OK', head: `{"usedQuota":${used},"timestamp":"` });
   const store = (v: string, stampMs: number, used: number) =>
     runScript(redis, scripts.quotaAnswer(h.keys, lic.licenseKey, v, stampMs, LIFETIME, figure(used)));
-  const lookup = () => runScript(redis, scripts.checkQuota(h.keys, lic.licenseKey, '127.0.0.1', 0, 60_000, true));
+  const lookup = (heldTag = '') => runScript(redis, scripts.checkQuota(h.keys, lic.licenseKey, '127.0.0.1', 0, 60_000, true, heldTag));
   await h.redis.del(answerKey);
   const v1 = await version();
 
@@ -220,6 +221,18 @@ t.test('lua/quotaAnswer.lua: which answer is kept, whatever the order of loaders
   t.same(await h.redis.hmget(answerKey, QuotaAnswerField.version, QuotaAnswerField.status, QuotaAnswerField.head),
     [v1, '200 OK', '{"usedQuota":2,"timestamp":"'], 'stored: the version, the status line and the body up to its timestamp');
 
+  // a process that holds the cached answer is told so, not sent it again; any other tag gets the answer whole
+  t.ok(first.tag !== '' && second.tag === first.tag, `the answer has a tag, handed to both loaders (${first.tag})`);
+  const told = await lookup(first.tag);
+  t.same([told.held, told.answer, told.tag], [true, null, ''], 'the holder of the tag: "unchanged", no answer sent');
+  const other = await lookup(`${first.tag}0`);
+  t.same([other.held, other.answer, other.tag], [false, figure(2), first.tag], 'another tag: the answer and its tag');
+  // an answer stored by a build before tags: served whole, never "unchanged"
+  await h.redis.hdel(answerKey, QuotaAnswerField.tag);
+  const untagged = await lookup(first.tag);
+  t.same([untagged.held, untagged.answer, untagged.tag], [false, figure(2), ''], 'an answer without a tag: sent whole, with none');
+  await h.redis.hset(answerKey, QuotaAnswerField.tag, first.tag);
+
   // an admin change between a loader's read of the version and its store
   t.equal((await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { organizationName: 'Yeni Ad A.Ş.' })).status, 200, 'an admin change');
   const v2 = await version();
@@ -230,6 +243,16 @@ t.test('lua/quotaAnswer.lua: which answer is kept, whatever the order of loaders
   t.same([late.outcome, late.version], [Outcome.STALE_ANSWER, v2], 'an answer of the old version is not stored: read again with the new');
   const renewed = await store(v2, await redisNow(), 4);
   t.same([renewed.outcome, renewed.answer], [Outcome.DONE, figure(4)], 'an answer of the new version replaces the old one');
+  t.not(renewed.tag, first.tag, 'under a tag of its own');
+  const moved = await lookup(first.tag);
+  t.same([moved.held, moved.answer, moved.tag], [false, figure(4), renewed.tag], 'the holder of the old tag is sent the new answer');
+  // a new answer of the same version (the old one expired): a tag of its own too
+  await h.redis.del(answerKey);
+  const again = await store(v2, await redisNow(), 5);
+  t.ok(again.outcome === Outcome.DONE && again.tag !== renewed.tag, `the next answer of one version: another tag (${again.tag})`);
+  t.same((await lookup(renewed.tag)).answer, figure(5), 'and the holder of the expired one is sent it');
+  await h.redis.del(answerKey);
+  await store(v2, await redisNow(), 4);
   t.same((await store(v1, await redisNow(), 5)).outcome, Outcome.STALE_ANSWER, 'and an older version never replaces a newer');
 
   // an admin change in flight (the copy fenced): nothing is stored, nothing served from the cache
@@ -238,4 +261,35 @@ t.test('lua/quotaAnswer.lua: which answer is kept, whatever the order of loaders
   t.same([fenced.outcome, fenced.version], [Outcome.STALE_ANSWER, ''], 'while fenced: not stored, no version to read again with');
   const blind = await lookup();
   t.same([blind.version, blind.answer], ['', null], 'while fenced: no cached answer (the caller reloads from Postgres)');
+});
+
+t.test('a process told its answer is unchanged serves the copy it holds, and whatever Redis sends otherwise', async (t) => {
+  const s = await startDefaultServer(t, 'cq-held', { QUOTA_CACHE_SECONDS: '60', RATE_CHECK_QUOTA_PER_MIN: '0' });
+  const lic = await createLicense(s.client, { totalQuota: 5 });
+  const answerKey = s.keys.quotaAnswer(lic.licenseKey);
+  const warm = seen(await burst(s, lic.licenseKey));
+  t.same([warm.processes, warm.answers.length], [s.pids.length, 1], 'a first burst: every process served, one answer (each holds it now)');
+  const tag = await s.redis.hget(answerKey, QuotaAnswerField.tag);
+  t.ok(tag !== null && tag !== '', `stored with a tag (${tag})`);
+
+  // the stored bytes changed under the same tag (nothing the service does): each process's copy is what it serves
+  await s.redis.hset(answerKey, QuotaAnswerField.head, '{"success":true,"other":1,"timestamp":"');
+  const told = seen(await burst(s, lic.licenseKey));
+  t.same([told.processes, told.answers], [s.pids.length, warm.answers], 'told "unchanged": every process serves its held copy');
+  // under another tag Redis sends its answer, and every process serves that
+  await s.redis.hset(answerKey, QuotaAnswerField.tag, `${tag}x`);
+  const sent = seen(await burst(s, lic.licenseKey));
+  t.same([sent.processes, sent.answers], [s.pids.length, ['200 {"success":true,"other":1,}']], 'another tag: what Redis sent');
+});
+
+t.test('what a process holds is bounded: past its limit the answer held longest ago is dropped', async (t) => {
+  const held = new HeldAnswers(3);
+  const answer = (n: number): QuotaAnswer => ({ status: '200 OK', head: `{"n":${n},"timestamp":"` });
+  for (const n of [1, 2, 3]) held.hold(`k${n}`, `t${n}`, answer(n));
+  held.hold('k1', 't1b', answer(11)); // held again: now the newest
+  held.hold('k4', 't4', answer(4));
+  t.equal(held.size, 3, 'never more than the limit');
+  t.same(['k1', 'k2', 'k3', 'k4'].map((k) => held.get(k)?.tag ?? null), ['t1b', null, 't3', 't4'], 'k2, held longest ago, dropped');
+  held.hold('k5', '', answer(5));
+  t.equal(held.get('k5'), undefined, 'an answer without a tag (stored by an older build) is not held');
 });
