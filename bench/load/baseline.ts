@@ -88,8 +88,9 @@ export function buildsReport(samples: DeploymentSample[], run: Pick<DeploymentsR
 /**
  * `service <name>` ÷ `before: <name>` of BENCH_ONLY=others, pair by pair (the k-th run of
  * each), with the pairs split by which build went first: on this VM the first of a pair
- * ran 3-5 % faster at check-quota (2026-11-29), so an odd number of pairs leans toward the
- * build that went first more often. The balanced figure weighs both orders alike.
+ * ran 3-11 % faster at check-quota in six of nine runs (2026-11-29), so an odd number of
+ * pairs leans toward the build that went first more often. The balanced figure weighs
+ * both orders alike.
  */
 export function turnsReport(samples: readonly Sample[], name: string): string {
   const mine = samples.filter((s) => s.name === `service ${name}`);
