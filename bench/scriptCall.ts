@@ -30,6 +30,18 @@ interface Variant {
   args(deadline: number): (string | number)[];
 }
 
+/** CALLS calls of `call`, IN_FLIGHT at a time. */
+async function callsInFlight(call: () => Promise<unknown>): Promise<void> {
+  let sent = 0;
+  const lane = async () => {
+    while (sent < CALLS) {
+      sent++;
+      await call();
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+}
+
 /**
  * check-quota's hit, its answer sent whole (a process that does not hold it) against the
  * word "unchanged" (one that does): Redis's CPU per call (INFO cpu, which counts writing
@@ -52,14 +64,7 @@ async function checkQuotaHits(fn: string, runId: string): Promise<string[]> {
   for (let round = 0; round < ROUNDS; round++) {
     for (const [label, held] of round % 2 === 0 ? variants : [...variants].reverse()) {
       const before = await cpu();
-      let sent = 0;
-      const lane = async () => {
-        while (sent < CALLS) {
-          sent++;
-          await redis.call('fcall', fn, 3, `${key}:rq:127.0.0.1`, `${key}:c`, `${key}:qa`, 0, 60_000, '1', held);
-        }
-      };
-      await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+      await callsInFlight(() => redis.call('fcall', fn, 3, `${key}:rq:127.0.0.1`, `${key}:c`, `${key}:qa`, 0, 60_000, '1', held));
       perCall.get(label)?.push(((await cpu()) - before) * 1e6 / CALLS);
     }
   }
@@ -105,14 +110,7 @@ try {
     for (const v of round % 2 === 0 ? variants : [...variants].reverse()) {
       const args = v.args(Date.now() + 3_600_000);
       await redis.config('RESETSTAT');
-      let sent = 0;
-      const lane = async () => {
-        while (sent < CALLS) {
-          sent++;
-          await redis.call(v.command, ...args);
-        }
-      };
-      await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+      await callsInFlight(() => redis.call(v.command, ...args));
       const stat = new RegExp(`^cmdstat_${v.command}:calls=(\\d+),usec=\\d+,usec_per_call=([\\d.]+)`, 'm').exec(await redis.info('commandstats'));
       perCall.get(v.label)?.push(Number(stat?.[2]));
     }

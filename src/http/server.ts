@@ -49,7 +49,6 @@ export interface HttpServer {
   reloadTls(): Promise<string | null>;
 }
 
-
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const router = new Router(options.routes);
   const { log, fallbackErrors } = options;

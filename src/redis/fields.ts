@@ -63,8 +63,6 @@ export const QuotaAnswerField = {
   status: 's',
   /** the body up to its timestamp's value, which each answer adds when it is sent */
   head: 'b',
-  /** the Redis process it was stored on (its run id) */
-  server: 'n',
   /** its tag, which no other answer of the key shares: a process that holds it is told so instead of sent the answer */
   tag: 't',
 } as const;
