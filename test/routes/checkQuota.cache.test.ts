@@ -232,6 +232,12 @@ t.test('lua/quotaAnswer.lua: which answer is kept, whatever the order of loaders
   const untagged = await lookup(first.tag);
   t.same([untagged.held, untagged.answer, untagged.tag], [false, figure(2), ''], 'an answer without a tag: sent whole, with none');
   await h.redis.hset(answerKey, QuotaAnswerField.tag, first.tag);
+  // an answer stored on another Redis process (as a promoted replica holds its old master's): never "unchanged", a miss
+  const storedOn = await h.redis.hget(answerKey, 'n');
+  await h.redis.hset(answerKey, 'n', 'another-redis-process');
+  const elsewhere = await lookup(first.tag);
+  t.same([elsewhere.held, elsewhere.answer], [false, null], 'an answer of another Redis process, its tag held: a miss, read again');
+  await h.redis.hset(answerKey, 'n', storedOn as string);
 
   // an admin change between a loader's read of the version and its store
   t.equal((await h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { organizationName: 'Yeni Ad A.Ş.' })).status, 200, 'an admin change');
