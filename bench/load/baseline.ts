@@ -27,6 +27,16 @@ export function measureBuilds(run: DeploymentsRun, baselineRoot: string, env: Re
   return measureDeployments(run, buildVariants(baselineRoot, env));
 }
 
+/**
+ * The same for check-quota over the keys of `keyFile`. Its limit (10 a minute per key and
+ * client address by default) would refuse all but a few hundred requests of one load
+ * generator: it is lifted to 10^9, so the step still counts every request and refuses none.
+ */
+export function measureBuildsCheckQuota(run: Omit<DeploymentsRun, 'mint'>, keyFile: string, baselineRoot: string, env: Record<string, string>): Promise<DeploymentSample[]> {
+  const none = () => Promise.reject(new Error('check-quota mints nothing'));
+  return measureDeployments({ ...run, mint: none, checkQuotaKeys: keyFile }, buildVariants(baselineRoot, { ...env, RATE_CHECK_QUOTA_PER_MIN: '1000000000' }));
+}
+
 type Figure = (s: DeploymentSample) => number;
 const FIGURES: [string, Figure, (v: number) => string][] = [
   ['req/s', (s) => s.rps, (v) => String(Math.round(v))],
@@ -42,26 +52,46 @@ const FIGURES: [string, Figure, (v: number) => string][] = [
 ];
 
 /** after ÷ before of each pair (both runs of a pair follow each other: the machine's drift cancels). */
-function pairRatios(samples: DeploymentSample[], f: Figure): number[] {
+function pairRatios(samples: DeploymentSample[], f: Figure, rounds?: (round: number) => boolean): number[] {
   const out: number[] = [];
   for (const round of new Set(samples.map((s) => s.round))) {
+    if (rounds && !rounds(round)) continue;
     const before = samples.find((s) => s.round === round && s.label === BEFORE);
     const after = samples.find((s) => s.round === round && s.label === AFTER);
-    if (before && after) out.push(f(after) / f(before));
+    // a figure both builds leave at 0 (check-quota writes no WAL) has no ratio
+    if (before && after && f(before) > 0) out.push(f(after) / f(before));
   }
   return out;
 }
 
+const geometricMean = (xs: number[]) => Math.exp(xs.reduce((sum, x) => sum + Math.log(x), 0) / xs.length);
+
+/**
+ * req/s after ÷ before weighing both orders alike: measureDeployments runs the build before
+ * first in even rounds. A pair's first run is often the faster on this VM (turnsReport).
+ */
+function balancedLine(samples: DeploymentSample[]): string {
+  const beforeFirst = pairRatios(samples, (s) => s.rps, (round) => round % 2 === 0);
+  const afterFirst = pairRatios(samples, (s) => s.rps, (round) => round % 2 === 1);
+  if (beforeFirst.length === 0 || afterFirst.length === 0) return '';
+  const show = (xs: number[]) => `${geometricMean(xs).toFixed(3)} (${xs.length})`;
+  return `req/s after ÷ before, geometric mean with the build before first ${show(beforeFirst)}, this build first ${show(afterFirst)}; ` +
+    `balanced ${Math.sqrt(geometricMean(beforeFirst) * geometricMean(afterFirst)).toFixed(3)}`;
+}
+
+/** `licenses`: how many the runs' requests went to; `validateLimit`: validate's default limit (null: check-quota's runs) */
 export function buildsReport(samples: DeploymentSample[], run: Pick<DeploymentsRun, 'connections' | 'serverCpus' | 'loadCpu' | 'seconds'> & {
-  baselineRoot: string; licenses: number; validateLimit: number;
+  baselineRoot: string; licenses: number; validateLimit: number | null;
 }): string {
   const of = (label: string) => samples.filter((s) => s.label === label);
+  const limits = run.validateLimit === null
+    ? `check-quota's limit lifted to 10^9 a minute (counted, never refusing), every other at its default; cached answers of ${run.licenses} licenses`
+    : `validate limited to ${run.validateLimit} a minute per company, the load spread over ${run.licenses} licenses`;
   const out = [
-    `Validate as deployed, the build before (${run.baselineRoot}) against this build (bench/load/baseline.ts): each as npm start runs it ` +
+    `${run.validateLimit === null ? 'check-quota' : 'Validate'} as deployed, the build before (${run.baselineRoot}) against this build (bench/load/baseline.ts): each as npm start runs it ` +
     `with its defaults (WORKERS unset: a process per core of cpus ${run.serverCpus}; usage worker inside, writing to Postgres; metrics on; ` +
-    `validate limited to ${run.validateLimit} a minute per company, the load spread over ${run.licenses} licenses); ` +
-    `wrk + Redis on cpu ${run.loadCpu}, c=${run.connections}, ${run.seconds} s runs after a 2 s warm-up, one deployment per run. ` +
-    'Redis without persistence (no AOF, no snapshots): what validate costs with AOF is not measured here.',
+    `${limits}); wrk + Redis on cpu ${run.loadCpu}, c=${run.connections}, ${run.seconds} s runs after a 2 s warm-up, one deployment per run. ` +
+    'Redis without persistence (no AOF, no snapshots).',
     '',
     `| build | runs | ${FIGURES.map(([name]) => `${name} (median)`).join(' | ')} | wrk µs/req | non-200 (all runs) |`,
     `|---|---|${FIGURES.map(() => '---|').join('')}---|---|`,
@@ -80,6 +110,8 @@ export function buildsReport(samples: DeploymentSample[], run: Pick<DeploymentsR
     const fixed = (v: number) => v.toFixed(2);
     out.push(`| ${name} | ${fixed(median(r))} | ${fixed(Math.min(...r))}–${fixed(Math.max(...r))} | ${r.map(fixed).join(', ')} |`);
   }
+  const balanced = balancedLine(samples);
+  if (balanced !== '') out.push('', balanced);
   const short = samples.filter((s) => s.short > 0).length;
   if (short > 0) out.push('', `${short} run(s) RAN OUT OF TOKENS: their req/s count refusals too`);
   return out.join('\n') + '\n';
@@ -100,11 +132,10 @@ export function turnsReport(samples: readonly Sample[], name: string): string {
     return { ratio: s.rps / other.rps, first: samples.indexOf(s) < samples.indexOf(other) };
   });
   if (pairs.length === 0) return '';
-  const geo = (xs: number[]) => Math.exp(xs.reduce((sum, x) => sum + Math.log(x), 0) / xs.length);
   const first = pairs.filter((p) => p.first).map((p) => p.ratio);
   const second = pairs.filter((p) => !p.first).map((p) => p.ratio);
-  const balanced = first.length > 0 && second.length > 0 ? Math.sqrt(geo(first) * geo(second)) : geo(pairs.map((p) => p.ratio));
-  const list = (xs: number[]) => `${xs.length > 0 ? geo(xs).toFixed(3) : '-'} (${xs.length})`;
+  const balanced = first.length > 0 && second.length > 0 ? Math.sqrt(geometricMean(first) * geometricMean(second)) : geometricMean(pairs.map((p) => p.ratio));
+  const list = (xs: number[]) => `${xs.length > 0 ? geometricMean(xs).toFixed(3) : '-'} (${xs.length})`;
   return `${name} req/s, this build ÷ before, per pair: ${pairs.map((p) => p.ratio.toFixed(3)).join(', ')}; median ` +
     `${median(pairs.map((p) => p.ratio)).toFixed(3)}; geometric mean with this build first ${list(first)}, second ${list(second)}; ` +
     `balanced ${balanced.toFixed(3)}\n`;

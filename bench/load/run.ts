@@ -14,7 +14,7 @@ import { chartRows, deployedFigures, deployedReport } from './deployedReport.js'
 import { chartSvg } from './chart.js';
 import { usageLag } from '../../src/usage/lag.js';
 import { measureWorkers, workersReport, type DeploymentSample, type DeploymentsRun, type WorkersSample } from './workers.js';
-import { buildsReport, measureBuilds, turnsReport } from './baseline.js';
+import { buildsReport, measureBuilds, measureBuildsCheckQuota, turnsReport } from './baseline.js';
 import { LicensePool, VALIDATE_LIMIT } from './licensePool.js';
 import { tokenMinter, usageDrainer } from './minting.js';
 import type { RedisClient } from '../../src/redis/client.js';
@@ -33,12 +33,13 @@ const LICENSES = 32;
 // BENCH_ONLY=wait: validate as deployed with REDIS_WAIT_REPLICAS=0 and 1, a replica attached, nothing else;
 // BENCH_ONLY=workers: validate as deployed with WORKERS=1 and WORKERS=2, nothing else;
 // BENCH_ONLY=baseline: validate as deployed, this build and BENCH_BASELINE's, nothing else;
-// BENCH_ONLY=others: sign-token and check-quota (this build and BENCH_BASELINE's, in turns), nothing else
+// BENCH_ONLY=others: sign-token and check-quota (this build and BENCH_BASELINE's, in turns), nothing else;
+// BENCH_ONLY=check-quota: check-quota as deployed, this build and BENCH_BASELINE's, nothing else
 const ONLY = process.env.BENCH_ONLY;
 const ONLY_VALIDATE = ONLY === 'validate';
 const ONLY_OTHERS = ONLY === 'others';
 /** an A/B alone: none of the other scenarios */
-const ONLY_AB = ONLY === 'idempotency' || ONLY === 'metrics' || ONLY === 'wait' || ONLY === 'workers' || ONLY === 'baseline' || ONLY_OTHERS;
+const ONLY_AB = ONLY === 'idempotency' || ONLY === 'metrics' || ONLY === 'wait' || ONLY === 'workers' || ONLY === 'baseline' || ONLY === 'check-quota' || ONLY_OTHERS;
 /** whether the A/B of that name runs: BENCH_ONLY unset, validate (the deployed runs follow it) or its name */
 const abRuns = (name: string) => !ONLY_AB || ONLY === name;
 // the WORKERS=N comparison: the counts, and the cores the server processes may use
@@ -70,8 +71,8 @@ const CHART = process.env.BENCH_CHART ?? path.resolve(luaDir, '..', 'chart.svg')
 const BASELINE = process.env.BENCH_BASELINE;
 const BUILD_PAIRS = Number(process.env.BENCH_BASELINE_PAIRS ?? 5);
 const BUILD_LICENSES = Number(process.env.BENCH_BASELINE_LICENSES ?? 4000);
-if (ONLY === 'baseline' && BASELINE === undefined) {
-  process.stderr.write('bench: BENCH_ONLY=baseline needs BENCH_BASELINE=<the build before\'s dist folder>\n');
+if ((ONLY === 'baseline' || ONLY === 'check-quota') && BASELINE === undefined) {
+  process.stderr.write(`bench: BENCH_ONLY=${ONLY} needs BENCH_BASELINE=<the build before's dist folder>\n`);
   process.exit(1);
 }
 
@@ -193,6 +194,7 @@ async function main(): Promise<void> {
   const waited: DeployedSample[] = [];
   const workerSamples: WorkersSample[] = [];
   const buildSamples: DeploymentSample[] = [];
+  const quotaBuildSamples: DeploymentSample[] = [];
   let buildLicenses = 0;
   const probes: SustainedProbe[] = [];
   if (DEPLOYED) {
@@ -261,6 +263,11 @@ async function main(): Promise<void> {
       buildLicenses = pool.size;
       await stopGracefully(poolService);
     }
+    if (BASELINE !== undefined && abRuns('check-quota')) {
+      await drain(); // the logins' events: each deployment starts on empty streams
+      quotaBuildSamples.push(...await measureBuildsCheckQuota({ ...deployments, rounds: BUILD_PAIRS, port: PORTS.builds }, keyFile, BASELINE,
+        requiredEnv(REDIS_PORT, DATABASE_URL, PORTS.builds)));
+    }
     const ceiling64 = samples.filter((s) => s.name === 'ceiling (c) +evalsha' && s.connections === 64).map((s) => s.rps).sort((a, b) => a - b);
     const baseRps = ceiling64[Math.floor(ceiling64.length / 2)];
     if (SUSTAINED && !ONLY_AB && baseRps !== undefined) {
@@ -285,6 +292,9 @@ async function main(): Promise<void> {
     (workerSamples.length > 0 ? `\n${workersReport(workerSamples, { connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU })}` : '') +
     (buildSamples.length > 0 ? `\n${buildsReport(buildSamples, {
       connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU, seconds: SECONDS, baselineRoot: BASELINE ?? '', licenses: buildLicenses, validateLimit: VALIDATE_LIMIT,
+    })}` : '') +
+    (quotaBuildSamples.length > 0 ? `\n${buildsReport(quotaBuildSamples, {
+      connections: 64, serverCpus: WORKERS_CPUS, loadCpu: LOAD_CPU, seconds: SECONDS, baselineRoot: BASELINE ?? '', licenses: LICENSES, validateLimit: null,
     })}` : '');
   /** The chart of every scenario measured, written when the tables are printed. */
   const writeChart = () => {

@@ -8,7 +8,7 @@ import { runWrk, type WrkResult } from './wrk.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-// Validate as deployed (usage worker inside child 0), one deployment started for each run,
+// Validate (or check-quota) as deployed (usage worker inside child 0), one deployment started for each run,
 // in rounds whose order turns: BENCH_ONLY=workers compares WORKERS=1 and WORKERS=2 of this
 // build, BENCH_ONLY=baseline this build and the build before (bench/load/baseline.ts). The
 // server processes may run on every core of the bench (all variants alike: the kernel
@@ -63,6 +63,8 @@ export interface DeploymentsRun {
   drained(): Promise<void>;
   /** a deployment's runs are over (its tokens spent or abandoned) */
   ended?(): void;
+  /** a file of license keys: the runs are check-quota over them (answers from the cache), not validate; nothing is minted */
+  checkQuotaKeys?: string;
 }
 
 /** Redis's time so far in script calls, µs (INFO commandstats: a script's commands count in its own call's time). */
@@ -77,7 +79,12 @@ async function scriptMicros(port: number): Promise<number> {
   }
 }
 
-function validate(run: DeploymentsRun, tokens: string, seconds: number): Promise<WrkResult> {
+/** validate on `tokens`, or check-quota when the run names its keys */
+function load(run: DeploymentsRun, tokens: string, seconds: number): Promise<WrkResult> {
+  if (run.checkQuotaKeys !== undefined) {
+    return runWrk({ cpu: run.loadCpu, url: `http://127.0.0.1:${run.port}/`, script: 'checkquota.lua',
+      connections: run.connections, seconds, args: [run.checkQuotaKeys] });
+  }
   return runWrk({ cpu: run.loadCpu, url: `http://127.0.0.1:${run.port}/api/license/validate`, script: 'redeem.lua',
     connections: run.connections, seconds, args: [tokens, '1'] });
 }
@@ -92,21 +99,22 @@ export async function measureDeployments(run: DeploymentsRun, variants: Variant[
   const samples: DeploymentSample[] = [];
   let fastest = 0;
   const need = (seconds: number) => Math.ceil(1.5 * fastest * seconds);
+  const quota = run.checkQuotaKeys !== undefined;
   for (let round = 0; round < run.rounds; round++) {
     for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
-      const warmup = await run.mint(need(WARMUP_SECONDS));
-      let tokens = fastest > 0 ? await run.mint(need(run.seconds)) : '';
+      const warmup = quota ? '' : await run.mint(need(WARMUP_SECONDS));
+      let tokens = quota ? (run.checkQuotaKeys as string) : fastest > 0 ? await run.mint(need(run.seconds)) : '';
       await run.drained();
       const server = await startPinned(variant.label, run.serverCpus, ['node', path.join(variant.root, 'src/cli/server.js')],
         variant.env, READY, run.port, false);
       try {
-        const warm = await validate(run, warmup, WARMUP_SECONDS);
+        const warm = await load(run, warmup, WARMUP_SECONDS);
         if (tokens === '') tokens = await run.mint(Math.ceil(3 * warm.rps * run.seconds));
         await run.drained();
         const before = { server: treeMicros(server.pid), redis: cpuMicros(run.redis.pid), postgres: postgresCpu(), wal: await walPosition(), scripts: await scriptMicros(run.redis.port) };
-        const r = await validate(run, tokens, run.seconds);
+        const r = await load(run, tokens, run.seconds);
         await run.drained(); // the worker's writes belong to the redemptions
-        const minted = readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
+        const minted = quota ? r.requests : readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
         const sample: DeploymentSample = {
           label: variant.label, round, rps: r.rps, p50: r.p50, p99: r.p99, serverUs: (treeMicros(server.pid) - before.server) / r.requests,
           redisUs: (cpuMicros(run.redis.pid) - before.redis) / r.requests, postgresUs: (postgresCpu() - before.postgres) / r.requests, walBytes: (await walPosition() - before.wal) / r.requests,
