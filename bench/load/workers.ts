@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 
 // Validate (or check-quota) as deployed (usage worker inside child 0), one deployment started for each run,
 // in rounds whose order turns: BENCH_ONLY=workers compares WORKERS=1 and WORKERS=2 of this
-// build, BENCH_ONLY=baseline this build and the build before (bench/load/baseline.ts). The
+// build, BENCH_ONLY=baseline this build and the build before (bench/load/baseline.ts), and
+// BENCH_ONLY=check-quota the two builds' check-quota. The
 // server processes may run on every core of the bench (all variants alike: the kernel
 // places them), wrk and Redis pinned to the load core as ever. On a 2-core machine a second
 // process competes with wrk and Redis for the load core.
@@ -33,7 +34,7 @@ export interface DeploymentSample {
   rps: number;
   p50: number;
   p99: number;
-  /** CPU per redemption, µs: every server process (the primary and its children), Redis, Postgres (every postgres process of the machine), wrk */
+  /** CPU per request (a redemption, or a check-quota), µs: every server process (the primary and its children), Redis, Postgres (every postgres process of the machine), wrk */
   serverUs: number;
   redisUs: number;
   /** Redis's own time in script calls (INFO commandstats: evalsha, eval, fcall) per redemption, µs: steadier than its process CPU on a busy machine */
