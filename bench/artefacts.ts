@@ -1,10 +1,13 @@
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey } from 'node:crypto';
+import { ED25519_LIBRARY, opensslSigner, sodiumSigner } from '../src/tokens/ed25519.js';
 import { ArtefactSigner, keysFromList, PLACEHOLDER_SIGNING_KEY } from '../src/tokens/signingKeys.js';
 import { TokenService } from '../src/tokens/jwt.js';
 
 // What signing an artefact costs: one Ed25519 signature over a license token's or a
 // receipt's payload (ArtefactSigner.sign, as the routes call it), against the HS256 sign
-// token get-token signs, and the SHA-256 of a receipt's payload the usage worker takes.
+// token get-token signs, and the SHA-256 of a receipt's payload the usage worker takes;
+// then the signature alone by each library (src/tokens/ed25519.ts: libsodium signs where
+// its addon loads, OpenSSL's node:crypto elsewhere).
 // CPU time of this process (process.cpuUsage), the median of rounds; run it pinned to one
 // core: `taskset -c 0 node dist/bench/artefacts.js` (ARTEFACT_BENCH_CALLS calls per round).
 
@@ -48,8 +51,21 @@ const cases: [string, () => unknown][] = [
     return [`receipt of ${n} document${n === 1 ? '' : 's'} (EdDSA, ${payload.length} B payload)`, () => signer.sign(payload)];
   }),
   ['SHA-256 of a receipt of 10 documents (the worker)', (() => { const p = receipt(10); return () => createHash('sha256').update(p).digest('hex'); })()],
+  ...signatureAlone(),
 ];
 
+/** One Ed25519 signature of a receipt of 1 document's bytes, by each library this machine can load. */
+function signatureAlone(): [string, () => unknown][] {
+  const key = createPrivateKey({ key: Buffer.from(PLACEHOLDER_SIGNING_KEY, 'base64'), format: 'der', type: 'pkcs8' });
+  const bytes = Buffer.from(receipt(1));
+  const sodium = sodiumSigner(key);
+  const openssl = opensslSigner(key);
+  return [
+    ...(sodium === null ? [] : [['the signature alone, libsodium', () => sodium(bytes)] as [string, () => unknown]]),
+    ['the signature alone, OpenSSL (node:crypto)', () => openssl(bytes)],
+  ];
+}
+
 for (const [, fn] of cases) fn(); // warm up
-process.stdout.write(`| artefact | µs of CPU per call (median of ${ROUNDS} × ${CALLS}) |\n|---|---|\n`);
+process.stdout.write(`Ed25519 signs with ${ED25519_LIBRARY} here.\n\n| artefact | µs of CPU per call (median of ${ROUNDS} × ${CALLS}) |\n|---|---|\n`);
 for (const [name, fn] of cases) process.stdout.write(`| ${name} | ${cpuPerCall(fn).toFixed(1)} |\n`);

@@ -4,6 +4,7 @@ import { loadConfig, type Config } from '../config.js';
 import { ConfigError } from '../config/vars.js';
 import { createLogger, guardProcess, scrub } from '../log.js';
 import { STOP_FLUSH_MS } from '../stopFlush.js';
+import { ED25519_FALLBACK_WARNING, ED25519_LIBRARY } from '../tokens/ed25519.js';
 import { SIGNING_KEYS_MISSING_WARNING } from '../tokens/signingKeys.js';
 import { claimPort } from './portClaim.js';
 import { CHILD_ENV, runPrimary, type CannotStartMessage, type ListeningMessage } from './primary.js';
@@ -99,6 +100,7 @@ function warnAtStart(config: Config, log: Logger): void {
   if (config.production && config.trustProxy === 0) log.warn(DIRECT_IN_PRODUCTION_WARNING);
   else if (!config.tls) log.warn('serving plain HTTP (ALLOW_HTTP=1): put a TLS-terminating proxy in front');
   if (config.signingKeys.length === 0) log.warn(SIGNING_KEYS_MISSING_WARNING);
+  else if (ED25519_LIBRARY !== 'libsodium') log.warn(ED25519_FALLBACK_WARNING);
 }
 
 /**

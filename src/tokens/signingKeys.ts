@@ -1,5 +1,6 @@
-import { createHash, createPrivateKey, createPublicKey, sign, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { ed25519Signer, type Ed25519Sign } from './ed25519.js';
 import { segmentOf } from './jwtHeader.js';
 
 // The Ed25519 keys of the artefacts third parties verify offline (license tokens, signing
@@ -152,14 +153,14 @@ export class ArtefactSigner {
   readonly kid: string;
   /** GET /.well-known/jwks.json's body, serialised once */
   readonly jwksBody: string;
-  readonly #key: KeyObject;
+  readonly #sign: Ed25519Sign;
   readonly #header: string;
 
   constructor(keys: readonly SigningKey[]) {
     const first = keys[0];
     if (!first?.privateKey) throw new Error('the first signing key must be a private key');
     this.kid = first.kid;
-    this.#key = first.privateKey;
+    this.#sign = ed25519Signer(first.privateKey);
     this.#header = segmentOf(JSON.stringify({ alg: 'EdDSA', typ: 'JWT', kid: first.kid }));
     this.jwksBody = JSON.stringify({ keys: keys.map((k) => k.jwk) });
   }
@@ -167,6 +168,6 @@ export class ArtefactSigner {
   /** header.payload.signature, the payload being this JSON text as given (its bytes are what is signed). */
   sign(payloadJson: string): string {
     const input = `${this.#header}.${segmentOf(payloadJson)}`;
-    return `${input}.${sign(null, Buffer.from(input), this.#key).toString('base64url')}`;
+    return `${input}.${this.#sign(Buffer.from(input)).toString('base64url')}`;
   }
 }
