@@ -16,7 +16,6 @@ export type Ed25519Library = 'libsodium' | 'openssl';
 interface Sodium {
   crypto_sign_seed_keypair(publicKey: Buffer, secretKey: Buffer, seed: Buffer): void;
   crypto_sign_detached(signature: Buffer, message: Buffer, secretKey: Buffer): void;
-  sodium_malloc(size: number): Buffer;
 }
 
 /** sodium-native, or null when its addon cannot be loaded here (no prebuilt binary for the platform). */
@@ -48,7 +47,9 @@ export function sodiumSigner(key: KeyObject): Ed25519Sign | null {
   const s = sodium;
   // the JWK's d is the key's 32-byte seed (RFC 8037); libsodium's secret key is seed and public key
   const seed = Buffer.from((key.export({ format: 'jwk' }) as { d: string }).d, 'base64url');
-  const secretKey = s.sodium_malloc(64); // locked, guarded memory, out of the JS heap
+  // a plain buffer, not sodium_malloc's guarded pages: those cost memory mappings of their own
+  // (20,000 of them exhaust a process's), and the KeyObject holds the key in memory anyway
+  const secretKey = Buffer.alloc(64);
   s.crypto_sign_seed_keypair(Buffer.alloc(32), secretKey, seed);
   seed.fill(0);
   return (message) => {

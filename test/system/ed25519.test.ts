@@ -48,6 +48,13 @@ t.test('a signer signs every call anew: one signature per message, never a buffe
   t.ok(first.equals(copy), 'the first signature is untouched by the second call');
 });
 
+t.test('signers by the tens of thousands (a process that builds one per request) hold no scarce resource', async (t) => {
+  // sodium_malloc's guarded pages would exhaust the process's memory mappings near 20,000
+  let sign = sodiumSigner(placeholder);
+  for (let i = 0; i < 30_000; i++) sign = sodiumSigner(placeholder);
+  t.equal(sign?.(Buffer.alloc(0)).length, 64);
+});
+
 t.test('ArtefactSigner: a compact JWS that verifies with the published key', async (t) => {
   const signer = new ArtefactSigner(keysFromList(PLACEHOLDER_SIGNING_KEY, 'test'));
   const jws = signer.sign('{"typ":"receipt","n":"ü"}');
