@@ -33,6 +33,19 @@ function get(path: string, headers: Record<string, string> = {}, agent: http.Age
 const DECODE: Record<string, (b: Buffer) => Buffer> = { gzip: gunzipSync, br: brotliDecompressSync };
 const FILES = ['/openapi.json', '/docs', '/docs/interactive', '/docs/swagger-ui-bundle.js', '/docs/reference.css', '/admin/openapi.json', '/admin/docs', '/admin/docs/interactive'];
 
+// first: a coding is compressed when first asked for, so these requests meet it uncompressed
+t.test('the first requests for a coding, many at once while it is compressed: the same bytes each, the file decoded', async (t) => {
+  const path = '/docs/swagger-ui-bundle.js';
+  const plain = await get(path);
+  for (const coding of ['br', 'gzip']) {
+    const all = await Promise.all(Array.from({ length: 24 }, () => get(path, { 'accept-encoding': coding })));
+    const first = all[0] as Fetched;
+    t.equal(first.headers['content-encoding'], coding, `${coding}: compressed`);
+    t.ok(DECODE[coding]!(first.body).equals(plain.body), `${coding}: decodes to the file`);
+    t.ok(all.every((r) => r.status === 200 && r.body.equals(first.body) && r.headers.etag === first.headers.etag), `${coding}: 24 answers, one body, one ETag`);
+  }
+});
+
 t.test('without Accept-Encoding nothing is compressed; br and gzip decode to the same bytes', async (t) => {
   for (const path of FILES) {
     const plain = await get(path);
