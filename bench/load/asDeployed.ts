@@ -28,6 +28,8 @@ export interface AsDeployed {
   redis: Pinned;
   /** the service with lifted limits that made the licenses and mints */
   helper: Pinned;
+  /** the build before, deployed the same way on the same CPUs, Redis and Postgres (baselineRoot); null without one */
+  baseline: Pinned | null;
   /** licenses for runs at validate's default limit (bench/load/licensePool.ts) */
   pool: LicensePool;
   /** waits until the usage streams are empty: every redemption answered is in Postgres */
@@ -57,6 +59,9 @@ export interface AsDeployedOptions {
   mintSeconds: number;
   /** the dist folder of the measured service (default: this build's; BENCH_BASELINE gives the build before's) */
   root?: string;
+  /** a second measured service beside the first, from this dist folder (the build before), on baselinePort */
+  baselineRoot?: string;
+  baselinePort?: number;
 }
 
 export async function startAsDeployed(o: AsDeployedOptions): Promise<AsDeployed> {
@@ -75,6 +80,12 @@ export async function startAsDeployed(o: AsDeployedOptions): Promise<AsDeployed>
   const service = await startPinned('service', o.serverCpu, ['node', path.join(o.root ?? buildRoot, 'src/cli/server.js')],
     { PATH: process.env.PATH, ...requiredEnv(o.redisPort, o.databaseUrl, o.servicePort), ...namespace, ...o.env }, READY, o.servicePort, false);
   started.push(service);
+  // the build before, an instance beside it: idle while the other is measured (its worker drains the streams too)
+  const baseline = o.baselineRoot === undefined ? null : await startPinned('service before', o.serverCpu,
+    ['node', path.join(o.baselineRoot, 'src/cli/server.js')],
+    { PATH: process.env.PATH, ...requiredEnv(o.redisPort, o.databaseUrl, o.baselinePort ?? o.servicePort + 100), ...namespace, ...o.env },
+    READY, o.baselinePort ?? o.servicePort + 100, false);
+  if (baseline) started.push(baseline);
 
   const redisClient = new Redis(o.redisPort);
   const keys = new KeySpace(o.namespace);
@@ -95,11 +106,12 @@ export async function startAsDeployed(o: AsDeployedOptions): Promise<AsDeployed>
 
   const stop = async () => {
     await stopGracefully(service);
+    if (baseline) await stopGracefully(baseline);
     await redisClient.quit();
     stopAll(started);
     await setup.unsafe(`drop schema if exists "${o.namespace}" cascade`);
     await setup.end();
     rmSync(work, { recursive: true, force: true });
   };
-  return { service, redis, helper, pool, drained, work, stop };
+  return { service, redis, helper, baseline, pool, drained, work, stop };
 }
