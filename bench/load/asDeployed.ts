@@ -28,7 +28,7 @@ export interface AsDeployed {
   redis: Pinned;
   /** the service with lifted limits that made the licenses and mints */
   helper: Pinned;
-  /** the build before, deployed the same way on the same CPUs, Redis and Postgres (baselineRoot); null without one */
+  /** the build before, deployed the same way on the same CPUs, Redis and Postgres (options.baseline); null without one */
   baseline: Pinned | null;
   /** licenses for runs at validate's default limit (bench/load/licensePool.ts) */
   pool: LicensePool;
@@ -59,9 +59,8 @@ export interface AsDeployedOptions {
   mintSeconds: number;
   /** the dist folder of the measured service (default: this build's; BENCH_BASELINE gives the build before's) */
   root?: string;
-  /** a second measured service beside the first, from this dist folder (the build before), on baselinePort */
-  baselineRoot?: string;
-  baselinePort?: number;
+  /** a second measured service beside the first: the build before's dist folder, and its port */
+  baseline?: { root: string; port: number };
 }
 
 export async function startAsDeployed(o: AsDeployedOptions): Promise<AsDeployed> {
@@ -77,15 +76,15 @@ export async function startAsDeployed(o: AsDeployedOptions): Promise<AsDeployed>
   // the helper first: it creates the schema, so the two never migrate at once
   const helper = await startService(o.helperCpu, { ...serviceEnv(o.redisPort, o.databaseUrl, o.helperPort), ...namespace }, o.helperPort);
   started.push(helper);
-  const service = await startPinned('service', o.serverCpu, ['node', path.join(o.root ?? buildRoot, 'src/cli/server.js')],
-    { PATH: process.env.PATH, ...requiredEnv(o.redisPort, o.databaseUrl, o.servicePort), ...namespace, ...o.env }, READY, o.servicePort, false);
-  started.push(service);
+  const deploy = async (label: string, root: string, port: number) => {
+    const p = await startPinned(label, o.serverCpu, ['node', path.join(root, 'src/cli/server.js')],
+      { PATH: process.env.PATH, ...requiredEnv(o.redisPort, o.databaseUrl, port), ...namespace, ...o.env }, READY, port, false);
+    started.push(p);
+    return p;
+  };
+  const service = await deploy('service', o.root ?? buildRoot, o.servicePort);
   // the build before, an instance beside it: idle while the other is measured (its worker drains the streams too)
-  const baseline = o.baselineRoot === undefined ? null : await startPinned('service before', o.serverCpu,
-    ['node', path.join(o.baselineRoot, 'src/cli/server.js')],
-    { PATH: process.env.PATH, ...requiredEnv(o.redisPort, o.databaseUrl, o.baselinePort ?? o.servicePort + 100), ...namespace, ...o.env },
-    READY, o.baselinePort ?? o.servicePort + 100, false);
-  if (baseline) started.push(baseline);
+  const baseline = o.baseline === undefined ? null : await deploy('service before', o.baseline.root, o.baseline.port);
 
   const redisClient = new Redis(o.redisPort);
   const keys = new KeySpace(o.namespace);

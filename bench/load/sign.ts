@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     namespace: NAMESPACE, redisPort: REDIS_PORT, servicePort: PORTS.service, helperPort: PORTS.helper,
     serverCpu: SERVER_CPU, loadCpu: LOAD_CPU, helperCpu: `${SERVER_CPU},${LOAD_CPU}`, databaseUrl: DATABASE_URL,
     licenses: Number(process.env.SIGN_BENCH_LICENSES ?? 4000), mintSeconds: SECONDS,
-    ...(BASELINE === undefined ? {} : { baselineRoot: BASELINE, baselinePort: PORTS.baseline }),
+    ...(BASELINE === undefined ? {} : { baseline: { root: BASELINE, port: PORTS.baseline } }),
   });
   const { service, redis, pool, drained, baseline } = deployed;
   const builds: [Build, typeof service][] = baseline === null ? [['this build', service]] : [['this build', service], ['before', baseline]];
