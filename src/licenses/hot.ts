@@ -10,7 +10,7 @@ import type { KeySpace } from '../redis/keys.js';
 import type { KnownKeys } from './knownKeys.js';
 import { decodeDomains } from './origin.js';
 import { copyOf, credentialsFields, licenseFields, updateOf, type Queued } from './rowCopy.js';
-import { forfeitOf, redemptionOf, releaseOf } from '../usage/events.js';
+import { entryEvents, forfeitOf, redemptionOf, releaseOf } from '../usage/events.js';
 import type { LicenseRow } from './licenseRow.js';
 import type { LicenseStore } from './store.js';
 
@@ -161,7 +161,7 @@ export class HotLicenses {
     let from = '-';
     for (;;) {
       const page = (await this.redis.xrange(stream, from, '+', 'COUNT', SCAN_PAGE)) as [string, string[]][];
-      for (const [, fields] of page) {
+      for (const [, entry] of page) for (const fields of entryEvents(entry)) {
         const redemption = redemptionOf(fields);
         if (redemption?.firmaId === firmaId) queued.redemptions.set(redemption.tokenId, redemption.packageNo);
         const forfeit = redemption === null ? forfeitOf(fields) : null;

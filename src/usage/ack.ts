@@ -29,7 +29,11 @@ export async function acknowledge(
     if (!entry) byStream.set(stream, (entry = { ids: [], licenses: [], floors: [], used: [] }));
     return entry;
   };
-  for (const e of events) of(e.stream).ids.push(e.id);
+  for (const e of events) {
+    const ids = of(e.stream).ids;
+    // the events of one entry (src/usage/events.ts entryEvents) follow one another: its id once
+    if (ids[ids.length - 1] !== e.id) ids.push(e.id);
+  }
   for (const [firmaId, { counted, released }] of counts) {
     if (rebuild.has(firmaId)) continue;
     const bucket = bucketOf(firmaId);

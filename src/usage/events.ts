@@ -113,6 +113,24 @@ export function decodeEvent(stream: string, id: string, fields: string[] | null)
   return receipt === null ? { stream, id, fields, kind: 'bad' } : { stream, id, fields, kind: 'used', values: values as string, receipt };
 }
 
+/**
+ * A stream entry's field lists, one per event: an entry of redemptions (kind s, no receipt)
+ * may hold several, a line each, which is how a script call that redeemed several tokens can
+ * queue them in one entry; every other entry is one event. Readers take entries through this,
+ * so an entry of several lines is never read as one malformed event.
+ */
+export function entryEvents(fields: string[]): string[][] {
+  const values = fields[1];
+  if (fields.length !== 2 || fields[0] !== EventKind.spent || values === undefined || !values.includes('\n')) return [fields];
+  return values.split('\n').map((line) => [EventKind.spent, line]);
+}
+
+/** A stream entry as the worker reads it: its events (several lines, several events: entryEvents), each with the entry's id. */
+export function decodeEntry(stream: string, id: string, fields: string[] | null): UsageEvent[] {
+  if (fields === null) return [decodeEvent(stream, id, null)];
+  return entryEvents(fields).map((one) => decodeEvent(stream, id, one));
+}
+
 /** An event's values by name (src/redis/fields.ts EventValues), read from its fields (either form); null: not a readable event. */
 export function readEvent(fields: string[]): ({ kind: 'issued' | 'used' | 'forfeited' | 'released' } & Partial<Record<(typeof EventValues)[keyof typeof EventValues][number], string>>) | null {
   const event = decodeEvent('', '', fields);

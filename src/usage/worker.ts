@@ -8,7 +8,7 @@ import type { KeySpace } from '../redis/keys.js';
 import { GROUP } from './ack.js';
 import { BatchWriter } from './batchWriter.js';
 import { DeadLetters } from './deadLetters.js';
-import { decodeEvent, type UsageEvent } from './events.js';
+import { decodeEntry, type UsageEvent } from './events.js';
 import { usageLag } from './lag.js';
 import type { PartitionKeeper } from './partitionKeeper.js';
 
@@ -195,7 +195,7 @@ export class UsageWorker {
       const [, entries] = (await this.redis.xautoclaim(
         stream, GROUP, this.consumer, this.options.claimIdleMs, '0-0', 'COUNT', this.options.batchSize,
       )) as [string, StreamEntry[]];
-      for (const [id, fields] of entries) out.push(decodeEvent(stream, id, fields));
+      for (const [id, fields] of entries) out.push(...decodeEntry(stream, id, fields));
       if (out.length >= this.options.batchSize) break;
     }
     this.full = out.length >= this.options.batchSize;
@@ -223,7 +223,7 @@ export class UsageWorker {
     for (const reply of replies) {
       for (const [stream, entries] of reply ?? []) {
         if (entries.length >= batchSize) this.full = true;
-        for (const [id, fields] of entries) out.push(decodeEvent(stream, id, fields));
+        for (const [id, fields] of entries) out.push(...decodeEntry(stream, id, fields));
       }
     }
     if (from === '0' && out.length === 0) this.ownPendingFirst = false;

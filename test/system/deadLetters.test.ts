@@ -192,6 +192,30 @@ t.test('one poisoned event among 1,000: 999 rows land, one dead letter, the stre
   t.equal(await deadCount(h), 1, 'still exactly one dead letter');
 });
 
+t.test('an entry of several redemptions, one line poisoned: the others count once, that line alone is a dead letter', async (t) => {
+  const h = await startHarness(t, 'deadletters-lines', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000' });
+  const lic = await h.createLicense({ totalQuota: 20 });
+  const { tokens } = await mintTokens(h, lic, 4, 0);
+  await h.drainWorker();
+  const [g0, g1, g2, p3] = tokens as [string, string, string, string];
+  const lineOf = (fields: string[]) => fields[1] as string;
+  const poisoned = usedEvent(p3, 'bad\u0000.example');
+  // the good lines, the poisoned one among them, and a good one again (a replayed line counts once)
+  const lines = [usedEvent(g0, 'good.example'), usedEvent(g1, 'good.example'), poisoned, usedEvent(g2, 'good.example'), usedEvent(g0, 'good.example')].map(lineOf);
+  const stream = h.keys.forLicense(lic.firmaId).stream;
+  const [entryId] = await xaddAtomically(h, stream, [[EventKind.spent, lines.join('\n')]]);
+
+  await waitFor('the entry is persisted and acknowledged, its poisoned line buried', async () =>
+    (await lag(h)) === 0 && (await deadCount(h)) === 1, 10_000);
+  t.equal(await usedQuota(h, lic.firmaId), 3, 'used_quota counts each good line once');
+  for (const jwt of [g0, g1, g2]) t.equal((await rowOf(h, claimsOf(jwt).token_id))?.status, 'used', 'a good line is a redemption');
+  t.equal((await rowOf(h, claimsOf(p3).token_id))?.status, 'issued', 'the poisoned line is not');
+  const [letter] = await deadLetters(h);
+  t.equal(letter?.id, entryId, 'the dead letter names the entry');
+  t.same(letter?.event, poisoned, 'and holds the poisoned line alone, as an event of its own');
+  t.equal((await h.redis.xpending(stream, 'usage'))[0], 0, 'nothing of the entry is left pending');
+});
+
 t.test('poisoned redemption events: the good ones count exactly once, the poisoned ones are dead letters', async (t) => {
   const h = await startHarness(t, 'deadletters-used', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000' });
   const lic = await h.createLicense({ totalQuota: 20 });

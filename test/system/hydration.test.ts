@@ -3,7 +3,7 @@ import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { spawnWorker } from '../helpers/processes.js';
 import { MSG } from '../helpers/shapes.js';
 import { mintTokens } from '../helpers/tokens.js';
-import { LicenseField } from '../../src/redis/fields.js';
+import { EventKind, LicenseField } from '../../src/redis/fields.js';
 
 // Redis holds only a hot copy: when it is lost (after the worker has drained) the service
 // rebuilds it from Postgres and carries on with the right counts and token states.
@@ -140,6 +140,25 @@ t.test('a license hash lost while its redemptions wait in the stream counts them
   t.equal(next.body.remainingQuota, 5);
   const quota = await queued.checkQuota(lic.licenseKey);
   t.equal(quota.body.data.usedQuota, 5);
+});
+
+t.test('a license hash lost while its redemptions wait as the lines of one entry counts each', async (t) => {
+  const queued = await startHarness(t, 'hydrate-lines', { ...LIVE_COUNTS, RUN_WORKER: '0' });
+  const lic = await queued.createLicense({ totalQuota: 10 });
+  const { tokens } = await mintTokens(queued, lic, 4, 0);
+  for (const token of tokens.slice(0, 3)) t.equal((await queued.validate(token)).status, 200);
+  // no worker runs: the three redemptions wait, then as one entry of three lines (a call's entry)
+  const stream = queued.keys.forLicense(lic.firmaId).stream;
+  const spent = (await queued.redis.xrange(stream, '-', '+')).filter(([, fields]) => fields[0] === EventKind.spent);
+  t.equal(spent.length, 3, 'three redemptions wait, an entry each');
+  await queued.redis.xdel(stream, ...spent.map(([id]) => id));
+  await queued.redis.xadd(stream, '*', EventKind.spent, spent.map(([, fields]) => fields[1]).join('\n'));
+  t.equal(await queued.redis.del(queued.keys.forLicense(lic.firmaId).license), 1);
+
+  const next = await queued.validate(tokens[3]);
+  t.equal(next.status, 200);
+  t.equal(next.body.usedQuota, 4, 'Postgres (0) plus the three lines plus this one');
+  t.equal(await pgUsed(queued, lic.firmaId), 0, 'none of them is in Postgres yet');
 });
 
 t.test('losing only the license hash', async (t) => {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import t from 'tap';
 import { EVENT_SEPARATOR, EventKind } from '../../src/redis/fields.js';
-import { decodeEvent, readEvent } from '../../src/usage/events.js';
+import { decodeEntry, decodeEvent, entryEvents, readEvent } from '../../src/usage/events.js';
 import { eventFields, legacyEventFields, usedEventFields, type EventValues } from '../helpers/events.js';
 import { FUZZ_SEED } from '../helpers/fuzz.js';
 
@@ -109,4 +109,28 @@ t.test('a sign\'s used event carries its receipt: read into its document count a
   }
   t.equal(decodeEvent('s', '1-0', [...values, 'x', receipt]).kind, 'bad', 'a second field of another name: a dead letter');
   t.equal(decodeEvent('s', '1-0', ['i', 'tok\tfirma\t0\t1\t2', 'r', receipt]).kind, 'bad', 'an issued event carries no receipt');
+});
+
+t.test('an entry of several redemption lines reads as those events, each with the entry\'s id; any other entry as one event', async (t) => {
+  const spent = goodEvent.filter((v) => v.kind === EventKind.used).map((v) => eventFields(v));
+  fc.assert(fc.property(fc.array(spent, { minLength: 2, maxLength: 8 }), fc.option(fc.nat(7), { nil: undefined }), anyText, (events, junkAt, junk) => {
+    const lines = events.map((fields) => fields[1] as string);
+    if (junkAt !== undefined && junkAt < lines.length) lines[junkAt] = junk.replace(/\n/g, '');
+    const read = decodeEntry('s', '7-1', [EventKind.spent, lines.join('\n')]);
+    if (read.length !== lines.length) return false;
+    // line by line exactly what that line alone, as an entry of its own, reads as
+    return read.every((e, i) => {
+      const alone = decodeEvent('s', '7-1', [EventKind.spent, lines[i] as string]);
+      return e.id === '7-1' && e.kind === alone.kind && ('values' in e ? e.values : '') === ('values' in alone ? alone.values : '')
+        && e.fields[1] === lines[i];
+    });
+  }), settings);
+  const one = eventFields({ tokenId: 'tok', firmaId: 'firma', imzaTipi: 1, atMs: 2, issuedMs: 1 });
+  t.same(entryEvents(one), [one], 'a one-line redemption is one event');
+  const withReceipt = [...one, 'r', 'a\nb'];
+  t.same(entryEvents(withReceipt), [withReceipt], 'a sign\'s redemption (its receipt a field of its own) is one event');
+  const issued = [EventKind.issued, 'a\tb\tc\td\te\nf\tg\th\ti\tj'];
+  t.same(entryEvents(issued), [issued], 'only redemptions come several to an entry: an issued event with a line break is one');
+  t.equal(decodeEntry('s', '1-0', issued)[0]?.kind, 'bad', '(and bad)');
+  t.same(decodeEntry('s', '1-0', null).map((e) => e.kind), ['gone'], 'a deleted entry is one event, gone');
 });
