@@ -40,6 +40,7 @@
 -- @include outcomes
 -- @include constants
 -- @include idempotency
+-- @include spentEntry
 -- @include packages
 -- @include server
 
