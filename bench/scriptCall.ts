@@ -95,7 +95,7 @@ try {
   const { source, functions } = library();
   await redis.call('FUNCTION', 'LOAD', source);
   const variants: Variant[] = [
-    { label: 'this build (FCALL)', command: 'fcall', args: (d) => [functions.redeem, 3, '{0}:ev', '{0}:epoch', '{0}:node', 0, 0, d, 0] },
+    { label: 'this build (FCALL)', command: 'fcall', args: (d) => [functions.redeem, 3, '{0}:ev', '{0}:epoch', '{0}:node', 0, 0, d] },
   ];
   if (BASELINE) {
     // a build from before the scripts module was split holds scriptSource in its scripts.js

@@ -13,8 +13,7 @@
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
     ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
-    ARGV[4]  unused here ("0": redeem.lua's, includes/batch.lua)
-    ARGV[7i-2..7i+4] token i: rate limit (the deployment's, 0 = off, unless the license has its
+    ARGV[7i-3..7i+3] token i: rate limit (the deployment's, 0 = off, unless the license has its
              own; below 0 = not counted), token id, firma id, imza tipi,
              token expiry ms, marker hash expiry ms, token generation ("" = not checked)
 
@@ -26,7 +25,6 @@
 -- @include epoch
 -- @include server
 -- @include rateLimit
--- @include spentEntry
 -- @include packages
 -- @include issueToken
 -- @include batch

@@ -17,9 +17,7 @@
     ARGV[1]  now, ms since epoch
     ARGV[2]  rate window, ms
     ARGV[3]  deadline, ms since epoch by Redis's clock ("0" = none; includes/deadline.lua)
-    ARGV[4]  "1": the redemptions without a receipt are queued as one entry, a line each (every
-             reader takes such entries: src/usage/lineReaders.ts); "0": an entry each
-    ARGV[9i-4..9i+4] token i: rate limit (the deployment's, 0 = off, unless the license has its own;
+    ARGV[9i-5..9i+3] token i: rate limit (the deployment's, 0 = off, unless the license has its own;
              below 0 = not counted), origin host ("" = none), token id,
              firma id, imza tipi, token iat ms, origin prefixed "+" ("" = none), its
              Idempotency-Key's field in the record hashes ("" = sent without a key), the
@@ -35,15 +33,13 @@
 -- @include epoch
 -- @include server
 -- @include rateLimit
--- @include spentEntry
 -- @include packages
 -- @include idempotency
 -- @include redeemToken
 -- @include batch
 
 local nextIdem = 3 + 4 * tokenCount(9)
-local asLine = ARGV[4] == '1'
-local results = eachToken(9, 7, function(k, v, mark)
+return eachToken(9, 7, function(k, v, mark)
   local origin = ARGV[v + 6]
   if origin == '' then origin = nil else origin = string.sub(origin, 2) end
   local field, current, previous = ARGV[v + 7], nil, nil
@@ -54,7 +50,5 @@ local results = eachToken(9, 7, function(k, v, mark)
     nextIdem = nextIdem + 2
   end
   return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
-    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, field, current, previous, ARGV[v + 8], asLine)
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, field, current, previous, ARGV[v + 8])
 end)
-flushSpent(KEYS[1])
-return results

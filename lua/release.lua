@@ -40,7 +40,6 @@
 -- @include outcomes
 -- @include constants
 -- @include idempotency
--- @include spentEntry
 -- @include packages
 -- @include server
 

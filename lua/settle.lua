@@ -18,7 +18,6 @@
   changing nothing, on a Redis process the stamp does not name.
 ]]
 -- @include outcomes
--- @include spentEntry
 -- @include packages
 -- @include server
 

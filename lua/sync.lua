@@ -45,7 +45,6 @@
   2 updated, 0 left alone (already as new or newer), 3 not created (no used count given);
   fenced 1 while a fence remains.
 ]]
--- @include spentEntry
 -- @include packages
 -- @include server
 

@@ -32,7 +32,6 @@ import { SignTokenReleaser } from './tokens/releaseSignToken.js';
 import { usageLag, usageLagMs } from './usage/lag.js';
 import { PartitionKeeper } from './usage/partitionKeeper.js';
 import { ForfeitSweep } from './usage/forfeitSweep.js';
-import { LineReaders } from './usage/lineReaders.js';
 import { UsageWorker, type Companion } from './usage/worker.js';
 import { WebhookWorker } from './webhooks/worker.js';
 import { STOP_FLUSH_MS } from './stopFlush.js';
@@ -77,7 +76,6 @@ export async function startService(config: Config, log: Logger, options: Service
   const tokens = new TokenService(config.jwtKeys, config.jwtIssuer);
   const hot = new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000, restarts);
   const passwords = new Passwords(config.passwordQueue);
-  const lineReaders = new LineReaders(redis, keys, log);
   metrics.watchHasher(passwords);
   const ctx: RouteContext = {
     config, log, sql, redis, keys, store, tokens, hot, passwords,
@@ -86,7 +84,7 @@ export async function startService(config: Config, log: Logger, options: Service
     issuer: new SignTokenIssuer(keys, new SlotBatcher(redis, issueLayout, RATE_WINDOW_MS, clock, restarts), tokens, hot, config.releaseWindowMs),
     releaser: new SignTokenReleaser(redis, keys, hot, config.releaseWindowMs),
     redeemer: new SignTokenRedeemer(keys, new SlotBatcher(redis, redeemLayout, RATE_WINDOW_MS, clock, restarts,
-      config.redisWait.replicas > 0 ? new ReplicaWait(config.redisWait.replicas, config.redisWait.timeoutMs) : null, lineReaders), hot),
+      config.redisWait.replicas > 0 ? new ReplicaWait(config.redisWait.replicas, config.redisWait.timeoutMs) : null), hot),
     admin: new LicenseAdmin(redis, keys, store, hot, passwords),
     metrics,
   };
@@ -102,8 +100,6 @@ export async function startService(config: Config, log: Logger, options: Service
   });
 
   const worker = config.runWorker ? await startWorker(config, log, redis, sql, keys, metrics) : null;
-  // after the worker: its consumer is in the groups once it has read
-  await lineReaders.start();
 
   const routes = serviceRoutes(ctx, options.child ? new ChildScrape(metrics) : metrics);
   const http = createHttpServer({
@@ -125,7 +121,6 @@ export async function startService(config: Config, log: Logger, options: Service
       ctx.passwords.close();
       knownKeys.stop();
       clock.stop();
-      lineReaders.stop();
       if (worker) {
         await worker.stop(Math.max(500, stopBy - Date.now()));
         await reportLeftovers(redis, keys, log);

@@ -2,8 +2,8 @@
   The loop of the batch scripts (redeem.lua, issue.lua), whose KEYS are the slot's stream
   and epoch (includes/epoch.lua), then four keys per token, then any keys that some tokens
   name beyond those (redeem.lua: idempotency keys), then last the slot's stamp
-  (includes/server.lua), and whose ARGV are now, the rate window, the deadline and how
-  redemptions are queued (includes/spentEntry.lua; issue.lua: "0"), then argsPerToken arguments per token.
+  (includes/server.lua), and whose ARGV are now, the rate window and the deadline, then
+  argsPerToken arguments per token.
   eachToken(argsPerToken, width, step): calls step(k, v, mark) for every token in order, k
   the index of its first key in KEYS, v of its first argument in ARGV, mark the issued
   marker of this epoch; returns the steps' results (code, a, b, rate remaining, rate reset
@@ -13,7 +13,7 @@
   nothing and returns the error NEWSERVER (includes/server.lua).
 ]]
 local function tokenCount(argsPerToken)
-  return (#ARGV - 4) / argsPerToken
+  return (#ARGV - 3) / argsPerToken
 end
 
 local function eachToken(argsPerToken, width, step)
@@ -22,7 +22,7 @@ local function eachToken(argsPerToken, width, step)
   local mark = issuedMark(KEYS[2])
   local out = {}
   for i = 1, tokenCount(argsPerToken) do
-    local code, a, b, left, reset, limit, extra = step(4 * i - 1, argsPerToken * (i - 1) + 5, mark)
+    local code, a, b, left, reset, limit, extra = step(4 * i - 1, argsPerToken * (i - 1) + 4, mark)
     out[#out + 1] = code
     out[#out + 1] = a
     out[#out + 1] = b

@@ -54,7 +54,6 @@ local function settle(license, packages, stream, firmaId, now)
       if left > 0 then
         forfeited = forfeited + left
         -- the forfeit event: one field, its values tab-separated (EventValues.forfeited)
-        flushSpent(stream)
         redis.call('XADD', stream, '*', 'f', firmaId .. '\t' .. no .. '\t' .. leftText .. '\t' .. now)
       end
     elseif left <= 0 then

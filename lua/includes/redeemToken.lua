@@ -3,7 +3,7 @@
   (packages.lua), the Idempotency-Key records (idempotency.lua) and the constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scriptSource.ts luaConstants).
 
   redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId,
-              imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix, asLine)
+              imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
     -> code, a, b, left, reset, limit, receipt
     license  license hash        {b}:l:<firmaId>   fields q bought, f forfeited, u used, a active, x expiry ms,
                                  d domains, z fence, pn pe pl the packages (includes/packages.lua),
@@ -15,7 +15,7 @@
     issuedMark  "i" followed by the bucket's epoch (issuedMark in includes/epoch.lua)
     rate     rate-limit counter  {b}:rv:<firmaId>
     stream   usage stream        {b}:ev   event "s" (EventValues.spent in src/redis/fields.ts: the
-                                 package it spent, then the token's values; includes/spentEntry.lua), and "f" forfeits
+                                 package it spent, then the token's values), and "f" forfeits
     now      ms since epoch, as a string (it is the event's time)
     limit    the deployment's rate limit per window, a number (0 = off), unless the license
              has its own (ownLimit in includes/rateLimit.lua); below 0: not counted
@@ -26,7 +26,6 @@
              ',"iat":<s>,"used_quota":<used>,"remaining_quota":<remaining>}' and the
              receipt is kept in the key's record, sent with the usage event (field r) and
              returned: the route signs exactly these bytes, and a retry gets them back
-    asLine   true: a redemption without a receipt is a line of the call's entry (includes/spentEntry.lua)
     idem     the field of the token's Idempotency-Key, "<firmaId>:<key>" (nil = none), in the
              record hashes current and previous: one hash per bucket and window {b}:ik:<window>
              (IDEMPOTENCY_WINDOW_MS in src/redis/keys.ts) of the redemption and the one before.
@@ -101,7 +100,7 @@ local function refused(code, field, current, previous, now, left, reset, applied
   return code, 0, 0, left, reset, applied
 end
 
-local function redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix, asLine)
+local function redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
   -- the license first: a token of a company Redis does not hold is not "unknown" until
   -- Postgres has been asked about the company, and the copy holds the limit to count with
   -- (a request is counted by the call that finds the copy: the caller's retry after a repair)
@@ -171,9 +170,8 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   local values = pn .. '\t' .. tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. iat
   if origin then values = values .. '\t' .. origin end
   if receipt == '' then
-    queueSpent(stream, values, asLine)
+    redis.call('XADD', stream, '*', 's', values)
   else
-    flushSpent(stream)
     redis.call('XADD', stream, '*', 's', values, 'r', receipt)
   end
   return DONE, used, total - used, left, reset, applied, receipt

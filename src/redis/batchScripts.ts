@@ -54,8 +54,7 @@ export type Issued = [outcome: Outcome, a: number, b: string, rateRemaining: num
 /**
  * A batch script's layout (lua/includes/batch.lua): KEYS = the slot's stream and epoch,
  * then four per item, then the extra keys some items name; ARGV = now, rate window,
- * deadline, whether redemptions are queued as lines of one entry (lua/includes/spentEntry.lua),
- * then the item's arguments; `width` values back per item, in order.
+ * deadline, then the item's arguments; `width` values back per item, in order.
  */
 export interface BatchLayout<T extends SlotItem, R> {
   name: 'redeem' | 'issue';
@@ -93,7 +92,7 @@ export const issueLayout: BatchLayout<Issuance, Issued> = {
 
 /** The arguments of a batch script's call (key count first) for `count` items of one slot, item(i) giving each. */
 export function batchArgs<T extends SlotItem>(
-  layout: BatchLayout<T, unknown>, count: number, item: (i: number) => T, nowMs: number, windowMs: number, deadlineMs: number, lines = false,
+  layout: BatchLayout<T, unknown>, count: number, item: (i: number) => T, nowMs: number, windowMs: number, deadlineMs: number,
 ): Args {
   const first = item(0).keys;
   const args: Args = [0, first.stream, first.epoch];
@@ -101,7 +100,7 @@ export function batchArgs<T extends SlotItem>(
   if (layout.pushExtraKeys) for (let i = 0; i < count; i++) layout.pushExtraKeys(args, item(i));
   args.push(first.stamp);
   args[0] = args.length - 1;
-  args.push(nowMs, windowMs, deadlineMs, lines ? 1 : 0);
+  args.push(nowMs, windowMs, deadlineMs);
   for (let i = 0; i < count; i++) layout.pushArgs(args, item(i));
   return args;
 }
@@ -116,11 +115,11 @@ export function batchResult<R>(layout: Pick<BatchLayout<never, R>, 'result' | 'w
 
 /** A batch script's call for items of one slot (bench/ and test/ use it; SlotBatcher uses the two parts above). */
 export function batchCall<T extends SlotItem, R>(
-  layout: BatchLayout<T, R>, items: readonly T[], nowMs: number, windowMs: number, deadlineMs: number, lines = false,
+  layout: BatchLayout<T, R>, items: readonly T[], nowMs: number, windowMs: number, deadlineMs: number,
 ): ScriptCall<R[]> {
   return {
     name: layout.name,
-    args: batchArgs(layout, items.length, (i) => items[i] as T, nowMs, windowMs, deadlineMs, lines),
+    args: batchArgs(layout, items.length, (i) => items[i] as T, nowMs, windowMs, deadlineMs),
     read: (reply) => items.map((_, i) => batchResult(layout, reply, i, items.length)),
   };
 }

@@ -37,8 +37,6 @@ export class SlotBatcher<T extends SlotItem, R> {
     private readonly restarts: RedisRestarts,
     /** REDIS_WAIT_REPLICAS (redemptions only): answer once the replicas hold the turn's writes */
     private readonly replicaWait: ReplicaWait | null = null,
-    /** redemptions only: whether a call's redemptions may share one stream entry (src/usage/lineReaders.ts) */
-    private readonly lines: { readonly on: boolean } | null = null,
   ) {
     for (let b = 0; b < STREAM_BUCKETS; b++) this.queues.push([]);
   }
@@ -76,7 +74,7 @@ export class SlotBatcher<T extends SlotItem, R> {
   private send(part: Pending<T, R>[], now: number, deadline: number, turnWait: TurnWait | null): void {
     const { layout, replicaWait } = this;
     const count = part.length;
-    const args = batchArgs(layout, count, (i) => (part[i] as Pending<T, R>).item, now, this.windowMs, deadline, this.lines?.on === true);
+    const args = batchArgs(layout, count, (i) => (part[i] as Pending<T, R>).item, now, this.windowMs, deadline);
     const plain = () => this.redis[layout.name](...(args as [number, ...(string | number)[]]));
     // a call sent again after a recovery keeps its deadline (past it, it changes nothing) and, with
     // replicas to wait for, has its own WAIT: the turn's was sent before it. So the turn's own call

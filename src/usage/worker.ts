@@ -10,7 +10,6 @@ import { BatchWriter } from './batchWriter.js';
 import { DeadLetters } from './deadLetters.js';
 import { decodeEntry, type UsageEvent } from './events.js';
 import { usageLag } from './lag.js';
-import { READS_LINES } from './lineReaders.js';
 import type { PartitionKeeper } from './partitionKeeper.js';
 
 // The usage worker's loop: what it reads from the streams and when (its own pending
@@ -70,8 +69,7 @@ export class UsageWorker {
   private lastClaim = 0;
   /** the last read brought a stream's whole COUNT: more are waiting */
   private full = false;
-  /** its name says it reads entries of several redemptions (src/usage/lineReaders.ts) */
-  readonly consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}${READS_LINES}`;
+  readonly consumer = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   readonly deadLetters: DeadLetters;
   private readonly writer: BatchWriter;
   private readonly batchSeconds: Observe;
