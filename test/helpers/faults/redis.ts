@@ -1,7 +1,7 @@
 import { sleep } from '../wait.js';
 import type { Stack } from './stack.js';
 import { LicenseField } from '../../../src/redis/fields.js';
-import { redemptionOf } from '../../../src/usage/events.js';
+import { entryEvents, redemptionOf } from '../../../src/usage/events.js';
 
 // Redis of a fault test read and broken: failed-login counters, the usage streams read at
 // the moment Redis is lost (killFrozen), and CountWatch, which catches Redis's 'u' of a
@@ -21,14 +21,16 @@ export async function failedLoginSlots(stack: Stack): Promise<number> {
 
 // ---- Redis lost ----------------------------------------------------------------------------
 
-/** Token ids of the redemptions ('u' events) in the usage streams, read now. */
+/** Token ids of the redemptions in the usage streams, read now (an entry may hold several: entryEvents). */
 export async function queuedRedemptions(stack: Stack): Promise<Set<string>> {
   const out = new Set<string>();
   for (const stream of stack.keys.streams) {
     const entries = await stack.redisClient.xrange(stream, '-', '+');
-    for (const [, fields] of entries) {
-      const redemption = redemptionOf(fields);
-      if (redemption) out.add(redemption.tokenId);
+    for (const [, entry] of entries) {
+      for (const fields of entryEvents(entry)) {
+        const redemption = redemptionOf(fields);
+        if (redemption) out.add(redemption.tokenId);
+      }
     }
   }
   return out;
