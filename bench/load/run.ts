@@ -27,7 +27,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONNECTIONS = (process.env.BENCH_CONNECTIONS ?? '16,64,256').split(',').map(Number);
 const LICENSES = 32;
-// BENCH_ONLY=validate: ceiling (c) against the service's validate only (for trying a change);
+// BENCH_ONLY=validate: ceiling (c) against the service's validate, then the runs as deployed and
+// their A/Bs (BENCH_DEPLOYED=0: the first part alone, for trying a change);
 // BENCH_ONLY=idempotency: validate as deployed with and without an Idempotency-Key, nothing else;
 // BENCH_ONLY=metrics: validate as deployed with METRICS=1 and METRICS=0, nothing else;
 // BENCH_ONLY=wait: validate as deployed with REDIS_WAIT_REPLICAS=0 and 1, a replica attached, nothing else;
