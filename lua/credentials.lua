@@ -48,9 +48,11 @@
            place is pending, ask again, nothing taken; "": no budget),
            budget remaining, ms until the budget is whole}
     {OVER_RATE_LIMIT, 0, ms until the window resets, limit}   tokens-issued limit reached
-    {COPY_MISSING, 0, 0, 0}      no copy, a fenced one (fence.lua), or one written on another Redis
+    {COPY_MISSING, 0, 0, 0, held}  no copy, a fenced one (fence.lua), or one written on another Redis
                                  process (includes/server.lua: a failover or restart may have lost
-                                 its last change): the caller reads Postgres
+                                 its last change): the caller reads Postgres. held 1: Redis holds a
+                                 hash for the key (fenced, or of another process), so the key exists
+                                 even where a process missed its announcement; 0: none
     {NO_SUCH_LICENSE, 0, 0, 0}   Postgres said so lately: no look-up
 ]]
 -- @include outcomes
@@ -62,7 +64,7 @@
 local cred = redis.call('HMGET', KEYS[1], 'f', 'h', 'z', 'g', 'lg', 'n')
 if not cred[1] or cred[3] or cred[6] ~= thisServer() then
   if redis.call('EXISTS', KEYS[3]) == 1 then return {NO_SUCH_LICENSE, 0, 0, 0} end
-  return {COPY_MISSING, 0, 0, 0}
+  return {COPY_MISSING, 0, 0, 0, (cred[1] or cred[3]) and 1 or 0}
 end
 local limit = ownLimit(cred[5], tonumber(ARGV[1]))
 local left, reset = 0, 0

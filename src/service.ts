@@ -72,6 +72,10 @@ export async function startService(config: Config, log: Logger, options: Service
   await clock.start();
   const store = new LicenseStore(sql);
   const knownKeys = new KnownKeys(sql);
+  // subscribed before the keys are read: a key created in between is in the read or announced
+  // after it, never missed (until the next refresh) by a process that was starting
+  await subscriber.subscribe(keys.invalidationChannel);
+  subscriber.on('message', (_channel: string, licenseKey: string) => knownKeys.add(licenseKey));
   await knownKeys.start();
   const tokens = new TokenService(config.jwtKeys, config.jwtIssuer);
   const hot = new HotLicenses(redis, keys, store, knownKeys, config.unknownKeySeconds * 1000, restarts);
@@ -89,10 +93,8 @@ export async function startService(config: Config, log: Logger, options: Service
     metrics,
   };
 
-  // keys created on any instance are announced; after a reconnection (messages published
-  // meanwhile are lost) the keys are read again from Postgres at once
-  await subscriber.subscribe(keys.invalidationChannel);
-  subscriber.on('message', (_channel: string, licenseKey: string) => knownKeys.add(licenseKey));
+  // keys created on any instance are announced (subscribed above); after a reconnection
+  // (messages published meanwhile are lost) the keys are read again from Postgres at once
   let connected = subscriber.status === 'ready';
   subscriber.on('ready', () => {
     if (connected) void knownKeys.refresh().catch(() => {});

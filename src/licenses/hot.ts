@@ -220,7 +220,9 @@ export class HotLicenses {
     const none = (rate: RateCount, waitMs = 0): CredentialsLookup => ({ credentials: null, waitMs, rate, trusted: false, gate: NO_GATE });
     if (found.outcome === Outcome.OVER_RATE_LIMIT) return none(found.rate, Math.max(1, found.rate.resetMs));
     if (found.outcome !== Outcome.DONE) {
-      if (found.outcome === Outcome.NO_SUCH_LICENSE || !this.known.has(licenseKey)) return none(found.rate);
+      // a key this process never heard of is looked up only when Redis holds a hash for it:
+      // fenced by an admin change, or of another Redis process (its announcement may be missed)
+      if (found.outcome === Outcome.NO_SUCH_LICENSE || (!this.known.has(licenseKey) && !found.hashHeld)) return none(found.rate);
       const row = await this.hydrateKey(licenseKey);
       if (row === null) return none(found.rate);
       // the copy is back: the attempt takes its place as it would have (a copy still fenced: served from the row, ungated)

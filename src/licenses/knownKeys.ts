@@ -11,7 +11,8 @@ const REFRESH_MS = 30_000;
  * look are read every REFRESH_MS as well, so a missed message costs a short delay, never
  * a license. A key can only be missing from here while Redis also lacks its credentials
  * (its creator writes them before announcing it): then it is refused as unknown until
- * the next refresh.
+ * the next refresh. A hash Redis holds for the key, fenced or of another Redis process,
+ * says it exists all the same (lua/credentials.lua): it is looked up in Postgres.
  */
 export class KnownKeys {
   private readonly keys = new Set<string>();

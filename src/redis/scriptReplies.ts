@@ -36,6 +36,8 @@ export interface CredentialsFound {
   trusted: boolean;
   /** the failure budget the attempt was held to: the key's, or (trusted) the key's at this address */
   gate: FailureGate;
+  /** COPY_MISSING: Redis holds a hash for the key all the same (fenced, or of another Redis process), so the key exists */
+  hashHeld: boolean;
 }
 
 /** A rendered check-quota answer: its status line and its body up to the timestamp's value (`...,"timestamp":"`). */
@@ -89,6 +91,7 @@ export function readCredentials(reply: unknown): CredentialsFound {
     outcome, rate: rateOf(r, 1),
     firmaId: String(r[4] ?? ''), passwordHash: String(r[5] ?? ''), generation: String(r[6] ?? '0'),
     trusted: Number(r[7]) === 1, gate: outcome === Outcome.DONE ? gateOf(r, 8) : NO_GATE,
+    hashHeld: outcome === Outcome.COPY_MISSING && Number(r[4]) === 1,
   };
 }
 

@@ -1,5 +1,6 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import t from 'tap';
-import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness, type Teardown } from '../helpers/harness.js';
+import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness, type Teardown, type TestLicense } from '../helpers/harness.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/processes.js';
 import { mintTokens } from '../helpers/tokens.js';
 import { pollUntil, until } from '../helpers/wait.js';
@@ -88,6 +89,48 @@ t.test('a password change whose Redis write fails: the old password stops workin
     return res;
   }, (res) => res.status !== 503, { timeoutMs: 5000, intervalMs: 200 });
   t.equal(fresh.status, 200, 'the new one works', { body: fresh.body });
+});
+
+/**
+ * A license no process of the instance has heard of: made elsewhere, its announcement missed
+ * (a process starting, a subscription lost). Here a copy of another's row and packages under
+ * a new key, written straight to Postgres, dated before any process's periodic look at new
+ * keys, with no Redis copy: only a look-up in Postgres finds it.
+ */
+async function unannouncedCopy(h: Harness, of: TestLicense): Promise<TestLicense> {
+  const licenseKey = randomUUID();
+  const firmaId = randomBytes(9).toString('base64url');
+  await h.sql.begin(async (tx) => {
+    for (const [table, where] of [['licenses', 'license_key'], ['license_package_rows', 'firma_id']] as const) {
+      // every column a row is written with (generated ones are computed again)
+      const [cols] = await tx`select string_agg(quote_ident(column_name::text), ', ') as list from information_schema.columns
+        where table_schema = current_schema() and table_name = ${table} and is_generated = 'NEVER'`;
+      const list = cols?.list as string;
+      await tx.unsafe(`create temp table copied on commit drop as select ${list} from ${table} where ${where} = $1`,
+        [where === 'license_key' ? of.licenseKey : of.firmaId]);
+      await tx.unsafe(`update copied set firma_id = $1${table === 'licenses' ? ", license_key = $2, created_at = '2020-01-01T00:00:00Z'" : ''}`,
+        table === 'licenses' ? [firmaId, licenseKey] : [firmaId]);
+      await tx.unsafe(`insert into ${table} (${list}) select ${list} from copied`);
+      await tx.unsafe('drop table copied');
+    }
+  });
+  return { ...of, licenseKey, firmaId };
+}
+
+t.test('a password change whose Redis write fails, at a key no process has heard of: the new password is never refused as wrong', async (t) => {
+  const { h, redis } = await stack(t);
+  const lic = await unannouncedCopy(h, await h.createLicense({ totalQuota: 10 }));
+  const patched = await changeWhileRedisFails(h, redis, lic.licenseKey,
+    () => h.admin('PATCH', `/admin/v1/licenses/${lic.licenseKey}`, { password: 'a brand new password' }));
+  t.equal(patched.status, 503);
+  await redis.cli('config', 'set', 'min-replicas-to-write', '0');
+  // Redis holds only the change's fences for this key: they say it exists, so it is looked up
+  const fresh = await pollUntil(() => h.getToken(lic.licenseKey, 'a brand new password'),
+    (res) => res.status !== 503, { timeoutMs: 5000, intervalMs: 200 });
+  t.equal(fresh.status, 200, 'the new password works', { body: fresh.body });
+  const old = await h.getToken(lic.licenseKey, lic.password);
+  t.equal(old.status, 401, 'the old one does not');
+  t.equal(old.body.error.code, 'INVALID_CREDENTIALS');
 });
 
 t.test('Redis down before the change: 503 and nothing changed', async (t) => {
