@@ -3,8 +3,6 @@ import type { Config } from '../config.js';
 import { attachScripts } from './library.js';
 import type { ScriptClient } from './scriptCall.js';
 
-// ioredis 5, not 6.0: 6.0's reply decoder cost the client ~1.7 µs more CPU a script call
-// (pinned check-quota 1.07x on 5; bench/README.md, Findings behind the design).
 export type RedisClient = (Redis | Cluster) & ScriptClient;
 
 /**
