@@ -220,4 +220,15 @@ export const scripts = {
     args: [1 + 2 * licenses.length, stream, ...licenses, ...floors, group, ids.length, ...ids, ...usedQuotas],
     read: Number,
   }),
+
+  /**
+   * lua/bury.lua: keeps refused events (five values each: stream, entry id, error, code,
+   * fields as JSON) as dead letters, skipping one already among the last `window` kept;
+   * resolves how many were added.
+   */
+  bury: (deadLetters: string, window: number, refused: string[]): ScriptCall<number> => ({
+    name: 'bury',
+    args: [1, deadLetters, window, ...refused],
+    read: Number,
+  }),
 };

@@ -7,15 +7,15 @@ import { holdWritesForTurn } from './turnWrites.js';
 
 export type Args = (string | number)[];
 export type Reply = (string | number | null)[];
-export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'redeem'
-  | 'issue' | 'settle' | 'release' | 'peek' | 'here';
+export type ScriptName = 'credentials' | 'failures' | 'loginGranted' | 'checkQuota' | 'quotaAnswer' | 'count' | 'sync' | 'fence' | 'ack' | 'bury'
+  | 'redeem' | 'issue' | 'settle' | 'release' | 'peek' | 'here';
 
 /** The scripts as methods of the client (FCALLs of the function library, src/redis/library.ts); every call gives its key count first. */
 export type ScriptClient = Record<ScriptName, (numKeys: number, ...keysAndArgs: Args) => Promise<unknown>>;
 
 export const SCRIPT_NAMES: readonly ScriptName[] = [
-  'credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'redeem', 'issue', 'settle', 'release',
-  'peek', 'here',
+  'credentials', 'failures', 'loginGranted', 'checkQuota', 'quotaAnswer', 'count', 'sync', 'fence', 'ack', 'bury', 'redeem', 'issue', 'settle',
+  'release', 'peek', 'here',
 ];
 
 /** One call of a script: its arguments (key count first) and how to read its reply. */

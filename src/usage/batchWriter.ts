@@ -71,8 +71,7 @@ export class BatchWriter {
     this.secondRedemptions.inc(seconds.length);
     refused.push(...seconds);
     if (refused.length > 0) {
-      await this.deadLetters.bury(refused);
-      this.deadLettered.inc(refused.length);
+      this.deadLettered.inc(await this.deadLetters.bury(refused));
       for (const { event, error, code } of refused) {
         this.log.warn({ stream: event.stream, id: event.id, code, error }, 'usage event refused for good: moved to dead letters');
       }

@@ -1,5 +1,7 @@
 import postgres from 'postgres';
 import type { RedisClient } from '../redis/client.js';
+import { runScript } from '../redis/scriptCall.js';
+import { scripts } from '../redis/scriptBuilders.js';
 import { fieldRecord, type QueuedEvent } from './events.js';
 
 // Usage events Postgres refuses for good (a value it cannot store, a constraint it will
@@ -23,6 +25,13 @@ export interface DeadLetter extends QueuedEvent {
   code: string;
 }
 
+/**
+ * The latest dead letters an event is compared with before it is buried (lua/bury.lua):
+ * more than are buried between a batch's two attempts, few enough to read in about a
+ * millisecond, on the rare call that buries anything.
+ */
+const BURIED_WINDOW = 1000;
+
 /** SQLSTATE classes of a row Postgres will refuse however often it is sent. */
 const PERMANENT_CLASSES = new Set([
   '22', // data exception: NUL in text, a number out of range, a bad encoding
@@ -45,16 +54,16 @@ export class DeadLetters {
     readonly key: string,
   ) {}
 
-  /** Records refused events (the caller acknowledges them on their streams afterwards). */
-  async bury(refused: Refused[]): Promise<void> {
-    if (refused.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const { event, error, code } of refused) {
-      pipeline.xadd(this.key, '*', 'stream', event.stream, 'id', event.id, 'error', error, 'code', code,
-        'event', JSON.stringify(event.fields));
-    }
-    const results = (await pipeline.exec()) ?? [];
-    for (const [err] of results) if (err) throw err;
+  /**
+   * Records refused events (the caller acknowledges them on their streams afterwards), each
+   * once: an event of a batch written again after its acknowledgement failed is buried
+   * already (lua/bury.lua). Resolves how many were added.
+   */
+  async bury(refused: Refused[]): Promise<number> {
+    if (refused.length === 0) return 0;
+    const values: string[] = [];
+    for (const { event, error, code } of refused) values.push(event.stream, event.id, error, code, JSON.stringify(event.fields));
+    return runScript(this.redis, scripts.bury(this.key, BURIED_WINDOW, values));
   }
 
   count(): Promise<number> {

@@ -192,12 +192,12 @@ t.test('one poisoned event among 1,000: 999 rows land, one dead letter, the stre
   t.equal(await deadCount(h), 1, 'still exactly one dead letter');
 });
 
-t.test('an entry of several redemptions, one line poisoned: the others count once, that line alone is a dead letter', async (t) => {
-  const h = await startHarness(t, 'deadletters-lines', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000' });
+t.test('an entry of several redemptions, one line poisoned: the others count once, that line alone is a dead letter, once', async (t) => {
+  const h = await startHarness(t, 'deadletters-lines', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000', WORKER_CLAIM_IDLE_MS: '500' });
   const lic = await h.createLicense({ totalQuota: 20 });
-  const { tokens } = await mintTokens(h, lic, 4, 0);
+  const { tokens } = await mintTokens(h, lic, 6, 0);
   await h.drainWorker();
-  const [g0, g1, g2, p3] = tokens as [string, string, string, string];
+  const [g0, g1, g2, p3, g4, p5] = tokens as [string, string, string, string, string, string];
   const lineOf = (fields: string[]) => fields[1] as string;
   const poisoned = usedEvent(p3, 'bad\u0000.example');
   // the good lines, the poisoned one among them, and a good one again (a replayed line counts once)
@@ -214,6 +214,22 @@ t.test('an entry of several redemptions, one line poisoned: the others count onc
   t.equal(letter?.id, entryId, 'the dead letter names the entry');
   t.same(letter?.event, poisoned, 'and holds the poisoned line alone, as an event of its own');
   t.equal((await h.redis.xpending(stream, 'usage'))[0], 0, 'nothing of the entry is left pending');
+
+  // a worker that buried an entry's poisoned line and died before acknowledging the entry:
+  // the next one claims it and writes it again, and the line stays one dead letter
+  const poisonedAgain = usedEvent(p5, 'bad\u0000.example');
+  const [[, added], [, read]] = (await h.redis.multi()
+    .xadd(stream, '*', EventKind.spent, [usedEvent(g4, 'good.example'), poisonedAgain].map(lineOf).join('\n'))
+    .xreadgroup('GROUP', 'usage', 'a-dead-worker', 'COUNT', 10, 'STREAMS', stream, '>')
+    .exec()) as [[null, string], [null, [string, [string, string[]][]][]]];
+  t.same(read[0]?.[1].map(([id]) => id), [added], 'the dead worker read the entry');
+  await h.redis.xadd(h.keys.deadLetters, '*', 'stream', stream, 'id', added, 'error', 'invalid byte sequence for encoding "UTF8": 0x00',
+    'code', '22021', 'event', JSON.stringify(poisonedAgain));
+  await waitFor('the entry is claimed, persisted and acknowledged', async () =>
+    (await lag(h)) === 0 && (await h.redis.xpending(stream, 'usage'))[0] === 0, 10_000);
+  t.equal(await usedQuota(h, lic.firmaId), 4, 'its good line counts once');
+  t.equal((await rowOf(h, claimsOf(g4).token_id))?.status, 'used', 'and is a redemption');
+  t.same((await deadLetters(h)).map((d) => d.id), [entryId, added], 'its poisoned line is buried once, not again by the worker that claimed it');
 });
 
 t.test('poisoned redemption events: the good ones count exactly once, the poisoned ones are dead letters', async (t) => {
