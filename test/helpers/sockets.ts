@@ -77,30 +77,71 @@ function headersOf(head: string): Record<string, string> {
 
 /**
  * Opens `requests.length` connections to `port`, waits until the kernel has handed each to
- * one of `pids` (and notes which), then sends one request on each (Connection: close) and
+ * one of `pids` (and notes which), makes sure every process holds one when there are as many
+ * requests as processes (see spread), then sends one request on each (Connection: close) and
  * resolves with every answer; a connection that closes without one rejects. afterSend runs
  * once every request is written (e.g. a signal while they are in flight).
  */
 export async function oneRequestPerConnection(
   port: number, pids: number[], requests: OneShotRequest[], afterSend?: () => void,
 ): Promise<OneShotAnswer[]> {
-  const sockets = await Promise.all(requests.map(({ localAddress }) => new Promise<net.Socket>((resolve, reject) => {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
-    socket.once('connect', () => resolve(socket));
-    socket.once('error', reject);
-  })));
+  const sockets = await Promise.all(requests.map(({ localAddress }) => connect(port, localAddress)));
+  const opened = new Set(sockets);
   try {
-    let owners = new Map<number, number>();
-    await waitFor('every connection accepted by a server process', async () => {
-      owners = await connectionOwners(port, pids);
-      return sockets.every((s) => owners.has(s.localPort as number));
-    }, 10_000);
-    // the pid read now: a closed socket has no local port
-    const answers = sockets.map((socket, i) => exchange(socket, owners.get(socket.localPort as number) as number, requests[i] as OneShotRequest));
+    const owner = await acceptedBy(port, pids, sockets, 10_000);
+    await spread(port, pids, requests, sockets, owner, opened);
+    const answers = sockets.map((socket, i) => exchange(socket, owner.get(socket) as number, requests[i] as OneShotRequest));
     afterSend?.();
     return await Promise.all(answers);
   } finally {
-    for (const s of sockets) s.destroy();
+    for (const s of opened) s.destroy();
+  }
+}
+
+function connect(port: number, localAddress?: string): Promise<net.Socket> {
+  return new Promise<net.Socket>((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** Which of `pids` accepted each socket, once all have been (the pid read now: a closed socket has no local port). */
+async function acceptedBy(port: number, pids: number[], sockets: net.Socket[], timeoutMs: number): Promise<Map<net.Socket, number>> {
+  let owners = new Map<number, number>();
+  await waitFor('every connection accepted by a server process', async () => {
+    owners = await connectionOwners(port, pids);
+    return sockets.every((s) => owners.has(s.localPort as number));
+  }, timeoutMs);
+  return new Map(sockets.map((s) => [s, owners.get(s.localPort as number) as number]));
+}
+
+/**
+ * The kernel hashes each connection to one process, so n connections all land on one of two
+ * processes once in 2^(n-1) runs: a test that shows requests reaching every process would
+ * fail that often. So, with at least as many requests as processes, a connection of a
+ * process holding several is swapped for a new one a missing process accepted. The one
+ * swapped out is closed before any request is sent on it: it is counted nowhere.
+ */
+async function spread(
+  port: number, pids: number[], requests: OneShotRequest[], sockets: net.Socket[], owner: Map<net.Socket, number>, opened: Set<net.Socket>,
+): Promise<void> {
+  if (requests.length < pids.length) return;
+  for (let round = 0; round < 50; round++) {
+    const held = new Map<number, number[]>();
+    sockets.forEach((s, i) => held.set(owner.get(s) as number, [...held.get(owner.get(s) as number) ?? [], i]));
+    const missing = new Set(pids.filter((p) => !held.has(p)));
+    if (missing.size === 0) return;
+    const slot = [...held.values()].find((slots) => slots.length > 1)?.[0] as number;
+    const extra = await Promise.all(Array.from({ length: 4 }, () => connect(port, requests[slot]?.localAddress)));
+    for (const s of extra) opened.add(s);
+    const owners = await acceptedBy(port, pids, extra, 10_000);
+    const swap = extra.find((s) => missing.has(owners.get(s) as number));
+    for (const s of extra) if (s !== swap) s.destroy();
+    if (swap === undefined) continue;
+    sockets[slot]?.destroy();
+    sockets[slot] = swap;
+    owner.set(swap, owners.get(swap) as number);
   }
 }
 
@@ -112,11 +153,7 @@ export async function oneRequestPerConnection(
  */
 export async function requestVia(port: number, pid: number, request: OneShotRequest, rounds = 20): Promise<OneShotAnswer> {
   for (let round = 0; round < rounds; round++) {
-    const sockets = await Promise.all(Array.from({ length: 4 }, () => new Promise<net.Socket>((resolve, reject) => {
-      const socket = net.connect(port, '127.0.0.1');
-      socket.once('connect', () => resolve(socket));
-      socket.once('error', reject);
-    })));
+    const sockets = await Promise.all(Array.from({ length: 4 }, () => connect(port)));
     let chosen: net.Socket | undefined;
     await waitFor(`a connection held by ${pid}`, async () => {
       const owners = await connectionOwners(port, [pid]);
