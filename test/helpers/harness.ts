@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createRedis, type RedisClient } from '../../src/redis/client.js';
 import { KeySpace } from '../../src/redis/keys.js';
-import { startService, type Service } from '../../src/service.js';
+import type { Service } from '../../src/service.js';
 import { usageLag } from '../../src/usage/lag.js';
 import { DEFAULT_WORKERS } from './processes.js';
 import { TEST_SIGNING_KEY } from './signingKeys.js';
@@ -324,6 +324,9 @@ export async function startInProcessHarness(
   const logger = options.logLevel === undefined
     ? createLogger('silent')
     : pino({ level: options.logLevel }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  // loaded here: most test files start the service as npm start does, and loading the whole
+  // service into every test process (under tap's module hooks) costs each about a second of CPU
+  const { startService } = await import('../../src/service.js');
   const service = await startService(config, logger);
   t.teardown(() => service.stop()); // before the storage's cleanup (last in, first out)
   return new Harness(service, config, redis, sql, () => logs);
