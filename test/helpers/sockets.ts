@@ -88,7 +88,7 @@ export async function oneRequestPerConnection(
   const sockets = await Promise.all(requests.map(({ localAddress }) => connect(port, localAddress)));
   const opened = new Set(sockets);
   try {
-    const owner = await acceptedBy(port, pids, sockets, 10_000);
+    const owner = await acceptedBy(port, pids, sockets);
     await spread(port, pids, requests, sockets, owner, opened);
     const answers = sockets.map((socket, i) => exchange(socket, owner.get(socket) as number, requests[i] as OneShotRequest));
     afterSend?.();
@@ -107,12 +107,12 @@ function connect(port: number, localAddress?: string): Promise<net.Socket> {
 }
 
 /** Which of `pids` accepted each socket, once all have been (the pid read now: a closed socket has no local port). */
-async function acceptedBy(port: number, pids: number[], sockets: net.Socket[], timeoutMs: number): Promise<Map<net.Socket, number>> {
+async function acceptedBy(port: number, pids: number[], sockets: net.Socket[]): Promise<Map<net.Socket, number>> {
   let owners = new Map<number, number>();
   await waitFor('every connection accepted by a server process', async () => {
     owners = await connectionOwners(port, pids);
     return sockets.every((s) => owners.has(s.localPort as number));
-  }, timeoutMs);
+  }, 10_000);
   return new Map(sockets.map((s) => [s, owners.get(s.localPort as number) as number]));
 }
 
@@ -128,14 +128,14 @@ async function spread(
 ): Promise<void> {
   if (requests.length < pids.length) return;
   for (let round = 0; round < 50; round++) {
-    const held = new Map<number, number[]>();
-    sockets.forEach((s, i) => held.set(owner.get(s) as number, [...held.get(owner.get(s) as number) ?? [], i]));
-    const missing = new Set(pids.filter((p) => !held.has(p)));
+    const holders = sockets.map((s) => owner.get(s) as number);
+    const missing = new Set(pids.filter((p) => !holders.includes(p)));
     if (missing.size === 0) return;
-    const slot = [...held.values()].find((slots) => slots.length > 1)?.[0] as number;
+    // a connection of a process that holds another one too
+    const slot = holders.findIndex((p, i) => holders.indexOf(p) !== i);
     const extra = await Promise.all(Array.from({ length: 4 }, () => connect(port, requests[slot]?.localAddress)));
     for (const s of extra) opened.add(s);
-    const owners = await acceptedBy(port, pids, extra, 10_000);
+    const owners = await acceptedBy(port, pids, extra);
     const swap = extra.find((s) => missing.has(owners.get(s) as number));
     for (const s of extra) if (s !== swap) s.destroy();
     if (swap === undefined) continue;
