@@ -193,7 +193,7 @@ t.test('one poisoned event among 1,000: 999 rows land, one dead letter, the stre
 });
 
 t.test('an entry of several redemptions, one line poisoned: the others count once, that line alone is a dead letter, once', async (t) => {
-  const h = await startHarness(t, 'deadletters-lines', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000', WORKER_CLAIM_IDLE_MS: '500' });
+  const h = await startHarness(t, 'deadletters-lines', { ...LIVE_COUNTS, WORKER_BATCH_SIZE: '1000', WORKER_CLAIM_IDLE_MS: '500' }, { logLevel: 'warn' });
   const lic = await h.createLicense({ totalQuota: 20 });
   const { tokens } = await mintTokens(h, lic, 6, 0);
   await h.drainWorker();
@@ -205,8 +205,14 @@ t.test('an entry of several redemptions, one line poisoned: the others count onc
   const stream = h.keys.forLicense(lic.firmaId).stream;
   const [entryId] = await xaddAtomically(h, stream, [[EventKind.spent, lines.join('\n')]]);
 
-  await waitFor('the entry is persisted and acknowledged, its poisoned line buried', async () =>
-    (await lag(h)) === 0 && (await deadCount(h)) === 1, 10_000);
+  // what it saw last, and the worker's warnings, named if it times out (seen in CI only)
+  let seen = '';
+  await waitFor(() => `the entry is persisted and acknowledged, its poisoned line buried (last seen: ${seen}; warnings: `
+    + `${JSON.stringify(h.logs.filter((l) => (l.level as number) >= 40).slice(-6)).slice(0, 3000)})`, async () => {
+    const [waiting, dead, pending] = [await lag(h), await deadCount(h), (await h.redis.xpending(stream, 'usage'))[0]];
+    seen = `lag ${waiting}, dead letters ${dead}, pending ${pending}`;
+    return waiting === 0 && dead === 1;
+  }, 10_000);
   t.equal(await usedQuota(h, lic.firmaId), 3, 'used_quota counts each good line once');
   for (const jwt of [g0, g1, g2]) t.equal((await rowOf(h, claimsOf(jwt).token_id))?.status, 'used', 'a good line is a redemption');
   t.equal((await rowOf(h, claimsOf(p3).token_id))?.status, 'issued', 'the poisoned line is not');
