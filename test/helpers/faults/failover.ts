@@ -140,7 +140,8 @@ export async function checkFailoverBooks(t: Test, h: Harness, licenses: TestLice
     const pg = await postgresBooks(h, lic.firmaId);
     t.equal(pg.used, pg.rows - pg.releases, `${lic.firmaId}: Postgres's used quota is its redemption rows less its releases (${JSON.stringify(pg)})`);
     const quota = await h.checkQuota(lic.licenseKey);
-    t.equal(quota.body.data?.usedQuota, pg.used, `${lic.firmaId}: check-quota shows what Postgres holds (${pg.used})`);
+    t.equal(quota.body.data?.usedQuota, pg.used, `${lic.firmaId}: check-quota shows what Postgres holds (${pg.used})`,
+      { status: quota.status, body: quota.body });
   }
   const stored = new Set((await h.sql`select token_id::text as id from token_redemptions where token_id = any(${[...ok]}::uuid[])`)
     .map((r) => String(r.id)));
