@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { isLostTypeFetch } from './db/typeFetch.js';
 
 // JSON logs on stdout. No password, password hash, token, Authorization value or admin
 // token may reach a log line, on any path. Errors are the dangerous ones: ioredis errors
@@ -54,7 +55,10 @@ export function createLogger(level: string): Logger {
  * ioredis error's command arguments among them): log it the safe way instead.
  */
 export function guardProcess(log: Logger): void {
-  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+  process.on('unhandledRejection', (err) => {
+    if (isLostTypeFetch(err)) log.warn({ err }, 'Postgres: a connection was lost while it was being set up; its queries fail and are retried');
+    else log.error({ err }, 'unhandled rejection');
+  });
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'uncaught exception');
     process.exit(1);

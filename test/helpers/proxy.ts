@@ -86,6 +86,8 @@ export class CuttableProxy {
   /** connections held open by the blackhole: accepted there, or forwarding when it began */
   private readonly held = new Set<net.Socket>();
   private mode: 'open' | 'down' | 'blackhole' = 'open';
+  /** the statement that resets the next connection sending it (resetOnStatement) */
+  private resetOn: { matches: (text: string) => boolean; done: () => void } | null = null;
   /** how many times each statement text was run through this proxy */
   private readonly runs = new Map<string, number>();
   private readonly server: net.Server;
@@ -114,7 +116,15 @@ export class CuttableProxy {
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
-      const reader = new StatementReader((text) => this.runs.set(text, (this.runs.get(text) ?? 0) + 1));
+      const reader = new StatementReader((text) => {
+        this.runs.set(text, (this.runs.get(text) ?? 0) + 1);
+        if (this.resetOn?.matches(text)) {
+          this.resetOn.done();
+          this.resetOn = null;
+          client.resetAndDestroy(); // read before it is piped on: it never reaches Postgres
+          upstream.destroy();
+        }
+      });
       client.on('data', (chunk: Buffer) => {
         if (!this.held.has(client)) reader.feed(chunk); // what the blackhole holds never reaches Postgres
       });
@@ -144,6 +154,15 @@ export class CuttableProxy {
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
     this.port = (this.server.address() as net.AddressInfo).port;
     return this.port;
+  }
+
+  /**
+   * Resets (TCP RST, as a crashed peer or a failing-over address does) the next connection
+   * that sends a statement `matches` accepts, before the statement reaches Postgres; resolves
+   * when it has.
+   */
+  resetOnStatement(matches: (text: string) => boolean): Promise<void> {
+    return new Promise((done) => { this.resetOn = { matches, done }; });
   }
 
   /** Drops every open connection and refuses new ones. */

@@ -479,5 +479,5 @@ t.test('a connection lost in the middle of the worker\'s write is retried, never
   t.equal((await h.validate(second, 'after.example')).status, 200);
   await waitFor('a later redemption lands', async () => (await usedQuota(h, lic.firmaId)) === 2, 5_000);
   t.equal(await deadCount(h), 0);
-  t.equal(fatal(), undefined, 'nothing fatal logged');
+  t.equal(fatal(), undefined, `nothing fatal logged (${JSON.stringify(fatal())})`);
 });
