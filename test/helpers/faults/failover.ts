@@ -2,7 +2,7 @@ import type { Test } from 'tap';
 import type { Harness, TestLicense } from '../harness.js';
 import { claimsOf } from '../jwt.js';
 import { TokenSource } from '../tokens.js';
-import { sleep } from '../wait.js';
+import { pollUntil, sleep } from '../wait.js';
 
 // The service as deployed (startHarness) on a highly available Redis whose failover loses
 // the last acknowledged writes (test/helpers/redisHa.ts): the redemptions of the lost
@@ -139,7 +139,10 @@ export async function checkFailoverBooks(t: Test, h: Harness, licenses: TestLice
   for (const lic of licenses) {
     const pg = await postgresBooks(h, lic.firmaId);
     t.equal(pg.used, pg.rows - pg.releases, `${lic.firmaId}: Postgres's used quota is its redemption rows less its releases (${JSON.stringify(pg)})`);
-    const quota = await h.checkQuota(lic.licenseKey);
+    // asked again while it answers 503 (the license's copy still being rebuilt after the
+    // promotion) or is rate-limited: the books are compared once it answers the license
+    const quota = await pollUntil(() => h.checkQuota(lic.licenseKey),
+      (q) => q.status !== 503 && q.body.error?.code !== 'RATE_LIMITED', { timeoutMs: 15_000, intervalMs: 250 });
     t.equal(quota.body.data?.usedQuota, pg.used, `${lic.firmaId}: check-quota shows what Postgres holds (${pg.used})`,
       { status: quota.status, body: quota.body });
   }
