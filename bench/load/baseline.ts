@@ -42,6 +42,7 @@ const FIGURES: [string, Figure, (v: number) => string][] = [
   ['req/s', (s) => s.rps, (v) => String(Math.round(v))],
   ['p50 ms', (s) => s.p50 / 1000, (v) => v.toFixed(2)],
   ['p99 ms', (s) => s.p99 / 1000, (v) => v.toFixed(2)],
+  ['p99.9 ms', (s) => s.p999 / 1000, (v) => v.toFixed(2)],
   ['server µs/req (all processes)', (s) => s.serverUs, (v) => v.toFixed(1)],
   ['Redis µs/req', (s) => s.redisUs, (v) => v.toFixed(1)],
   ['Redis µs/req in script calls', (s) => s.scriptUs, (v) => v.toFixed(1)],

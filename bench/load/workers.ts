@@ -34,6 +34,7 @@ export interface DeploymentSample {
   rps: number;
   p50: number;
   p99: number;
+  p999: number;
   /** CPU per request (a redemption, or a check-quota), µs: every server process (the primary and its children), Redis, Postgres (every postgres process of the machine), wrk */
   serverUs: number;
   redisUs: number;
@@ -117,7 +118,7 @@ export async function measureDeployments(run: DeploymentsRun, variants: Variant[
         await run.drained(); // the worker's writes belong to the redemptions
         const minted = quota ? r.requests : readFileSync(tokens, 'utf8').split('\n').filter(Boolean).length;
         const sample: DeploymentSample = {
-          label: variant.label, round, rps: r.rps, p50: r.p50, p99: r.p99, serverUs: (treeMicros(server.pid) - before.server) / r.requests,
+          label: variant.label, round, rps: r.rps, p50: r.p50, p99: r.p99, p999: r.p999, serverUs: (treeMicros(server.pid) - before.server) / r.requests,
           redisUs: (cpuMicros(run.redis.pid) - before.redis) / r.requests, postgresUs: (postgresCpu() - before.postgres) / r.requests, walBytes: (await walPosition() - before.wal) / r.requests,
           scriptUs: (await scriptMicros(run.redis.port) - before.scripts) / r.requests,
           wrkUs: r.wrkUs, short: Math.max(0, r.requests - minted),
