@@ -92,13 +92,17 @@ t.test('Postgres keeps the document count and the receipt\'s digest; the history
   t.equal(byToken.get(claimsOf(signToken).token_id)?.documents, 3, 'with its document count');
   t.same(Object.keys(byToken.get(claimsOf(validateToken).token_id) ?? {}).sort(), ['imzaTipi', 'origin', 'tokenId', 'usedAt'], 'a validate\'s item as published');
 
-  // the worker may see an event again (a reclaim, a replayed dead letter): it writes nothing twice
+  // the worker may see an event again (a reclaim, a replayed dead letter): the same
+  // redemption, at the time it was made, writes nothing twice and is no second redemption
   const c = claimsOf(signToken);
-  const again = [...eventFields({ tokenId: c.token_id, firmaId: c.firma_id, imzaTipi: 0, atMs: Date.now(), issuedMs: c.iat * 1000 }),
+  const [made] = await h.sql`select (extract(epoch from used_at) * 1000)::int8::text as at_ms from token_redemptions where token_id = ${c.token_id}`;
+  const again = [...eventFields({ tokenId: c.token_id, firmaId: c.firma_id, imzaTipi: 0, atMs: Number(made?.at_ms), issuedMs: c.iat * 1000 }),
     'r', receiptParts(signed.body.receipt).text];
   t.equal(readEvent(again)?.tokenId, c.token_id, 'the event as redeem.lua writes it');
+  const deadBefore = await h.redis.xlen(h.keys.deadLetters);
   await h.redis.xadd(h.keys.forLicense(c.firma_id).stream, '*', ...again);
   await h.drainWorker();
+  t.equal(await h.redis.xlen(h.keys.deadLetters), deadBefore, 'the event again is no dead letter (no second redemption)');
   const [{ n, used }] = await h.sql`select (select count(*)::int from token_redemptions where firma_id = ${c.firma_id}) as n,
     (select used_quota::int from licenses where firma_id = ${c.firma_id}) as used` as unknown as [{ n: number; used: number }];
   t.same([n, used], [2, 2], 'the event again: still two rows, two units in Postgres');
