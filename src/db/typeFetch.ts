@@ -9,5 +9,10 @@
 export function isLostTypeFetch(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;
   const query = (err as { query?: unknown }).query;
-  return typeof query === 'string' && query.includes('pg_catalog.pg_type') && query.includes('typarray');
+  return typeof query === 'string' && isTypeFetch(query);
+}
+
+/** The driver's array-type lookup, by its text. */
+export function isTypeFetch(statement: string): boolean {
+  return statement.includes('pg_catalog.pg_type') && statement.includes('typarray');
 }

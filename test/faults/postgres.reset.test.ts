@@ -1,5 +1,6 @@
 import t from 'tap';
-import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
+import { isTypeFetch } from '../../src/db/typeFetch.js';
+import { LIVE_COUNTS, startHarness } from '../helpers/harness.js';
 import { claimsOf } from '../helpers/jwt.js';
 import { startPostgresProxy } from '../helpers/proxy.js';
 import { mintTokens } from '../helpers/tokens.js';
@@ -9,13 +10,6 @@ import { waitFor } from '../helpers/wait.js';
 // the array types, in flight): the driver rejects that statement where nothing listens. The
 // service logs a warning for it, not an error, and the write waiting for the connection is
 // retried and lands once.
-
-const TYPE_FETCH = (text: string) => text.includes('pg_catalog.pg_type') && text.includes('typarray');
-
-async function usedQuota(h: Harness, firmaId: string): Promise<number | undefined> {
-  const [row] = await h.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
-  return row?.used;
-}
 
 t.test('a connection reset while it is being set up: a warning, no error, the redemption lands once', async (t) => {
   const { proxy, url } = await startPostgresProxy(t); // registered first: closed after the service has stopped
@@ -31,12 +25,12 @@ t.test('a connection reset while it is being set up: a warning, no error, the re
   // every connection dropped; the next one made is reset during its setup
   proxy.cut();
   let reset = false;
-  void proxy.resetOnStatement(TYPE_FETCH).then(() => { reset = true; });
+  void proxy.resetOnStatement(isTypeFetch).then(() => { reset = true; });
   t.equal((await h.validate(token as string, 'reset.example')).status, 200);
   proxy.restore();
   await waitFor('a connection is set up again, and reset', () => reset, 15_000);
 
-  await waitFor('the redemption lands', async () => (await usedQuota(h, lic.firmaId)) === 1, 15_000);
+  await waitFor('the redemption lands', async () => (await h.postgresUsedQuota(lic.firmaId)) === 1, 15_000);
   const lost = () => h.logs.find((l) => l.level === 40 && String(l.msg).includes('lost while it was being set up'));
   await waitFor(() => `the lost setup is logged (last: ${JSON.stringify(h.logs.slice(-3))})`, () => lost() !== undefined, 5_000);
   t.equal((lost()?.err as { code?: string } | undefined)?.code, 'ECONNRESET', 'the warning names the reset');
@@ -45,5 +39,5 @@ t.test('a connection reset while it is being set up: a warning, no error, the re
 
   const [row] = await h.sql`select status from sign_tokens where token_id = ${tokenId}`;
   t.equal(row?.status, 'used');
-  t.equal(await usedQuota(h, lic.firmaId), 1, 'counted once');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 1, 'counted once');
 });

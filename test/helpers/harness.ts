@@ -169,6 +169,12 @@ export class Harness implements Client {
    * worker reads it (src/usage/lag.ts), through the test's own Redis client when the worker
    * runs in another process (a server process, or `npm run worker` beside RUN_WORKER=0).
    */
+  /** The license's used_quota as Postgres holds it (undefined: no such license). */
+  async postgresUsedQuota(firmaId: string): Promise<number | undefined> {
+    const [row] = await this.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
+    return row?.used as number | undefined;
+  }
+
   async drainWorker(timeoutMs = 10_000): Promise<void> {
     const worker = this.service.worker;
     const redis = this.serviceRedis;

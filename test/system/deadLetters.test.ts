@@ -78,11 +78,6 @@ async function lag(h: Harness): Promise<number> {
   return (await Promise.all(h.keys.streams.map((s) => h.redis.xlen(s)))).reduce((a, b) => a + b, 0);
 }
 
-async function usedQuota(h: Harness, firmaId: string): Promise<number | undefined> {
-  const [row] = await h.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
-  return row?.used;
-}
-
 async function rowOf(h: Harness, tokenId: string): Promise<{ status: string; origin: string | null; firma_id: string } | undefined> {
   const [row] = await h.sql`select status, origin, firma_id from sign_tokens where token_id = ${tokenId}`;
   return row as { status: string; origin: string | null; firma_id: string } | undefined;
@@ -187,7 +182,7 @@ t.test('one poisoned event among 1,000: 999 rows land, one dead letter, the stre
   t.equal(answer.status, 200, 'validate answers 200');
   const answered = Date.now();
   await waitFor('the redemption reaches Postgres', async () =>
-    (await rowOf(h, tokenId))?.status === 'used' && (await usedQuota(h, lic.firmaId)) === 1, 1_000);
+    (await rowOf(h, tokenId))?.status === 'used' && (await h.postgresUsedQuota(lic.firmaId)) === 1, 1_000);
   t.ok(Date.now() - answered <= 1_000, `persisted ${Date.now() - answered} ms after the validate answer`);
   t.equal(await deadCount(h), 1, 'still exactly one dead letter');
 });
@@ -213,7 +208,7 @@ t.test('an entry of several redemptions, one line poisoned: the others count onc
     seen = `lag ${waiting}, dead letters ${dead}, pending ${pending}`;
     return waiting === 0 && dead === 1;
   }, 10_000);
-  t.equal(await usedQuota(h, lic.firmaId), 3, 'used_quota counts each good line once');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 3, 'used_quota counts each good line once');
   for (const jwt of [g0, g1, g2]) t.equal((await rowOf(h, claimsOf(jwt).token_id))?.status, 'used', 'a good line is a redemption');
   t.equal((await rowOf(h, claimsOf(p3).token_id))?.status, 'issued', 'the poisoned line is not');
   const [letter] = await deadLetters(h);
@@ -233,7 +228,7 @@ t.test('an entry of several redemptions, one line poisoned: the others count onc
     'code', '22021', 'event', JSON.stringify(poisonedAgain));
   await waitFor('the entry is claimed, persisted and acknowledged', async () =>
     (await lag(h)) === 0 && (await h.redis.xpending(stream, 'usage'))[0] === 0, 10_000);
-  t.equal(await usedQuota(h, lic.firmaId), 4, 'its good line counts once');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 4, 'its good line counts once');
   t.equal((await rowOf(h, claimsOf(g4).token_id))?.status, 'used', 'and is a redemption');
   t.same((await deadLetters(h)).map((d) => d.id), [entryId, added], 'its poisoned line is buried once, not again by the worker that claimed it');
 });
@@ -257,7 +252,7 @@ t.test('poisoned redemption events: the good ones count exactly once, the poison
   await waitFor('the batch is persisted and both poisoned events are buried', async () =>
     (await lag(h)) === 0 && (await deadCount(h)) === 2, 10_000);
 
-  t.equal(await usedQuota(h, lic.firmaId), 4, 'used_quota counts each good redemption once');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 4, 'used_quota counts each good redemption once');
   for (const jwt of [g0, g1, g2, g3]) {
     const row = await rowOf(h, claimsOf(jwt).token_id);
     t.equal(row?.status, 'used', 'a good redemption is used');
@@ -279,7 +274,7 @@ t.test('poisoned redemption events: the good ones count exactly once, the poison
   // the same good redemptions once more, in a later batch: nothing changes
   await xaddAtomically(h, h.keys.forLicense(lic.firmaId).stream, goodEvents);
   await h.drainWorker();
-  t.equal(await usedQuota(h, lic.firmaId), 4, 'replayed good redemptions change nothing');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 4, 'replayed good redemptions change nothing');
   t.equal(await deadCount(h), 2, 'nor the dead letters');
 });
 
@@ -306,7 +301,7 @@ t.test('a malformed event is a dead letter (BAD_EVENT) and does not block the st
   const { tokenId, answer } = await redeem(h, lic);
   t.equal(answer.status, 200);
   await waitFor('a real redemption lands', async () => (await rowOf(h, tokenId))?.status === 'used', 2_000);
-  t.equal(await usedQuota(h, lic.firmaId), 1);
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 1);
   t.equal((await healthUntil(h, (hz) => hz.deadLetters === 2)).deadLetters, 2, '/healthz counts them');
 });
 
@@ -326,10 +321,10 @@ t.test('a refused redemption waits as a dead letter, and lands once when replaye
     (await deadCount(h)) === 1 && (await rowOf(h, fine.tokenId))?.status === 'used', 5_000);
   await h.drainWorker();
   t.equal((await rowOf(h, poisoned.tokenId))?.status, 'issued', 'the refused redemption is not in Postgres');
-  t.equal(await usedQuota(h, lic.firmaId), 1, 'only the other redemption is counted');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 1, 'only the other redemption is counted');
   const later = await redeem(h, lic, 'fine.example');
   await waitFor('redemptions keep landing', async () => (await rowOf(h, later.tokenId))?.status === 'used', 2_000);
-  t.equal(await usedQuota(h, lic.firmaId), 2);
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 2);
 
   const [letter] = await deadLetters(h);
   t.equal(letter?.code, '23514', 'check_violation');
@@ -351,7 +346,7 @@ t.test('a refused redemption waits as a dead letter, and lands once when replaye
   await h.drainWorker();
   const row = await rowOf(h, poisoned.tokenId);
   t.equal(row?.origin, 'poison.example');
-  t.equal(await usedQuota(h, lic.firmaId), 3, 'used_quota counts it once');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 3, 'used_quota counts it once');
   t.equal(await deadCount(h), 0, 'the dead-letter stream is empty');
   t.equal((await healthUntil(h, (hz) => hz.deadLetters === 0)).deadLetters, 0, '/healthz: none left');
 
@@ -359,7 +354,7 @@ t.test('a refused redemption waits as a dead letter, and lands once when replaye
   t.match(await cli(h, 'replay'), /replayed 0 /);
   await h.redis.xadd(stream, '*', ...(letter?.event ?? []));
   await h.drainWorker();
-  t.equal(await usedQuota(h, lic.firmaId), 3, 'a second copy changes nothing');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 3, 'a second copy changes nothing');
   t.equal(await deadCount(h), 0);
 });
 
@@ -409,7 +404,7 @@ t.test('transient failures (Postgres unreachable, a lock not granted in time) ar
   t.equal(down.status, 503, '/healthz: Postgres down');
   t.equal(down.deadLetters, 0);
   proxy.restore();
-  await waitFor('the redemptions land once Postgres is back', async () => (await usedQuota(h, lic.firmaId)) === 3, 15_000);
+  await waitFor('the redemptions land once Postgres is back', async () => (await h.postgresUsedQuota(lic.firmaId)) === 3, 15_000);
   await h.drainWorker();
   for (const token of cutOff) t.equal((await rowOf(h, claimsOf(token).token_id))?.status, 'used');
   t.equal(await deadCount(h), 0, 'the dead-letter stream stays empty');
@@ -428,7 +423,7 @@ t.test('transient failures (Postgres unreachable, a lock not granted in time) ar
   } finally {
     await unlock();
   }
-  await waitFor('the redemptions land once the lock is released', async () => (await usedQuota(h, lic.firmaId)) === 6, 15_000);
+  await waitFor('the redemptions land once the lock is released', async () => (await h.postgresUsedQuota(lic.firmaId)) === 6, 15_000);
   await h.drainWorker();
   for (const token of locked) t.equal((await rowOf(h, claimsOf(token).token_id))?.status, 'used');
   t.equal(await deadCount(h), 0, 'the dead-letter stream stays empty');
@@ -472,12 +467,12 @@ t.test('a connection lost in the middle of the worker\'s write is retried, never
   t.equal(await deadCount(h), 0, `a lost connection is not a dead letter (${String((retries()[before]?.err as { code?: string } | undefined)?.code)})`);
   t.equal(await lag(h), 1, 'the redemption waits in the stream');
   proxy.restore();
-  await waitFor('the redemption lands once Postgres is back', async () => (await usedQuota(h, lic.firmaId)) === 1, 15_000);
+  await waitFor('the redemption lands once Postgres is back', async () => (await h.postgresUsedQuota(lic.firmaId)) === 1, 15_000);
   t.equal((await rowOf(h, claimsOf(first).token_id))?.status, 'used');
 
   // and the server still serves and persists
   t.equal((await h.validate(second, 'after.example')).status, 200);
-  await waitFor('a later redemption lands', async () => (await usedQuota(h, lic.firmaId)) === 2, 5_000);
+  await waitFor('a later redemption lands', async () => (await h.postgresUsedQuota(lic.firmaId)) === 2, 5_000);
   t.equal(await deadCount(h), 0);
   t.equal(fatal(), undefined, `nothing fatal logged (${JSON.stringify(fatal())})`);
 });

@@ -12,11 +12,6 @@ import { GROUP } from '../../src/usage/ack.js';
 // form are still written, the redemptions of one linger interval share one Postgres
 // statement, and acknowledging trims the stream only of what no consumer still holds.
 
-async function usedQuota(h: Harness, firmaId: string): Promise<number | undefined> {
-  const [row] = await h.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
-  return row?.used;
-}
-
 async function streamTotal(h: Harness): Promise<number> {
   const lengths = await Promise.all(h.keys.streams.map((s) => h.redis.xlen(s)));
   return lengths.reduce((a, b) => a + b, 0);
@@ -37,7 +32,7 @@ t.test('events queued by an earlier version (a field per value) are written as t
 
   await spawnWorker(t, h.workerEnv()); // npm run worker
   await h.drainWorker();
-  t.equal(await usedQuota(h, lic.firmaId), 3, 'three redemptions counted, whatever their form');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 3, 'three redemptions counted, whatever their form');
   const rows = await h.sql`select token_id, status, used_at, origin, imza_tipi::int as imza_tipi from sign_tokens where firma_id = ${lic.firmaId}`;
   const byId = new Map(rows.map((r) => [r.token_id as string, r]));
   t.equal(byId.get(a.token_id)?.origin, 'https://old.example', 'the old form\'s origin');
@@ -57,12 +52,12 @@ t.test('the redemptions of one linger interval are written by one statement', as
   await h.drainWorker();
   // the first redemption after a quiet spell is written at once; the worker then lingers
   t.equal((await h.validate(tokens[0] as string)).status, 200);
-  await waitFor('the first redemption lands', async () => (await usedQuota(h, lic.firmaId)) === 1, 3_000);
+  await waitFor('the first redemption lands', async () => (await h.postgresUsedQuota(lic.firmaId)) === 1, 3_000);
   const answers = await Promise.all(tokens.slice(1).map((token) => h.validate(token)));
   t.same(answers.map((a) => a.status), Array(10).fill(200), 'ten more redemptions, answered at once');
   await sleep(300);
-  t.equal(await usedQuota(h, lic.firmaId), 1, 'not yet written: the worker lets them gather');
-  await waitFor('the ten land', async () => (await usedQuota(h, lic.firmaId)) === 11, 5_000);
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 1, 'not yet written: the worker lets them gather');
+  await waitFor('the ten land', async () => (await h.postgresUsedQuota(lic.firmaId)) === 11, 5_000);
   const [row] = await h.sql`
     select count(distinct xmin::text)::int as statements from token_redemptions
     where token_id = any(${tokens.slice(1).map((tk) => claimsOf(tk).token_id)}::uuid[])`;
@@ -75,15 +70,15 @@ t.test('at a rate that gathers WORKER_LINGER_EVENTS sooner, the worker lingers o
   const { tokens } = await mintTokens(h, lic, 22, 0);
   await h.drainWorker();
   t.equal((await h.validate(tokens[0] as string)).status, 200);
-  await waitFor('the first redemption lands', async () => (await usedQuota(h, lic.firmaId)) === 1, 3_000);
+  await waitFor('the first redemption lands', async () => (await h.postgresUsedQuota(lic.firmaId)) === 1, 3_000);
   // twenty arrive while the worker lingers its longest (1.5 s): a rate of about 13 a second
   const answers = await Promise.all(tokens.slice(1, 21).map((token) => h.validate(token)));
   t.same(answers.map((a) => a.status), Array(20).fill(200));
-  await waitFor('the twenty land', async () => (await usedQuota(h, lic.firmaId)) === 21, 5_000);
+  await waitFor('the twenty land', async () => (await h.postgresUsedQuota(lic.firmaId)) === 21, 5_000);
   // at that rate five events gather in about 375 ms: the next one waits no longer than that
   const sent = Date.now();
   t.equal((await h.validate(tokens[21] as string)).status, 200);
-  await waitFor('the next redemption lands', async () => (await usedQuota(h, lic.firmaId)) === 22, 3_000, 10);
+  await waitFor('the next redemption lands', async () => (await h.postgresUsedQuota(lic.firmaId)) === 22, 3_000, 10);
   const waited = Date.now() - sent;
   t.ok(waited < 1000, `it landed ${waited} ms after its answer (the longest linger is 1500 ms)`);
 });
@@ -107,7 +102,7 @@ t.test('acknowledging trims the stream, but never an entry another worker holds'
   t.same(pending[3], [['other-worker', '1']], 'the other worker holds the event');
 
   for (const token of tokens.slice(1)) t.equal((await h.validate(token)).status, 200);
-  await waitFor('the service\'s worker writes the later redemptions', async () => (await usedQuota(h, lic.firmaId)) === 5, 5_000);
+  await waitFor('the service\'s worker writes the later redemptions', async () => (await h.postgresUsedQuota(lic.firmaId)) === 5, 5_000);
   await sleep(200);
   const left = (await h.redis.xrange(stream, '-', '+')).map(([id]) => id);
   t.equal(left[0], held, 'the held entry is still in the stream');
@@ -116,7 +111,7 @@ t.test('acknowledging trims the stream, but never an entry another worker holds'
 
   // the other worker writes nothing and dies: its entry is reclaimed, and the stream empties
   await spawnWorker(t, h.workerEnv({ WORKER_CLAIM_IDLE_MS: '200' })); // npm run worker
-  await waitFor('the held redemption is reclaimed and written', async () => (await usedQuota(h, lic.firmaId)) === 6, 10_000);
+  await waitFor('the held redemption is reclaimed and written', async () => (await h.postgresUsedQuota(lic.firmaId)) === 6, 10_000);
   await h.drainWorker();
   t.equal(await h.redis.xlen(stream), 0, 'the stream is empty');
 });

@@ -12,11 +12,6 @@ import { eventFields } from '../helpers/events.js';
 // The usage worker: events written by the Lua scripts reach Postgres once, whatever is
 // replayed, duplicated, interrupted or left behind by a dead consumer.
 
-async function usedQuota(h: Harness, firmaId: string): Promise<number | undefined> {
-  const [row] = await h.sql`select used_quota::int as used from licenses where firma_id = ${firmaId}`;
-  return row?.used;
-}
-
 async function tokenRows(h: Harness, firmaId: string) {
   return h.sql`
     select token_id, firma_id, imza_tipi::int as imza_tipi, status, issued_at, expires_at, used_at, origin
@@ -51,7 +46,7 @@ t.test('issued and redeemed tokens reach Postgres; a replayed event changes noth
   await h.drainWorker();
   const after = Date.now();
 
-  t.equal(await usedQuota(h, lic.firmaId), 2, 'used_quota counts the two redemptions');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 2, 'used_quota counts the two redemptions');
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 3, 'every issued token is in the audit trail');
   const byId = new Map(rows.map((r) => [r.token_id as string, r]));
@@ -85,7 +80,7 @@ t.test('issued and redeemed tokens reach Postgres; a replayed event changes noth
     kind: EventKind.issued, tokenId: cb.token_id, firmaId: lic.firmaId, imzaTipi: cb.imza_tipi, atMs: Date.now(), expiresMs: cb.exp * 1000,
   }));
   await h.drainWorker();
-  t.equal(await usedQuota(h, lic.firmaId), 2, 'used_quota unchanged by the replay');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 2, 'used_quota unchanged by the replay');
   t.same(await tokenRows(h, lic.firmaId), rows, 'every row unchanged by the replay');
 
   // the live count is unchanged too
@@ -116,7 +111,7 @@ t.test('duplicate events within one batch count once', async (t) => {
 
   await spawnWorker(t, h.workerEnv()); // npm run worker
   await h.drainWorker();
-  t.equal(await usedQuota(h, lic.firmaId), 3, 'three tokens turned used, each counted once');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 3, 'three tokens turned used, each counted once');
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 3);
   t.ok(rows.every((r) => r.status === 'used'), 'all three rows used');
@@ -143,11 +138,11 @@ t.test('events survive Postgres being down', async (t) => {
   t.equal(await streamTotal(h), 6 + 5, 'every event still waits in the streams');
   const none = await h.sql`select count(*)::int as n from sign_tokens where firma_id = ${lic.firmaId}`;
   t.equal(none[0]?.n, 0, 'nothing reached Postgres yet');
-  t.equal(await usedQuota(h, lic.firmaId), 0);
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 0);
 
   proxy.restore();
   await h.drainWorker(30_000);
-  t.equal(await usedQuota(h, lic.firmaId), 5, 'used_quota right after Postgres is back');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 5, 'used_quota right after Postgres is back');
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 6, 'every issued token persisted');
   t.equal(rows.filter((r) => r.status === 'used').length, 5);
@@ -169,7 +164,7 @@ t.test('a standalone worker process moves the events', async (t) => {
   const worker = await spawnWorker(t, h.workerEnv());
 
   await waitFor('the standalone worker drains the streams', async () => (await streamTotal(h)) === 0, 20_000);
-  t.equal(await usedQuota(h, lic.firmaId), 3);
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 3);
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 4);
   t.equal(rows.filter((r) => r.status === 'used').length, 3);
@@ -199,7 +194,7 @@ t.test('pending events of a dead consumer are reclaimed', async (t) => {
 
   await spawnWorker(t, h.workerEnv({ WORKER_CLAIM_IDLE_MS: '200' })); // npm run worker
   await h.drainWorker(15_000);
-  t.equal(await usedQuota(h, lic.firmaId), 2, 'the reclaimed redemptions are counted');
+  t.equal(await h.postgresUsedQuota(lic.firmaId), 2, 'the reclaimed redemptions are counted');
   const rows = await tokenRows(h, lic.firmaId);
   t.equal(rows.length, 3, 'the reclaimed issuances are in the audit trail');
   t.equal(rows.filter((r) => r.status === 'used').length, 2);
