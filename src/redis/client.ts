@@ -1,9 +1,37 @@
-import { Redis, Cluster } from 'ioredis';
+import { Redis, Cluster, Command } from 'ioredis';
 import type { Config } from '../config.js';
 import { attachScripts } from './library.js';
 import type { ScriptClient } from './scriptCall.js';
 
 export type RedisClient = (Redis | Cluster) & ScriptClient;
+
+/** What the timeout below reads and sets of an ioredis Command (its timer field is private in the types). */
+interface TimedCommand {
+  _commandTimeoutTimer?: NodeJS.Timeout;
+  isSettled: boolean;
+  reject(err: Error): void;
+}
+
+/**
+ * A command's timeout, as ioredis arms it for every connection (commandTimeout), with one
+ * change: it fails the command one turn of the event loop later, and only if its answer has
+ * still not been read. Timers run first in a turn, before its sockets are read: after the
+ * process stalled (a loaded machine, a long collection) a command whose answer had arrived
+ * meanwhile failed at its timeout before that answer was read, and its request answered 503
+ * for what the script had done (a unit spent, a token issued: seen in test/faults/redis.paused
+ * on a loaded machine). setImmediate runs after the turn has read its sockets.
+ * An answer that has not arrived by then fails as before, and a script that runs past its
+ * deadline changes nothing (src/redis/clock.ts).
+ */
+Command.prototype.setTimeout = function failLate(this: Command, ms: number): void {
+  const command = this as unknown as TimedCommand;
+  if (command._commandTimeoutTimer) return;
+  command._commandTimeoutTimer = setTimeout(() => {
+    setImmediate(() => {
+      if (!command.isSettled) command.reject(new Error('Command timed out'));
+    });
+  }, ms);
+};
 
 /**
  * Options of every connection. A command that gets no answer within the timeout fails

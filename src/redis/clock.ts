@@ -10,9 +10,9 @@ const MAX_RTT_MS = 50;
  * after its client stopped waiting (a Redis paused, a connection queued while down) must
  * change nothing, or a unit would be spent for a request answered 503. The deadline comes
  * half the command timeout before the client gives up, so that an answer produced in time
- * still has that long to travel back and be read: a quarter was seen too little on a loaded
- * machine, where the server's event loop stalled long enough for the timeout's timer to run
- * before the answer that had arrived was read (a 503 for a spent unit, test/faults/redis.paused).
+ * still has that long to travel back (a quarter was seen too little on a loaded machine);
+ * an answer that has arrived is read before the timeout fails its command, however long the
+ * process stalled (src/redis/client.ts).
  */
 export class RedisClock {
   private offsetMs = 0;

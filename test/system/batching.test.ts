@@ -112,6 +112,35 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
   t.same(again, [[Outcome.TOKEN_SPENT, 0, 0, 0, 0, 0, ''], [Outcome.TOKEN_SPENT, 0, 0, 0, 0, 0, '']], 'spent tokens are refused in a batch too');
 });
 
+t.test('an answer that arrived while the process was busy past the command timeout is read, not failed as timed out', async (t) => {
+  // the stall of a loaded machine: the call is sent, then this process runs nothing else for
+  // longer than the timeout while Redis answers; what was spent must be answered as spent
+  const timeoutMs = 1000;
+  const lic = await h.createLicense({ totalQuota: 10 });
+  const token = (await mintTokens(h, lic, 1)).tokens[0] as string;
+  const redis = createRedis(h.config, 'test-stalled', { commandTimeoutMs: timeoutMs });
+  t.teardown(() => redis.quit());
+  const keys = new KeySpace(h.prefix);
+  const clock = new RedisClock(redis, timeoutMs);
+  await clock.start();
+  t.teardown(() => clock.stop());
+  const batcher = new SlotBatcher(redis, redeemLayout, 60_000, clock, new RedisRestarts(redis, keys, createLogger('silent')));
+  const c = claimsOf(token);
+  const k = keys.forLicense(c.firma_id);
+  const redeem = () => batcher.call({
+    keys: k, markers: k.markers(c.exp * 1000).key, limit: 0, host: '', tokenId: c.token_id,
+    firmaId: c.firma_id, imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null, idempotency: null, receiptPrefix: '',
+  });
+
+  const answer = redeem().then((r) => r, (err: Error) => err);
+  await new Promise((resolve) => setImmediate(resolve)); // the batcher's turn has sent the call
+  const busyUntil = Date.now() + timeoutMs * 2.5;
+  while (Date.now() < busyUntil) { /* the process stalls; Redis runs the script within its deadline */ }
+  const result = await answer;
+  t.same(result, [Outcome.DONE, 1, 9, 0, 0, 0, ''], 'the redemption is answered as spent (not "Command timed out", a 503 for a spent unit)');
+  t.same(await redeem(), [Outcome.TOKEN_SPENT, 0, 0, 0, 0, 0, ''], 'and the token is spent, once');
+});
+
 t.test('sign-token bursts in one slot: each token issued as if alone, refusals where due', async (t) => {
   const { first: a, second: b } = await twoLicensesInOneBucket(h, { totalQuota: 100 }, { organizationName: 'B Ltd.' });
   const aAccess = (await mintTokens(h, a, 1)).accessToken;
