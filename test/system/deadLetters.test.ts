@@ -195,8 +195,11 @@ t.test('an entry of several redemptions, one line poisoned: the others count onc
   const [g0, g1, g2, p3, g4, p5] = tokens as [string, string, string, string, string, string];
   const lineOf = (fields: string[]) => fields[1] as string;
   const poisoned = usedEvent(p3, 'bad\u0000.example');
-  // the good lines, the poisoned one among them, and a good one again (a replayed line counts once)
-  const lines = [usedEvent(g0, 'good.example'), usedEvent(g1, 'good.example'), poisoned, usedEvent(g2, 'good.example'), usedEvent(g0, 'good.example')].map(lineOf);
+  // the good lines, the poisoned one among them, and a good one again (a replayed line counts
+  // once). The replay is the same line: built twice, its times could differ by a millisecond,
+  // which makes it a second redemption (another dead letter), not a replay
+  const first = usedEvent(g0, 'good.example');
+  const lines = [first, usedEvent(g1, 'good.example'), poisoned, usedEvent(g2, 'good.example'), first].map(lineOf);
   const stream = h.keys.forLicense(lic.firmaId).stream;
   const [entryId] = await xaddAtomically(h, stream, [[EventKind.spent, lines.join('\n')]]);
 
