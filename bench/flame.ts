@@ -1,5 +1,7 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 // Turns the newest .cpuprofile in a folder (node --cpu-prof) into a flame graph: folded
 // stacks (name;name;name count, the format flamegraph.pl and speedscope read), an SVG to
@@ -7,7 +9,7 @@ import path from 'node:path';
 
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   hitCount?: number;
   children?: number[];
 }
@@ -30,9 +32,29 @@ if (candidates.length === 0) throw new Error(`no .cpuprofile in ${dir}`);
 const { file, profile } = candidates[0] as (typeof candidates)[number];
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 
+// The server and the worker run as bundles (scripts/bundle.mjs): a frame in one is named
+// by the module and line its source map gives, as it was before they were bundled.
+const maps = new Map<string, SourceMap | null>();
+function mapOf(url: string): SourceMap | null {
+  let map = maps.get(url);
+  if (map === undefined) {
+    const file = url.startsWith('file://') ? `${fileURLToPath(url)}.map` : '';
+    map = file !== '' && existsSync(file) ? new SourceMap(JSON.parse(readFileSync(file, 'utf8'))) : null;
+    maps.set(url, map);
+  }
+  return map;
+}
+
 function label(n: ProfileNode): string {
-  const { functionName, url, lineNumber } = n.callFrame;
-  const where = url === '' ? '' : ` ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/dist\//, '')}:${lineNumber + 1}`;
+  const { functionName, lineNumber, columnNumber } = n.callFrame;
+  let { url } = n.callFrame;
+  let line = lineNumber;
+  const entry: { originalSource?: string; originalLine?: number } | undefined = url === '' ? undefined : mapOf(url)?.findEntry(lineNumber, columnNumber);
+  if (entry?.originalSource !== undefined && entry.originalLine !== undefined) {
+    url = entry.originalSource;
+    line = entry.originalLine;
+  }
+  const where = url === '' ? '' : ` ${url.replace(/^.*node_modules\//, '').replace(/^.*\/dist\//, '').replace(/^(\.\.\/)+/, '')}:${line + 1}`;
   return `${functionName || '(anonymous)'}${where}`.replace(/;/g, ',');
 }
 

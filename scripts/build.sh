@@ -21,7 +21,7 @@ inputs() {
   # dist/ there, which would leave the stamp older than the folder after every build.
   find src/ test/ bench/ packages/*/src/ \( -name node_modules -o -name dist -o -path bench/profiles \) -prune \
     -o -type d -print -o -type f \( -name '*.ts' -o -name '*.mts' -o -name '*.cts' -o -name '*.json' \) -print 2>/dev/null || true
-  ls tsconfig*.json package.json package-lock.json packages/*/package.json packages/*/tsconfig*.json 2>/dev/null || true
+  ls tsconfig*.json package.json package-lock.json scripts/bundle.mjs packages/*/package.json packages/*/tsconfig*.json 2>/dev/null || true
 }
 
 # Takes the lock (-x exclusive, -s shared) on fd 9, saying why when it has to wait. The

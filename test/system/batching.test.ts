@@ -6,7 +6,7 @@ import { RedisRestarts } from '../../src/redis/restarts.js';
 import { createLogger } from '../../src/log.js';
 import { bucketOf, KeySpace } from '../../src/redis/keys.js';
 import { Outcome } from '../../src/redis/outcomes.js';
-import { redeemLayout, type Redeemed } from '../../src/redis/batchScripts.js';
+import { redeemLayout, type Redeemed, type Redemption } from '../../src/redis/batchScripts.js';
 import { SlotBatcher } from '../../src/redis/slotBatcher.js';
 import { runScript } from '../../src/redis/scriptCall.js';
 import { scripts } from '../../src/redis/scriptBuilders.js';
@@ -20,6 +20,16 @@ import { mintTokens } from '../helpers/tokens.js';
 // if it had gone alone.
 
 const h = await startHarness(t, 'batching', NO_RATE_LIMITS);
+
+/** What validate hands the batcher for a sign token: no limit, origin, Idempotency-Key or receipt. */
+function redemptionOf(keys: KeySpace, token: string): Redemption {
+  const c = claimsOf(token);
+  const k = keys.forLicense(c.firma_id);
+  return {
+    keys: k, markers: k.markers(c.exp * 1000).key, limit: 0, host: '', tokenId: c.token_id,
+    firmaId: c.firma_id, imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null, idempotency: null, receiptPrefix: '',
+  };
+}
 
 /** Two licenses whose keys share one hash slot (bucket), so their redemptions batch together. */
 async function twoLicensesInOneBucket(h: Harness, a: object, b: object) {
@@ -91,14 +101,7 @@ t.test('the batcher: one turn of one slot is one redeem.lua call per 64 tokens, 
   t.teardown(() => clock.stop());
   const restarts = new RedisRestarts(redis, keys, createLogger('silent'));
   const batcher = new SlotBatcher(redis, redeemLayout, 60_000, clock, restarts);
-  const redeem = (token: string): Promise<Redeemed> => {
-    const c = claimsOf(token);
-    const k = keys.forLicense(c.firma_id);
-    return batcher.call({
-      keys: k, markers: k.markers(c.exp * 1000).key, limit: 0, host: '', tokenId: c.token_id,
-      firmaId: c.firma_id, imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null, idempotency: null, receiptPrefix: '',
-    });
-  };
+  const redeem = (token: string): Promise<Redeemed> => batcher.call(redemptionOf(keys, token));
 
   const burst = await Promise.all(tokens.slice(0, 130).map(redeem));
   t.same(calls, [64, 64, 2], '130 tokens of one turn: three calls (64 + 64 + 2)');
@@ -125,12 +128,7 @@ t.test('an answer that arrived while the process was busy past the command timeo
   await clock.start();
   t.teardown(() => clock.stop());
   const batcher = new SlotBatcher(redis, redeemLayout, 60_000, clock, new RedisRestarts(redis, keys, createLogger('silent')));
-  const c = claimsOf(token);
-  const k = keys.forLicense(c.firma_id);
-  const redeem = () => batcher.call({
-    keys: k, markers: k.markers(c.exp * 1000).key, limit: 0, host: '', tokenId: c.token_id,
-    firmaId: c.firma_id, imzaTipi: c.imza_tipi, iatMs: c.iat * 1000, origin: null, idempotency: null, receiptPrefix: '',
-  });
+  const redeem = () => batcher.call(redemptionOf(keys, token));
 
   const answer = redeem().then((r) => r, (err: Error) => err);
   await new Promise((resolve) => setImmediate(resolve)); // the batcher's turn has sent the call
