@@ -9,7 +9,7 @@ import type { ReleaseOutcome, ReleaseRefusal } from '../tokens/releaseSignToken.
 import type { RouteContext } from './context.js';
 import { badRequest, ParsedToken, redemptionReplies, Token } from './redemption.js';
 import { messageErrors } from './replies.js';
-import { IdempotencyKey, idempotencyKeyHeader, jsonObject, Text, valueParser } from './schemas.js';
+import { IdempotencyKey, idempotencyKeyHeader, jsonObject, plainJson, Text, valueParser } from './schemas.js';
 
 // POST /api/license/release: a unit back when signing fails. The desktop application redeemed
 // a token (validate), then the signing failed (card pulled, wrong PIN): within
@@ -94,7 +94,7 @@ function answer(out: ReleaseOutcome): Reply {
 
 /** POST /api/license/release: give a redeemed token's unit back to its package. */
 export function releaseRoute(ctx: RouteContext): Route {
-  const parse = valueParser(ReleaseBody);
+  const parse = valueParser(ReleaseBody, { plainBodies: true });
   return {
     method: 'post',
     path: '/api/license/release',
@@ -105,7 +105,7 @@ export function releaseRoute(ctx: RouteContext): Route {
     handler: (req) => {
       const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
       if (idempotencyKey === false) return badRequest('Idempotency-Key');
-      const parsed = parse(jsonObject(req.body));
+      const parsed = parse(jsonObject(req.body), plainJson(req.body));
       if (!parsed.ok) return badRequest(parsed.field);
       const { token, reason } = parsed.value;
       if (token === undefined || token === null || token.trim() === '') return redemptionReplies.TOKEN_EMPTY;

@@ -100,7 +100,7 @@ export function validateRoute(ctx: RouteContext): Route {
     needsClientAddress: 'onDemand', // license validation's login budgets; a redemption does not read it
     doc: withLicenseValidation(doc, [fields.describe(REDEMPTION_LIMIT), ...licenseValidation.rateLimits]),
     handler: redemptionHandler(ctx, fields, {
-      parse: valueParser(ValidateBody),
+      parse: valueParser(ValidateBody, { plainBodies: true }),
       // the body decides: a token is a redemption, exactly as published; a key without one asks for a license token
       other: (req, body) => (body !== null && !('token' in body) && 'licenseKey' in body ? licenseValidation.answer(req, body) : undefined),
       outcomes: ctx.metrics.validateOutcomes,

@@ -10,7 +10,7 @@ import type { RedeemOutcome, RedeemRefusal } from '../tokens/redeemSignToken.js'
 import type { RouteContext } from './context.js';
 import type { RateLimitFields } from './rateLimitFields.js';
 import { rateLimited } from './replies.js';
-import { idempotencyKeyHeader, jsonObject, type Parsed, Text } from './schemas.js';
+import { idempotencyKeyHeader, jsonObject, type Parsed, plainJson, Text } from './schemas.js';
 
 // What the two endpoints that redeem a sign token share (POST /api/license/validate and
 // POST /api/Signature/sign): the token and origin fields, the checks in their order, the
@@ -113,8 +113,8 @@ export interface Redeemed {
 
 /** What one endpoint adds to the shared flow. */
 export interface RedemptionEndpoint<B extends { token?: string | null; origin?: string | null }> {
-  /** the body, already read as JSON (null: not a JSON object) */
-  parse(body: Record<string, unknown> | null): Parsed<B>;
+  /** the body, already read as JSON (null: not a JSON object); plain: plainJson of its text */
+  parse(body: Record<string, unknown> | null, plain: boolean): Parsed<B>;
   /** another request the path serves, told apart by its body (validate's license validation): its answer, else undefined */
   other?(req: Request, body: Record<string, unknown> | null): Reply | Promise<Reply> | undefined;
   /** where /metrics counts its outcomes ({outcome}) */
@@ -166,7 +166,7 @@ export function redemptionHandler<B extends { token?: string | null; origin?: st
     if (other !== undefined) return other;
     const idempotencyKey = idempotencyKeyHeader(req.idempotencyKey);
     if (idempotencyKey === false) return invalid('Idempotency-Key');
-    const parsed = endpoint.parse(body);
+    const parsed = endpoint.parse(body, plainJson(req.body));
     if (!parsed.ok) return invalid(parsed.field);
     const { token, origin } = parsed.value;
     if (token === undefined || token === null || token.trim() === '') {

@@ -1,5 +1,6 @@
+import { isAscii } from 'node:buffer';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type Options } from 'ajv';
 
 // The edge of the service: every body, path parameter, query parameter and header value
 // the service reads is checked against a TypeBox schema compiled once by ajv at start,
@@ -58,10 +59,33 @@ export function isWebhookUrl(value: string): boolean {
 // CPU. The schemas are TypeBox's, typed where they are written; those /openapi.json and
 // /admin/openapi.json publish are compiled with the check on by their tests
 // (test/helpers/openapi.ts), and strict mode still refuses any keyword ajv does not know.
-const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: true, validateSchema: false });
+const AJV_OPTIONS: Options = { allErrors: false, coerceTypes: false, useDefaults: true, strict: true, validateSchema: false };
+const ajv = new Ajv(AJV_OPTIONS);
 ajv.addFormat('text', { type: 'string', validate: isText });
-ajv.addFormat('instant', { type: 'string', validate: isInstant });
-ajv.addFormat('webhook-url', { type: 'string', validate: isWebhookUrl });
+
+// A body whose JSON text is ASCII without a backslash or a DEL holds only strings of
+// printable ASCII: JSON refuses raw control characters, and anything else would need an
+// escape. Every string of it is text, and its length in characters is its length in UTF-16
+// units. Nearly every body clients send is such a "plain" body, and it is checked by a
+// second compilation of each schema that scans no string for either: for validate's token
+// the two scans took 1.2 µs of the ~2 µs its body's check cost (bench/README.md). `unicode`
+// is deprecated (it says so through the logger): were it gone, lengths would be counted in
+// characters again, the same figures more slowly.
+const plainAjv = new Ajv({ ...AJV_OPTIONS, unicode: false, logger: false });
+plainAjv.addFormat('text', true);
+
+for (const checker of [ajv, plainAjv]) {
+  checker.addFormat('instant', { type: 'string', validate: isInstant });
+  checker.addFormat('webhook-url', { type: 'string', validate: isWebhookUrl });
+}
+
+const BACKSLASH = 0x5c;
+const DEL = 0x7f;
+
+/** Whether a body's JSON strings are all printable ASCII, whatever it holds (see above). */
+export function plainJson(body: Buffer | null): boolean {
+  return body !== null && isAscii(body) && body.indexOf(BACKSLASH) < 0 && body.indexOf(DEL) < 0;
+}
 
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 export const UUID = new RegExp(UUID_PATTERN);
@@ -142,12 +166,21 @@ export function jsonObject(body: Buffer | null): Record<string, unknown> | null 
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 }
 
-/** A checker of a parsed JSON object against the schema: its value, or the name of what is wrong. */
-export function valueParser<S extends TSchema>(schema: S): (value: Record<string, unknown> | null) => Parsed<Static<S>> {
+/**
+ * A checker of a parsed JSON object against the schema: its value, or the name of what is
+ * wrong. With `plainBodies` (the routes on the redemption path) a second compilation checks
+ * an object parsed from a body plainJson accepts (`plain`): the same verdict, sooner. The
+ * other routes skip it: a compilation costs a process about 1.5 ms at its start.
+ */
+export function valueParser<S extends TSchema>(
+  schema: S, options: { plainBodies?: boolean } = {},
+): (value: Record<string, unknown> | null, plain?: boolean) => Parsed<Static<S>> {
   const validate = ajv.compile(schema);
-  return (value) => {
+  const validatePlain = options.plainBodies === true ? plainAjv.compile(schema) : validate;
+  return (value, plain = false) => {
     if (value === null) return { ok: false, field: 'body' };
-    if (!validate(value)) return { ok: false, field: fieldOf(validate.errors?.[0]), error: validate.errors?.[0] };
+    const check = plain ? validatePlain : validate;
+    if (!check(value)) return { ok: false, field: fieldOf(check.errors?.[0]), error: check.errors?.[0] };
     return { ok: true, value: value as Static<S> };
   };
 }

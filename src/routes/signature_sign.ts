@@ -118,7 +118,7 @@ function docOf(issuer: string): RouteDoc {
 export function signRoute(ctx: RouteContext): Route {
   const fields = new RateLimitFields('validate', ctx.config.rate.validate, true);
   const prefix = new ReceiptPrefix(ctx.config.jwtIssuer);
-  const parse = valueParser(SignBody);
+  const parse = valueParser(SignBody, { plainBodies: true });
   const signer = ctx.artefacts;
   return {
     method: 'post',

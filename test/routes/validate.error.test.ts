@@ -53,6 +53,31 @@ t.test('a token or origin of the wrong type: 400 or 401 {success:false, message}
   }
 });
 
+t.test('the bounds of token and origin hold however a body spells its strings', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 1 });
+  const real = await new TokenSource(h, lic).next();
+  const raw = (fields: string) => h.request('POST', '/api/license/validate', `{${fields}}`);
+  const tokenField = (token: string) => `"token":"${token}"`;
+  // 4,096 characters at most: counted in characters, an emoji one whether written raw or escaped
+  const cases: [string, string, number, string][] = [
+    ['4,096 ASCII characters', tokenField('a'.repeat(4096)), 401, MSG.INVALID],
+    ['4,097 ASCII characters', tokenField('a'.repeat(4097)), 400, 'Geçersiz istek: token'],
+    ['4,096 characters, the last an emoji written raw', tokenField(`${'a'.repeat(4095)}😀`), 401, MSG.INVALID],
+    ['4,096 characters, the last an emoji escaped', tokenField(`${'a'.repeat(4095)}\\ud83d\\ude00`), 401, MSG.INVALID],
+    ['4,097 characters, the last an emoji written raw', tokenField(`${'a'.repeat(4096)}😀`), 400, 'Geçersiz istek: token'],
+    ['4,097 characters, the last an emoji escaped', tokenField(`${'a'.repeat(4096)}\\ud83d\\ude00`), 400, 'Geçersiz istek: token'],
+  ];
+  // no control character, DEL or lone surrogate in a string: escaped, or the DEL JSON lets through raw
+  for (const [what, inside] of [['NUL escaped', '\\u0000'], ['a tab escaped', '\\t'], ['DEL raw', '\x7f'], ['DEL escaped', '\\u007f'],
+    ['a lone surrogate escaped', '\\ud800']]) {
+    cases.push([`origin with ${what}`, `${tokenField(real)},"origin":"example.com${inside}"`, 400, 'Geçersiz istek: origin']);
+    cases.push([`token with ${what}`, tokenField(`${real}${inside}`), 400, 'Geçersiz istek: token']);
+  }
+  for (const [what, fields, status, message] of cases) refused(t, await raw(fields), status, message, what);
+  t.equal((await adminView(h, lic.licenseKey)).usedQuota, 0, 'none of them took quota');
+  t.equal((await h.validate(real)).status, 200, 'none of them burned the real token');
+});
+
 t.test('401 Token süresi dolmuş: a correctly signed sign token past its exp', async (t) => {
   const lic = await h.createLicense({ totalQuota: 3 });
   const real = await new TokenSource(h, lic).next();
