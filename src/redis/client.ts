@@ -33,6 +33,39 @@ Command.prototype.setTimeout = function failLate(this: Command, ms: number): voi
   }, ms);
 };
 
+/** What the guard below reads of an ioredis client (private in the types). */
+interface ClosingState {
+  manuallyClosing?: boolean;
+}
+
+const CONNECTION_CLOSED = 'Connection is closed.';
+const RACE_RECONNECT_MS = 100;
+
+/**
+ * A Sentinel client's failover detector closes its connector when the sentinels announce a
+ * new master. If the client is reconnecting at that moment (the old master just died), the
+ * connect in progress fails with "Connection is closed." and ioredis ends the client for
+ * good: that process would answer 503 until restarted (seen in test/faults/ha.sentinel on a
+ * loaded machine, on the test's own client). Such an end is the race's, not a close of
+ * ours (disconnect() marks the client as closing): the client connects again.
+ */
+function reconnectAfterFailoverRace(client: Redis): void {
+  let raced = false;
+  client.on('error', (err: Error) => {
+    if (err.message === CONNECTION_CLOSED) raced = true;
+  });
+  const ours = () => (client as unknown as ClosingState).manuallyClosing === true;
+  client.on('end', () => {
+    if (raced && !ours()) {
+      // after the end has been told to every listener; unless it is closed meanwhile
+      setTimeout(() => {
+        if (client.status === 'end' && !ours()) client.connect().catch(() => {});
+      }, RACE_RECONNECT_MS).unref();
+    }
+    raced = false;
+  });
+}
+
 /**
  * Options of every connection. A command that gets no answer within the timeout fails
  * (the request answers 503) instead of waiting for TCP to give up on a hung Redis.
@@ -82,6 +115,7 @@ export function createRedis(
   client.on('error', () => {
     // reported through the failing commands; an unhandled 'error' event would crash the process
   });
+  if (sentinel !== null && !isCluster(client)) reconnectAfterFailoverRace(client);
   attachScripts(client);
   return client as RedisClient;
 }
@@ -114,6 +148,7 @@ export function duplicateRedis(client: RedisClient, extraTimeoutMs = 0): RedisCl
     ? client.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...base, commandTimeout: timeout, enableOfflineQueue: true } })
     : (client as Redis).duplicate({ commandTimeout: timeout, enableOfflineQueue: true });
   copy.on('error', () => {});
+  if (!isCluster(copy) && copy.options.sentinels) reconnectAfterFailoverRace(copy);
   attachScripts(copy);
   return copy as RedisClient;
 }
