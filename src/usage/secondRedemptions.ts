@@ -27,8 +27,10 @@ function tokenAndTime(e: Redemption): { tokenId: string; firmaId: string; atMs: 
  * than it carried (a replay, or this): the common batch costs nothing more.
  */
 export async function secondRedemptions(sql: Sql, events: readonly UsageEvent[], inserted: number): Promise<Refused<UsageEvent>[]> {
+  let carried = 0;
+  for (const e of events) if (e.kind === 'used') carried++;
+  if (inserted >= carried) return [];
   const redemptions = events.filter((e): e is Redemption => e.kind === 'used').map((event) => ({ event, ...tokenAndTime(event) }));
-  if (inserted >= redemptions.length) return [];
   const rows = await sql.unsafe(
     `select token_id::text as token_id, (extract(epoch from used_at) * 1000)::int8::text as at_ms
        from token_redemptions where token_id = any($1::uuid[])`,
