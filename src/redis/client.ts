@@ -49,7 +49,10 @@ const RACE_RECONNECT_MS = 100;
  * loaded machine, on the test's own client). Such an end is the race's, not a close of
  * ours (disconnect() marks the client as closing): the client connects again.
  */
-function reconnectAfterFailoverRace(client: Redis): void {
+function reconnectAfterFailoverRace(redis: Redis | Cluster): void {
+  // only a Sentinel client has the detector (a duplicate keeps its options); any other is left alone
+  if (isCluster(redis) || !redis.options.sentinels) return;
+  const client: Redis = redis;
   let raced = false;
   client.on('error', (err: Error) => {
     if (err.message === CONNECTION_CLOSED) raced = true;
@@ -115,7 +118,7 @@ export function createRedis(
   client.on('error', () => {
     // reported through the failing commands; an unhandled 'error' event would crash the process
   });
-  if (sentinel !== null && !isCluster(client)) reconnectAfterFailoverRace(client);
+  reconnectAfterFailoverRace(client);
   attachScripts(client);
   return client as RedisClient;
 }
@@ -148,7 +151,7 @@ export function duplicateRedis(client: RedisClient, extraTimeoutMs = 0): RedisCl
     ? client.duplicate(undefined, { enableOfflineQueue: true, redisOptions: { ...base, commandTimeout: timeout, enableOfflineQueue: true } })
     : (client as Redis).duplicate({ commandTimeout: timeout, enableOfflineQueue: true });
   copy.on('error', () => {});
-  if (!isCluster(copy) && copy.options.sentinels) reconnectAfterFailoverRace(copy);
+  reconnectAfterFailoverRace(copy);
   attachScripts(copy);
   return copy as RedisClient;
 }
