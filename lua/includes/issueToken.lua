@@ -16,7 +16,8 @@
     limit    the deployment's rate limit per window, a number (0 = off), unless the license has
              its own (ownLimit in includes/rateLimit.lua); below 0: not counted (get-token, which
              limits per license key before hashing)
-    markersExpireAt  when the marker hash expires, ms since epoch (after its last token, plus slack)
+    markersExpireAt  when the marker hash expires, ms since epoch (after its last token, plus slack);
+             the latest any of its tokens asked for: a shorter keep never brings it earlier
     generation  the license's token generation the caller's credentials are of (sign-token:
              the access token's; get-token: the one read with the password hash); "" = not checked.
              A password change or a deactivation raises the license's (src/licenses/store.ts update)
@@ -63,7 +64,10 @@ local function issueToken(license, markers, rate, packages, stream, now, limit, 
   end
 
   redis.call('HSET', markers, tokenId, issuedMark)
-  redis.call('PEXPIREAT', markers, markersExpireAt)
+  -- set only when it moves the expiry later: the window's tokens share one, so this is once a
+  -- hash, not a command a token in the AOF and on the replica link (a PEXPIREAT that changes
+  -- nothing is written there all the same)
+  if redis.call('PEXPIRETIME', markers) < tonumber(markersExpireAt) then redis.call('PEXPIREAT', markers, markersExpireAt) end
   -- the issued event: one field, its values tab-separated (EventValues.issued in src/redis/fields.ts)
   redis.call('XADD', stream, '*', 'i', tokenId .. '\t' .. firmaId .. '\t' .. imzaTipi .. '\t' .. now .. '\t' .. expMs)
   return DONE, remaining, lic[5] or '', left, reset, applied

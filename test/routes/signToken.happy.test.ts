@@ -109,3 +109,36 @@ t.test('a renamed organization shows in the next sign token', async (t) => {
   const res = await sdk.signToken(got.accessToken, { imzaTipi: 0 });
   t.equal(decodeJwt(res.signToken).payload.firma_adi, 'Yeni Unvan', 'the new name is in the next token');
 });
+
+t.test('a marker hash expires after its minute, the slack and the release window; its tokens move that only later', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 5 });
+  const sdk = sdkOf(h);
+  const access = (await sdk.getToken({ ...lic, imzaTipi: 0 })).accessToken;
+  const k = h.keys.forLicense(lic.firmaId);
+  const hashOf = async () => {
+    const exp = decodeJwt((await sdk.signToken(access, { imzaTipi: 0 })).signToken).payload.exp as number;
+    const { key, expiresAt } = k.markers(exp * 1000);
+    return { key, due: expiresAt + h.config.releaseWindowMs };
+  };
+  // two tokens of one expiry minute (a minute's turn between them: ask again)
+  const sameMinute = async () => {
+    for (;;) {
+      const first = await hashOf();
+      await h.redis.pexpireat(first.key, first.due + 3_600_000); // as a process keeping markers an hour longer set it
+      const second = await hashOf();
+      if (second.key === first.key) return first;
+    }
+  };
+  const first = await hashOf();
+  t.equal(await h.redis.pexpiretime(first.key), first.due, 'the first token of the minute sets the expiry');
+  const held = await sameMinute();
+  t.equal(await h.redis.pexpiretime(held.key), held.due + 3_600_000, 'a token asking for an earlier expiry leaves the later one');
+  for (;;) {
+    const a = await hashOf();
+    await h.redis.pexpireat(a.key, a.due - 60_000);
+    const b = await hashOf();
+    if (b.key !== a.key) continue;
+    t.equal(await h.redis.pexpiretime(b.key), b.due, 'one asking for a later expiry moves it');
+    break;
+  }
+});
