@@ -50,6 +50,11 @@ const PORT = 9111;
 const SCHEMA = 'bench';
 // SOAK_PG_SETTINGS="max_wal_size=4GB checkpoint_timeout=15min": the soak's own cluster at these settings instead of its defaults
 const PG_SETTINGS = (process.env.SOAK_PG_SETTINGS ?? '').split(/\s+/).filter((s) => s !== '');
+// SOAK_HOLD_SNAPSHOT="3-5": a session holds one snapshot from measured minute 3 through 5, as a
+// pg_dump or a long report would (REPEATABLE READ, read only): what that costs the worker
+const HOLD = /^(\d+)-(\d+)$/.exec(process.env.SOAK_HOLD_SNAPSHOT ?? '');
+const HOLD_FROM = HOLD ? Number(HOLD[1]) : Infinity;
+const HOLD_TO = HOLD ? Number(HOLD[2]) : -Infinity;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mib = (bytes: number) => bytes / 1048576;
@@ -117,7 +122,7 @@ async function main(): Promise<void> {
   const serviceEnv = { ...requiredEnv(REDIS_PORT, databaseUrl, PORT), ADMIN_TOKEN };
   const SETTLE_MINUTES = Number(process.env.SOAK_SETTLE_MINUTES ?? Math.ceil(markerLifeMs(serviceEnv) / 60_000));
   /** A minute's name in the rows: s1, s2 … while settling, then 1, 2 … */
-  const label = (m: number) => (m > 0 ? String(m) : `s${m + SETTLE_MINUTES}`);
+  const label = (m: number) => (m > 0 ? `${m}${m >= HOLD_FROM && m <= HOLD_TO ? ' (snapshot held)' : ''}` : `s${m + SETTLE_MINUTES}`);
   const service = await startService(SERVER_CPUS, serviceEnv, PORT);
   process.on('exit', () => stopAll([redis, service]));
   const base = `http://127.0.0.1:${PORT}`;
@@ -202,8 +207,21 @@ async function main(): Promise<void> {
   const minutes: Minute[] = [];
   const settling: Minute[] = [];
   let before = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisStats(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
+  let release: (() => void) | null = null;
+  let held: Promise<unknown> | null = null;
   for (let m = 1 - SETTLE_MINUTES; m <= MINUTES; m++) {
     if (m === renewAt) renewing = renew();
+    if (m === HOLD_FROM) {
+      const holder = await connectPostgres(databaseUrl, SCHEMA, 1);
+      let taken: () => void = () => {};
+      const snapshot = new Promise<void>((resolve) => { taken = resolve; });
+      held = holder.begin('isolation level repeatable read read only', async (tx) => {
+        await tx`select count(*) from licenses`;
+        taken();
+        await new Promise<void>((resolve) => { release = resolve; });
+      }).finally(() => holder.end());
+      await snapshot;
+    }
     if (m === 1 && renewing) await renewing;
     let lagMax = 0;
     let sampling = true;
@@ -231,6 +249,10 @@ async function main(): Promise<void> {
       redisForks: now.redis.forks - before.redis.forks, idle: (100 * (now.cpu.idle - before.cpu.idle)) / Math.max(1, now.cpu.all - before.cpu.all), postgresUs: (now.pg - before.pg) / spent,
     };
     before = now;
+    if (m === HOLD_TO && release) {
+      (release as () => void)();
+      await held;
+    }
     (m > 0 ? minutes : settling).push(row);
     process.stderr.write(`  ${label(m)}: ${Math.round(row.rps)} req/s p99 ${row.p99.toFixed(2)} ms non-2xx ${row.non2xx} ` +
       `redemptions ${row.redemptions} lag max ${row.lagMax} Postgres ${row.postgresMiB.toFixed(0)} MiB Redis ${row.redisMiB.toFixed(1)} MiB ` +
