@@ -111,6 +111,25 @@ function non2xx(r: WrkResult): number {
   return bad + r.socketErrors;
 }
 
+/** A session holding one snapshot (REPEATABLE READ, read only), until the function it resolves ends it. */
+async function holdSnapshot(databaseUrl: string): Promise<() => Promise<void>> {
+  const holder = await connectPostgres(databaseUrl, SCHEMA, 1);
+  let taken = () => {};
+  const snapshot = new Promise<void>((resolve) => { taken = resolve; });
+  let release = () => {};
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  const held = holder.begin('isolation level repeatable read read only', async (tx) => {
+    await tx`select count(*) from licenses`;
+    taken();
+    await released;
+  }).finally(() => holder.end());
+  await Promise.race([snapshot, held]);
+  return async () => {
+    release();
+    await held;
+  };
+}
+
 async function main(): Promise<void> {
   const work = mkdtempSync(path.join(tmpdir(), 'bench-soak-'));
   const own = process.env.BENCH_DATABASE_URL === undefined ? await startPrivatePostgres(PG_PORT, PG_SETTINGS) : null;
@@ -207,21 +226,10 @@ async function main(): Promise<void> {
   const minutes: Minute[] = [];
   const settling: Minute[] = [];
   let before = { redeemed: await redeemed(), vac: await vacuums(), wal: await wal(), redis: await redisStats(), cpu: machineTicks(), server: treeMicros(service.pid), pg: postgresCpu() };
-  let release: (() => void) | null = null;
-  let held: Promise<unknown> | null = null;
+  let endHold = async () => {};
   for (let m = 1 - SETTLE_MINUTES; m <= MINUTES; m++) {
     if (m === renewAt) renewing = renew();
-    if (m === HOLD_FROM) {
-      const holder = await connectPostgres(databaseUrl, SCHEMA, 1);
-      let taken: () => void = () => {};
-      const snapshot = new Promise<void>((resolve) => { taken = resolve; });
-      held = holder.begin('isolation level repeatable read read only', async (tx) => {
-        await tx`select count(*) from licenses`;
-        taken();
-        await new Promise<void>((resolve) => { release = resolve; });
-      }).finally(() => holder.end());
-      await snapshot;
-    }
+    if (m === HOLD_FROM) endHold = await holdSnapshot(databaseUrl);
     if (m === 1 && renewing) await renewing;
     let lagMax = 0;
     let sampling = true;
@@ -249,10 +257,7 @@ async function main(): Promise<void> {
       redisForks: now.redis.forks - before.redis.forks, idle: (100 * (now.cpu.idle - before.cpu.idle)) / Math.max(1, now.cpu.all - before.cpu.all), postgresUs: (now.pg - before.pg) / spent,
     };
     before = now;
-    if (m === HOLD_TO && release) {
-      (release as () => void)();
-      await held;
-    }
+    if (m === HOLD_TO) await endHold();
     (m > 0 ? minutes : settling).push(row);
     process.stderr.write(`  ${label(m)}: ${Math.round(row.rps)} req/s p99 ${row.p99.toFixed(2)} ms non-2xx ${row.non2xx} ` +
       `redemptions ${row.redemptions} lag max ${row.lagMax} Postgres ${row.postgresMiB.toFixed(0)} MiB Redis ${row.redisMiB.toFixed(1)} MiB ` +

@@ -120,25 +120,20 @@ t.test('a marker hash expires after its minute, the slack and the release window
     const { key, expiresAt } = k.markers(exp * 1000);
     return { key, due: expiresAt + h.config.releaseWindowMs };
   };
-  // two tokens of one expiry minute (a minute's turn between them: ask again)
-  const sameMinute = async () => {
+  // a token's hash set to expire `shift` ms from where the token asked, as a process keeping
+  // markers longer or shorter would have it, then another token of that minute (a minute's
+  // turn between the two: again)
+  const afterShift = async (shift: number) => {
     for (;;) {
       const first = await hashOf();
-      await h.redis.pexpireat(first.key, first.due + 3_600_000); // as a process keeping markers an hour longer set it
-      const second = await hashOf();
-      if (second.key === first.key) return first;
+      await h.redis.pexpireat(first.key, first.due + shift);
+      if ((await hashOf()).key === first.key) return { due: first.due, expiry: await h.redis.pexpiretime(first.key) };
     }
   };
-  const first = await hashOf();
-  t.equal(await h.redis.pexpiretime(first.key), first.due, 'the first token of the minute sets the expiry');
-  const held = await sameMinute();
-  t.equal(await h.redis.pexpiretime(held.key), held.due + 3_600_000, 'a token asking for an earlier expiry leaves the later one');
-  for (;;) {
-    const a = await hashOf();
-    await h.redis.pexpireat(a.key, a.due - 60_000);
-    const b = await hashOf();
-    if (b.key !== a.key) continue;
-    t.equal(await h.redis.pexpiretime(b.key), b.due, 'one asking for a later expiry moves it');
-    break;
-  }
+  const one = await hashOf();
+  t.equal(await h.redis.pexpiretime(one.key), one.due, 'a token sets its hash to expire where it asks');
+  const later = await afterShift(3_600_000);
+  t.equal(later.expiry, later.due + 3_600_000, 'a token asking for an earlier expiry leaves the later one');
+  const earlier = await afterShift(-60_000);
+  t.equal(earlier.expiry, earlier.due, 'one asking for a later expiry moves it');
 });
