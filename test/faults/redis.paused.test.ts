@@ -12,7 +12,8 @@ import { validateAll, validateWhile } from '../helpers/faults/tokens.js';
 // 1000 ms; 500 ms more allowed for scheduling), nothing hangs, and when Redis runs again the
 // scripts queued during the pause reach it past their deadline and change nothing. So the
 // books balance exactly: validate 200s = 'used' rows = used_quota = Redis 'u', and every
-// token whose client got 503 redeems when retried.
+// token whose client got 503 redeems when retried, but for the few calls whose scripts
+// ran just before the pause, their answers still unwritten (in flight, as in redis.stopped).
 //
 // As in redis.stopped, the redemptions that meet the pause are those of a probe license
 // kept out of the load (40 tokens minted before, validated over and over during the pause).
@@ -32,6 +33,7 @@ t.test('Redis paused for 10 s under load: 503 within the timeout, nothing queued
   const { probe, held, load } = await probedLoad(stack, await stack.createLicenses(5), HELD);
   const slotsBefore = await failedLoginSlots(stack);
 
+  const pausing = Date.now();
   await stack.redis.signal('SIGSTOP');
   const pausedAt = Date.now();
   const probing = () => Date.now() - pausedAt < PAUSE_MS - COMMAND_TIMEOUT_MS - SLACK_MS;
@@ -60,9 +62,12 @@ t.test('Redis paused for 10 s under load: 503 within the timeout, nothing queued
 
   // the books, exactly: what was queued in Redis during the pause spent nothing
   const retries = await load.retryUnsettled();
-  t.same(Object.keys(retries).filter((k) => k !== '200'), [], `every validate of the load refused with 503 redeems on retry (${JSON.stringify(retries)})`);
+  t.same(Object.keys(retries).filter((k) => k !== '200' && k !== '400'), [], `every validate of the load refused with 503 retried answers 200 or, in flight at the pause, 400 (${JSON.stringify(retries)})`);
   t.comment(`validates of the load refused: ${JSON.stringify(load.others())}; retried: ${JSON.stringify(retries)}; failed-login slots: ${slotsBefore} before, ${await failedLoginSlots(stack)} after`);
-  await checkExactBooks(t, stack, load);
+  // a call whose script ran just before the pause, its answer not yet written back, is
+  // answered 503 by its timeout all the same: in flight as when Redis exits (redis.stopped),
+  // it may have issued or spent (at most one per caller of the load, 8); a retry finds it
+  await checkExactBooks(t, stack, load, 8, { from: pausing - COMMAND_TIMEOUT_MS, to: pausedAt });
   t.same(await licenseState(stack, probe.lic.firmaId), { pgUsed: 0, rows: HELD + 1, usedRows: 0, redisU: 0 },
     'probe license: no quota used, no token issued by the refused get-tokens and sign-tokens');
   const after = await validateAll(stack, [probe.signToken, ...held]);

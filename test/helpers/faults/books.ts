@@ -181,9 +181,9 @@ export async function licenseStateInUse(stack: Stack, lic: FaultLicense): Promis
  * 'used' rows are exactly the 200s; and every sign_tokens row is a token a client received
  * (no refused sign-token or get-token issued one). `spentInFlight`: how many refused
  * validates may have been spent all the same, being in flight when the connection to Redis
- * dropped (the script ran, its answer was lost with the connection); each must then be
- * 'used' in Postgres, which checkBooks checks. `droppedAt`: when the connection to Redis
- * dropped (from the signal to Redis's exit): a sign-token or get-token in flight then may
+ * dropped or Redis stopped (the script ran, its answer was lost with the connection or not
+ * yet written); each must then be 'used' in Postgres, which checkBooks checks. `droppedAt`:
+ * when Redis stopped answering (from the signal to Redis's exit, or to its pause): a sign-token or get-token in flight then may
  * have issued its token all the same, its answer lost; such a token may only be 'issued',
  * at that time, never spent.
  */
