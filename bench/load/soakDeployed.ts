@@ -55,6 +55,10 @@ const PG_SETTINGS = (process.env.SOAK_PG_SETTINGS ?? '').split(/\s+/).filter((s)
 const HOLD = /^(\d+)-(\d+)$/.exec(process.env.SOAK_HOLD_SNAPSHOT ?? '');
 const HOLD_FROM = HOLD ? Number(HOLD[1]) : Infinity;
 const HOLD_TO = HOLD ? Number(HOLD[2]) : -Infinity;
+if (process.env.SOAK_HOLD_SNAPSHOT !== undefined && !(HOLD_FROM >= 1 && HOLD_TO >= HOLD_FROM && HOLD_TO <= MINUTES)) {
+  process.stderr.write(`bench-soak: SOAK_HOLD_SNAPSHOT "${process.env.SOAK_HOLD_SNAPSHOT}" is not two measured minutes "from-to" (1 to SOAK_MINUTES ${MINUTES}, from <= to)\n`);
+  process.exit(2);
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const mib = (bytes: number) => bytes / 1048576;
