@@ -227,13 +227,20 @@ export class LicenseStore {
     // an id that is no UUID cannot have been written (src/usage/persist.ts): not asked about
     const asked = queuedTokenIds.filter((id) => UUID.test(id));
     const askedReleases = queuedReleaseIds.filter((id) => UUID.test(id));
-    const rows = await this.sql.unsafe(
-      `select ${LICENSE_COLUMNS}, extract(epoch from statement_timestamp()) * 1000 as now_ms,
-         (select coalesce(array_agg(token_id::text), '{}') from token_redemptions where token_id = any($2::uuid[])) as counted,
-         (select coalesce(array_agg(token_id::text), '{}') from token_releases where token_id = any($3::uuid[])) as released
-       from licenses where firma_id = $1 for share`,
-      [firmaId, asked as never, askedReleases as never],
-    );
+    // The lock in a statement of its own, then the read: a statement that waits for a row lock
+    // reads the locked row as the committing transaction left it, but everything else from its
+    // own older snapshot, so one statement doing both saw a usage batch's counts on the row
+    // without its redemptions among those counted, and the copy counted them twice.
+    const rows = await this.sql.begin(async (tx) => {
+      await tx.unsafe('select 1 from licenses where firma_id = $1 for share', [firmaId]);
+      return tx.unsafe(
+        `select ${LICENSE_COLUMNS}, extract(epoch from statement_timestamp()) * 1000 as now_ms,
+           (select coalesce(array_agg(token_id::text), '{}') from token_redemptions where token_id = any($2::uuid[])) as counted,
+           (select coalesce(array_agg(token_id::text), '{}') from token_releases where token_id = any($3::uuid[])) as released
+         from licenses where firma_id = $1`,
+        [firmaId, asked as never, askedReleases as never],
+      );
+    });
     const r = rows[0];
     if (!r) return null;
     // Postgres writes UUIDs in lower case: the ids as queued are matched in lower case too

@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { spawnWorker } from '../helpers/processes.js';
 import { MSG } from '../helpers/shapes.js';
 import { mintTokens } from '../helpers/tokens.js';
+import { LicenseStore } from '../../src/licenses/store.js';
 import { EventKind, LicenseField } from '../../src/redis/fields.js';
 
 // Redis holds only a hot copy: when it is lost (after the worker has drained) the service
@@ -211,4 +213,24 @@ t.test('losing only the license hash', async (t) => {
   t.equal((await h.validate(signed.body.signToken)).body.usedQuota, 5);
   await h.drainWorker();
   t.equal(await pgUsed(h, lic.firmaId), 5);
+});
+
+t.test('a rebuild that waits for a usage batch on the license row reads that batch whole', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 5 });
+  const store = new LicenseStore(h.sql);
+  const ms = Date.now().toString(16).padStart(12, '0');
+  const tokenId = `${ms.slice(0, 8)}-${ms.slice(8)}-7000-8000-${randomBytes(6).toString('hex')}`;
+  // a usage batch as the worker writes one: the redemption and the license's count in one
+  // transaction, holding the license row while the rebuild asks about that queued redemption
+  const batch = await h.sql.reserve();
+  await batch`begin`;
+  await batch`insert into token_redemptions (token_id, firma_id, imza_tipi, used_at) values (${tokenId}, ${lic.firmaId}, 0, now())`;
+  await batch`update licenses set used_quota = used_quota + 1 where firma_id = ${lic.firmaId}`;
+  const read = store.forHydration(lic.firmaId, [tokenId]);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await batch`commit`;
+  batch.release();
+  const found = await read;
+  t.equal(found?.row.usedQuota, 1, 'the row counts the batch');
+  t.same([...(found?.counted ?? [])], [tokenId], 'and its redemption is among those counted: the copy counts it once');
 });
