@@ -84,14 +84,24 @@ const STATEMENT = `
     from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($6::text, E'\\n')) as e) as x
     on conflict (token_id) do nothing
     returning firma_id, package_no, released_at, reason
+  ), locked as (
+    -- the licenses whose ledger entries this batch writes, locked first (in one order) and read
+    -- as they are when locked: a statement's snapshot predates a purchase or another batch
+    -- that committed while it waited, which the row it then updates includes; the balances
+    -- must count them too. A batch with no forfeit or release locks nothing here.
+    select firma_id, total_quota - used_quota as balance from licenses
+    where ($5::text <> '' or $6::text <> '') and firma_id in (select split_part(e, E'\\t', 1) from unnest(string_to_array($5::text, E'\\n')) as e
+                       union all select split_part(e, E'\\t', 2) from unnest(string_to_array($6::text, E'\\n')) as e)
+    order by firma_id
+    for no key update
   ), forfeits as (
     -- a package forfeits once: the ledger's unique entry decides, whatever the replays. Its
-    -- balance after is the license's row before this statement, less the batch's redemptions
+    -- balance after is the license's row before this statement (as locked), less the batch's redemptions
     -- before it (one at its millisecond is the redemption that found the package expired),
     -- plus the batch's releases until it, less this batch's forfeits of the license until it
     insert into license_ledger (firma_id, at, kind, amount, balance_after, package_no, actor)
     select f.firma_id, f.at, 'forfeit', -f.units,
-           coalesce((select l.total_quota - l.used_quota from licenses l where l.firma_id = f.firma_id), 0)
+           coalesce((select k.balance from locked k where k.firma_id = f.firma_id), 0)
              - (select count(*) from spent s where s.firma_id = f.firma_id and s.used_at < f.at)
              + (select count(*) from released r where r.firma_id = f.firma_id and r.released_at <= f.at)
              - sum(f.units) over (partition by f.firma_id order by f.at, f.package_no),
@@ -105,7 +115,7 @@ const STATEMENT = `
     -- redemption may be in the batch), its forfeits until it and its releases until this one
     insert into license_ledger (firma_id, at, kind, amount, balance_after, package_no, actor, note)
     select r.firma_id, r.released_at, 'release', 1,
-           coalesce((select l.total_quota - l.used_quota from licenses l where l.firma_id = r.firma_id), 0)
+           coalesce((select k.balance from locked k where k.firma_id = r.firma_id), 0)
              - (select count(*) from spent s where s.firma_id = r.firma_id and s.used_at <= r.released_at)
              - coalesce((select sum(f.units) from forfeits f where f.firma_id = r.firma_id and f.at <= r.released_at), 0)
              + row_number() over (partition by r.firma_id order by r.released_at, r.package_no),
@@ -146,7 +156,9 @@ const STATEMENT = `
                           closed_package_used = case when n.first_package = n.last_package and n.first_package is distinct from l.open_package_no
                                                        then l.open_package_used else 0 end,
                           updated_at = now()
-    from (select *, case when first_day = last_day then last_day end as day from moves) n
+    -- held: the locks of locked taken and its balances read before any row here is updated
+    -- (release_entries, which reads them too, runs after this update)
+    from (select *, case when first_day = last_day then last_day end as day from moves) n, (select count(*) from locked) as held
     where l.firma_id = n.firma_id
     returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.released_quota, l.expiry_date, l.webhook_url,
               greatest(l.total_quota - l.used_quota, 0) as remaining,

@@ -4,12 +4,15 @@ import type { UsageEvent } from '../../src/usage/events.js';
 import { newTokenId } from '../../src/tokens/tokenId.js';
 import { persistEvents } from '../../src/usage/persist.js';
 import { ADMIN_TOKEN, startHarness, type Harness, type TestLicense } from '../helpers/harness.js';
+import { pollUntil } from '../helpers/wait.js';
 
 // The spends of a license's current package (sql/015_open_package.sql): a batch that spent one
 // package counts it on the license's row, and the package's own row gets the count when a
 // later batch spends another package, or at once when a batch spends several. Readers see
 // license_packages, the sum, which must be exact whatever the order: switches back and forth,
 // releases of a unit whose spend is still on the license's row, replays, concurrent batches.
+// The ledger's balance after a forfeit or a release counts what changed the license while
+// its batch waited for the license's row.
 
 const HOUR = 3_600_000;
 
@@ -26,6 +29,11 @@ const releaseOf = (event: UsageEvent & { kind: 'used' }, packageNo: number): Usa
   const [, tokenId, firmaId] = event.values.split(EVENT_SEPARATOR);
   at += 1;
   return { stream: 's', id: '0-2', fields: [], kind: 'released', values: [tokenId, firmaId, String(packageNo), String(at), 'kart'].join(EVENT_SEPARATOR) };
+};
+
+const forfeitOf = (firmaId: string, packageNo: number, units: number): UsageEvent => {
+  at += 1;
+  return { stream: 's', id: '0-3', fields: [], kind: 'forfeited', values: [firmaId, String(packageNo), String(units), String(at)].join(EVENT_SEPARATOR) };
 };
 
 async function withPackages(h: Harness, sizes: number[]): Promise<TestLicense> {
@@ -100,4 +108,31 @@ t.test('concurrent batches of one license on two packages: every spend once', as
     ]);
   }
   t.same(await books(h, lic.firmaId), { packages: [6 * 4, 6 * 6], used: 6 * 10 }, 'package 1: 24, package 2: 36');
+});
+
+t.test('a forfeit or a release written while a change of the license commits: its balance after counts the change', async (t) => {
+  for (const kind of ['release', 'forfeit'] as const) {
+    const lic = await withPackages(h, [10]);
+    const events = spends(lic.firmaId, 1, 2);
+    await persistEvents(h.sql, events);
+    const entry = kind === 'release' ? releaseOf(events[0] as UsageEvent & { kind: 'used' }, 1) : forfeitOf(lic.firmaId, 1, 8);
+    // an admin change of the license's total (as a purchase makes), committed while the batch waits for its row
+    const admin = await h.sql.reserve();
+    try {
+      await admin`begin`;
+      await admin`update licenses set total_quota = total_quota + 100 where firma_id = ${lic.firmaId}`;
+      const writing = persistEvents(h.sql, [entry]);
+      await pollUntil(() => admin`select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock' and query like '%insert into token_issues%'`, (rows) => rows[0]?.n === 1,
+      { timeoutMs: 10_000, intervalMs: 20 });
+      await admin`commit`;
+      await writing;
+    } finally {
+      admin.release();
+    }
+    const [last] = await h.sql`select balance_after::int as balance from license_ledger where firma_id = ${lic.firmaId} and kind = ${kind}`;
+    const [row] = await h.sql`select (total_quota - used_quota)::int as balance from licenses where firma_id = ${lic.firmaId}`;
+    // 10 + 100 - 2 spent, then + 1 given back; or - 8 forfeited (what package 1 had left)
+    t.same([last?.balance, row?.balance], kind === 'release' ? [109, 109] : [100, 100], `${kind}: the ledger's balance is the license's`);
+  }
 });
