@@ -3,7 +3,7 @@ import t from 'tap';
 import { ADMIN_TOKEN, LIVE_COUNTS, startHarness, type Harness, type Teardown, type TestLicense } from '../helpers/harness.js';
 import { startPrivateRedis, type PrivateRedis } from '../helpers/processes.js';
 import { mintTokens } from '../helpers/tokens.js';
-import { pollUntil, until } from '../helpers/wait.js';
+import { pollUntil, waitForLockWait } from '../helpers/wait.js';
 import { MSG } from '../helpers/shapes.js';
 import { LicenseField } from '../../src/redis/fields.js';
 
@@ -31,11 +31,7 @@ async function changeWhileRedisFails(h: Harness, redis: PrivateRedis, licenseKey
     answer = run();
     // the change has fenced Redis and is waiting for the row (its first statement locks it:
     // the audit record's snapshot, then the update)
-    const waiting = await until(async () => {
-      const [row] = await h.sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%licenses%' and pid <> pg_backend_pid()`;
-      return (row?.n as number) > 0;
-    }, { timeoutMs: 5000, intervalMs: 10 });
-    if (!waiting) throw new Error('the admin change never waited for the row the test holds: the scenario did not happen');
+    await waitForLockWait(h.sql, 'licenses', 5000);
     await redis.cli('config', 'set', 'min-replicas-to-write', '1');
   });
   const out = await (answer as unknown as Promise<{ status: number; body: any }>); // eslint-disable-line @typescript-eslint/no-explicit-any

@@ -4,6 +4,7 @@ import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
 import { spawnWorker } from '../helpers/processes.js';
 import { MSG } from '../helpers/shapes.js';
 import { mintTokens } from '../helpers/tokens.js';
+import { waitForLockWait } from '../helpers/wait.js';
 import { LicenseStore } from '../../src/licenses/store.js';
 import { EventKind, LicenseField } from '../../src/redis/fields.js';
 
@@ -227,7 +228,7 @@ t.test('a rebuild that waits for a usage batch on the license row reads that bat
   await batch`insert into token_redemptions (token_id, firma_id, imza_tipi, used_at) values (${tokenId}, ${lic.firmaId}, 0, now())`;
   await batch`update licenses set used_quota = used_quota + 1 where firma_id = ${lic.firmaId}`;
   const read = store.forHydration(lic.firmaId, [tokenId]);
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await waitForLockWait(batch, 'for share');
   await batch`commit`;
   batch.release();
   const found = await read;

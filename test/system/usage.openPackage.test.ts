@@ -4,7 +4,7 @@ import type { UsageEvent } from '../../src/usage/events.js';
 import { newTokenId } from '../../src/tokens/tokenId.js';
 import { persistEvents } from '../../src/usage/persist.js';
 import { ADMIN_TOKEN, startHarness, type Harness, type TestLicense } from '../helpers/harness.js';
-import { pollUntil } from '../helpers/wait.js';
+import { waitForLockWait } from '../helpers/wait.js';
 
 // The spends of a license's current package (sql/015_open_package.sql): a batch that spent one
 // package counts it on the license's row, and the package's own row gets the count when a
@@ -122,9 +122,7 @@ t.test('a forfeit or a release written while a change of the license commits: it
       await admin`begin`;
       await admin`update licenses set total_quota = total_quota + 100 where firma_id = ${lic.firmaId}`;
       const writing = persistEvents(h.sql, [entry]);
-      await pollUntil(() => admin`select count(*)::int as n from pg_stat_activity
-        where datname = current_database() and wait_event_type = 'Lock' and query like '%insert into token_issues%'`, (rows) => rows[0]?.n === 1,
-      { timeoutMs: 10_000, intervalMs: 20 });
+      await waitForLockWait(admin, 'insert into token_issues');
       await admin`commit`;
       await writing;
     } finally {
