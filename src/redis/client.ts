@@ -103,7 +103,14 @@ export function createRedis(
   const sentinel = config.redisSentinel;
   const client =
     config.redisClusterNodes.length > 0
-      ? new Cluster(config.redisClusterNodes, { redisOptions: { ...options, ...config.redisAuth }, enableOfflineQueue: offlineQueue })
+      ? new Cluster(config.redisClusterNodes, {
+        redisOptions: { ...options, ...config.redisAuth },
+        enableOfflineQueue: offlineQueue,
+        // a Cluster sends a command whose connection closed again, to whichever node then holds
+        // its slot (autoResendUnfulfilledCommands is a single connection's): a script that ran
+        // before the close would run twice. 0 fails it instead, as on a single Redis
+        retryDelayOnFailover: 0,
+      })
       : sentinel !== null
         ? new Redis({
           ...options, ...config.redisAuth,
