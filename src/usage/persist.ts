@@ -106,8 +106,11 @@ const STATEMENT = `
              + (select count(*) from released r where r.firma_id = f.firma_id and r.released_at <= f.at)
              - sum(f.units) over (partition by f.firma_id order by f.at, f.package_no),
            f.package_no, 'system'
-    from (select v[1] as firma_id, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond' as at, v[2]::int as package_no, v[3]::int8 as units
+    from (select distinct on (v[1], v[2]) v[1] as firma_id, timestamptz 'epoch' + v[4]::int8 * interval '1 millisecond' as at,
+                 v[2]::int as package_no, v[3]::int8 as units
           from (select string_to_array(e, E'\\t') as v from unnest(string_to_array($5::text, E'\\n')) as e) as x) as f
+    -- replays left out before the running sum (their units were taken when first written)
+    where not exists (select from license_ledger l where l.kind = 'forfeit' and l.firma_id = f.firma_id and l.package_no = f.package_no)
     on conflict (firma_id, package_no) where kind = 'forfeit' do nothing
     returning firma_id, package_no, -amount as units, at
   ), release_entries as (

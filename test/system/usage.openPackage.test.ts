@@ -98,6 +98,35 @@ t.test('a release of a unit whose spend is still on the license\'s row', async (
   t.equal(ledger.length, 2, 'two release entries');
 });
 
+t.test('a release written before its spend (another worker\'s batch, or the spend pending under a stopped one): both counted', async (t) => {
+  const lic = await withPackages(h, [10]);
+  const spend = used(lic.firmaId, 1);
+  const release = releaseOf(spend as UsageEvent & { kind: 'used' }, 1);
+  // the license's first unit: Postgres's used count goes below zero until the spend arrives
+  await persistEvents(h.sql, [release]);
+  await persistEvents(h.sql, [spend]);
+  t.same(await books(h, lic.firmaId), { packages: [0], used: 0 }, 'the unit spent and given back');
+  const [row] = await h.sql`select released_quota::int as released from licenses where firma_id = ${lic.firmaId}`;
+  t.equal(row?.released, 1, 'one release counted');
+  const releases = await h.sql`select token_id from token_releases where firma_id = ${lic.firmaId}`;
+  t.equal(releases.length, 1, 'its release row');
+  const ledger = await h.sql`select kind from license_ledger where firma_id = ${lic.firmaId} and kind = 'release'`;
+  t.equal(ledger.length, 1, 'its ledger entry');
+});
+
+t.test('a forfeit replayed in a batch beside a new one: the new one\'s balance after counts the first once', async (t) => {
+  const lic = await withPackages(h, [10, 20]);
+  const first = forfeitOf(lic.firmaId, 1, 10);
+  await persistEvents(h.sql, [first]);
+  // the first again (its acknowledgement lost, or claimed with another consumer's entries), twice
+  await persistEvents(h.sql, [first, first, forfeitOf(lic.firmaId, 2, 20)]);
+  const entries = await h.sql`select package_no, amount::int as amount, balance_after::int as balance from license_ledger
+    where firma_id = ${lic.firmaId} and kind = 'forfeit' order by at`;
+  t.same(entries.map((e) => [e.package_no, e.amount, e.balance]), [[1, -10, 20], [2, -20, 0]], 'each forfeit once, balances 20 then 0');
+  const [row] = await h.sql`select (total_quota - used_quota)::int as balance from licenses where firma_id = ${lic.firmaId}`;
+  t.equal(row?.balance, 0, 'the license\'s balance is the last entry\'s');
+});
+
 t.test('concurrent batches of one license on two packages: every spend once', async (t) => {
   const lic = await withPackages(h, [1000, 1000]);
   for (let round = 0; round < 6; round++) {
