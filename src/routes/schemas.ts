@@ -23,10 +23,13 @@ export function isText(value: string): boolean {
 
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-](\d{2}):(\d{2}))$/;
 const YEARS = { min: 1970, max: 9999 };
+/** the instants of those years: an offset can move a time written in one out of them */
+const INSTANTS = { min: Date.UTC(YEARS.min, 0, 1), end: Date.UTC(YEARS.max + 1, 0, 1) };
 
 /**
  * An RFC 3339 date-time that Date represents exactly: a real calendar day, no leap second
- * (23:59:60 has no Date), a year Postgres and JSON clients agree on.
+ * (23:59:60 has no Date), a year Postgres and JSON clients agree on, as written and once its
+ * offset is applied (9999-12-31T23:59:59-01:00 is in the year 10000, which Postgres refuses).
  */
 export function isInstant(value: string): boolean {
   const m = DATE_TIME.exec(value);
@@ -36,7 +39,8 @@ export function isInstant(value: string): boolean {
   if (day! > new Date(Date.UTC(year!, month!, 0)).getUTCDate()) return false;
   if (hour! > 23 || minute! > 59 || second! > 59) return false;
   if (m[9] !== undefined && (Number(m[9]) > 23 || Number(m[10]) > 59)) return false;
-  return !Number.isNaN(Date.parse(value));
+  const ms = Date.parse(value);
+  return ms >= INSTANTS.min && ms < INSTANTS.end;
 }
 
 /**

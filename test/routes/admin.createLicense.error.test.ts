@@ -39,6 +39,9 @@ t.test('admin create license errors', async (t) => {
       ['expiryDate', createBody({ expiryDate: 'next year' })],
       ['expiryDate', createBody({ expiryDate: '2030-13-45T00:00:00Z' })],
       ['expiryDate', createBody({ expiryDate: 1893456000000 })],
+      // the year 10000 once its offset applies (Postgres refuses it), and 1969
+      ['expiryDate', createBody({ expiryDate: '9999-12-31T23:59:59-01:00' })],
+      ['expiryDate', createBody({ expiryDate: '1970-01-01T00:30:00+01:00' })],
       ['licenseKey', createBody({ licenseKey: 'not-a-uuid' })],
       ['licenseKey', createBody({ licenseKey: 'ABC-LICENSE-2024-001' })],
       ['isActive', createBody({ isActive: 'yes' })],

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { expectInvalid } from '../helpers/admin.js';
-import { startHarness } from '../helpers/harness.js';
+import { ADMIN_TOKEN, startHarness } from '../helpers/harness.js';
 
 // PATCH /admin/v1/licenses/{licenseKey} refusals: 400 for an empty or bad body (nothing
 // changed), 404 for an unknown key.
@@ -17,6 +17,10 @@ t.test('400 for an empty or bad body, 404 for an unknown key', async (t) => {
   expectInvalid(t, await h.admin('PATCH', path, { licenseKey: randomUUID() }), 'licenseKey');
   expectInvalid(t, await h.admin('PATCH', path, { isActive: 'false' }), 'isActive');
   expectInvalid(t, await h.admin('PATCH', path, { expiryDate: 'tomorrow' }), 'expiryDate');
+  expectInvalid(t, await h.admin('PATCH', path, { expiryDate: '9999-12-31T23:30:00-05:00' }), 'expiryDate'); // the year 10000 at UTC
+  // nested deeper than JSON.stringify can write back: the message says what it is instead
+  const deep = `{"organizationName":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+  expectInvalid(t, await h.request('PATCH', path, deep, { authorization: `Bearer ${ADMIN_TOKEN}` }), 'organizationName');
   expectInvalid(t, await h.admin('PATCH', path, { organizationName: '' }), 'organizationName');
   expectInvalid(t, await h.admin('PATCH', path, { domains: ['not a domain'] }), 'domains');
   expectInvalid(t, await h.admin('PATCH', path, { releasesPerDay: -1 }), 'releasesPerDay');

@@ -21,10 +21,20 @@ export function refusal(path: string, wrong: string, expected: string): Reply {
 const SECRET_FIELDS = new Set(['password', 'webhookSecret']);
 const SHOWN_CHARACTERS = 60;
 
+/** JSON text of a value; null for one nested too deep to write (JSON.parse reads deeper than JSON.stringify writes). */
+function jsonOf(value: unknown): string | null {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return null;
+  }
+}
+
 /** A value as the message shows it: JSON (control characters escaped), cut short; a secret by its length only. */
 export function shown(value: unknown, secret = false): string {
   if (typeof value === 'string' && secret) return `verilen değer (${value.length} karakter)`;
-  const json = JSON.stringify(value) ?? String(value);
+  const json = jsonOf(value);
+  if (json === null) return Array.isArray(value) ? 'iç içe bir dizi' : 'iç içe bir nesne';
   if (json.length <= SHOWN_CHARACTERS) return json;
   const length = typeof value === 'string' ? ` (${value.length} karakter)` : '';
   return `${json.slice(0, SHOWN_CHARACTERS)}…${length}`;
