@@ -30,7 +30,8 @@ end
 local function claimKey(field, current, previous, tokenId, iat, now, used, remaining, receipt)
   local holder = recordIn(previous, field, now)
   if holder and holder ~= tokenId then return false end
-  local record = tokenId .. '\t' .. iat .. '\t' .. used .. '\t' .. remaining
+  -- %d: the figures as integers, as recordIn reads them (Lua would write 10^14 as 1e+14)
+  local record = tokenId .. '\t' .. iat .. string.format('\t%d\t%d', used, remaining)
   if receipt ~= '' then record = record .. '\t' .. receipt end
   if redis.call('HSETNX', current, field, record) == 0 then
     holder = recordIn(current, field, now)

@@ -155,8 +155,9 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
   -- the script runs alone: the HSET below makes used + 1, the figures the record and receipt keep
   local receipt = ''
   if prefix ~= '' then
-    receipt = prefix .. ',"iat":' .. math.floor(tonumber(now) / 1000) .. ',"used_quota":' .. (used + 1)
-      .. ',"remaining_quota":' .. (total - used - 1) .. '}'
+    -- %d: Lua writes a number of 15 digits or more as 1.2345678901234e+14 (a license may hold 10^14 units)
+    receipt = prefix .. string.format(',"iat":%d,"used_quota":%d,"remaining_quota":%d}',
+      math.floor(tonumber(now) / 1000), used + 1, total - used - 1)
   end
   if idem and not claimKey(idem, current, previous, tokenId, iat, now, used + 1, total - used - 1, receipt) then
     return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied

@@ -128,6 +128,24 @@ t.test('an Idempotency-Key retry answers the identical receipt and spends one un
   t.same(rows.map((r) => r.receipt_sha256), [receiptDigest(first.body.receipt)], 'one row, with the receipt answered');
 });
 
+t.test('a license of over 10^14 units: the receipt and a keyed retry carry its exact figures', async (t) => {
+  const lic = await h.createLicense({ totalQuota: 1e12 });
+  for (let i = 0; i < 100; i++) {
+    const added = await h.admin('POST', `/admin/v1/licenses/${lic.licenseKey}/quota`, { add: 1e12 });
+    if (added.status !== 200) t.fail(`purchase ${i}: ${added.status} ${added.text}`);
+  }
+  const total = 101e12;
+  const token = await new TokenSource(h, lic).next();
+  const documents = [documentNamed('büyük.pdf')];
+  const first = await sign(h, { token, documents }, 'buyuk-1');
+  t.same([first.status, first.body.usedQuota, first.body.remainingQuota], [200, 1, total - 1], 'the answer\'s figures');
+  const { payload } = receiptParts(first.body.receipt);
+  t.same([payload.used_quota, payload.remaining_quota], [1, total - 1], 'the receipt\'s figures, in full');
+  const retry = await sign(h, { token, documents }, 'buyuk-1');
+  t.same([retry.status, retry.text], [200, first.text], 'the keyed retry answers the first body');
+  t.equal(await usedOf(lic), 1, 'one unit spent');
+});
+
 t.test('a tampered receipt, or one signed by another key, fails verification', async (t) => {
   const lic = await h.createLicense({ totalQuota: 5 });
   const res = await sign(h, { token: await new TokenSource(h, lic).next(), documents: [documentNamed('a.pdf')] });
