@@ -5,8 +5,16 @@ import type { Companion } from './worker.js';
 
 /** How often Postgres is asked for packages that expired with units left. */
 export const SWEEP_INTERVAL_MS = 2_000;
-/** Licenses settled per pass: more wait for the next. */
+/** Packages named per pass: more wait for the next. */
 const SWEEP_LIMIT = 500;
+
+/** Where the last pass stopped, in the sweep's order. */
+interface SweepCursor {
+  /** as Postgres writes it: a Date would drop its microseconds */
+  expiresAt: string;
+  firmaId: string;
+  packageNo: number;
+}
 
 /**
  * Forfeits the units of expired packages of licenses nobody is using, beside the usage worker.
@@ -20,12 +28,15 @@ const SWEEP_LIMIT = 500;
 export class ForfeitSweep implements Companion {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  /** null: the next pass starts from the first package due */
+  private after: SweepCursor | null = null;
 
   constructor(
     private readonly sql: Sql,
     private readonly hot: HotLicenses,
     private readonly log: Logger,
     private readonly intervalMs = SWEEP_INTERVAL_MS,
+    private readonly limit = SWEEP_LIMIT,
   ) {}
 
   start(): void {
@@ -57,14 +68,20 @@ export class ForfeitSweep implements Companion {
    * A package is named while its row has units left; the spends a license's row still counts
    * for its open package (sql/015_open_package.sql) are folded into the row of an expired one
    * first, in the same statement, so a package spent out leaves the sweep's index instead of
-   * being named on every pass.
+   * being named on every pass. A package Postgres shows with units left that Redis has none
+   * of (their spends not written yet, or buried as dead letters) is named again and again
+   * without a forfeit: each pass goes on after the last package the one before named, so as
+   * many of those as a pass takes cannot keep the packages after them from being swept.
    */
   private async sweep(): Promise<number> {
+    const after = this.after;
     const due = await this.sql`
       with due as (
-        select firma_id, package_no from license_package_rows
+        select firma_id, package_no, expires_at from license_package_rows
         where expires_at <= now() and forfeited = 0 and not spent_out
-        limit ${SWEEP_LIMIT}
+          ${after === null ? this.sql`` : this.sql`and (expires_at, firma_id, package_no) > (${after.expiresAt}::timestamptz, ${after.firmaId}, ${after.packageNo})`}
+        order by expires_at, firma_id, package_no
+        limit ${this.limit}
       ), folded as (
         update licenses l set open_package_no = null, open_package_used = 0,
                               closed_package_no = l.open_package_no, closed_package_used = l.open_package_used
@@ -74,9 +91,12 @@ export class ForfeitSweep implements Companion {
         update license_package_rows p set used = p.used + f.closed_package_used
         from folded f where p.firma_id = f.firma_id and p.package_no = f.closed_package_no
       )
-      select distinct firma_id from due`;
+      select firma_id, package_no, expires_at::text as expires_text from due order by due.expires_at, firma_id, package_no`;
+    const last = due.length < this.limit ? undefined : due[due.length - 1];
+    this.after = last === undefined ? null
+      : { expiresAt: last.expires_text as string, firmaId: last.firma_id as string, packageNo: last.package_no as number };
     let units = 0;
-    for (const { firma_id: firmaId } of due) units += await this.hot.settle(firmaId as string);
+    for (const firmaId of new Set(due.map((row) => row.firma_id as string))) units += await this.hot.settle(firmaId);
     return units;
   }
 }
