@@ -10,7 +10,7 @@
     KEYS[4i-1..4i+2] token i's license hash, token markers, rate-limit counter, package hash
                      (i = 1..n)
     KEYS[4n+3..]     for each token sent with an Idempotency-Key, in token order, the
-                     record hashes of the current window and the one before
+                     record hashes of the current window, the one before and the one after
                      {b}:ik:<window> (includes/redeemToken.lua)
     KEYS[#KEYS]      stamp of the slot          {b}:node (includes/server.lua)
 
@@ -42,13 +42,13 @@ local nextIdem = 3 + 4 * tokenCount(9)
 return eachToken(9, 7, function(k, v, mark)
   local origin = ARGV[v + 6]
   if origin == '' then origin = nil else origin = string.sub(origin, 2) end
-  local field, current, previous = ARGV[v + 7], nil, nil
+  local field, current, previous, later = ARGV[v + 7], nil, nil, nil
   if field == '' then
     field = nil
   else
-    current, previous = KEYS[nextIdem], KEYS[nextIdem + 1]
-    nextIdem = nextIdem + 2
+    current, previous, later = KEYS[nextIdem], KEYS[nextIdem + 1], KEYS[nextIdem + 2]
+    nextIdem = nextIdem + 3
   end
   return redeemToken(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[1], ARGV[1], tonumber(ARGV[v]), ARGV[2],
-    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, field, current, previous, ARGV[v + 8])
+    ARGV[v + 1], ARGV[v + 2], ARGV[v + 3], ARGV[v + 4], ARGV[v + 5], origin, mark, field, current, previous, later, ARGV[v + 8])
 end)

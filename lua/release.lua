@@ -12,8 +12,8 @@
     KEYS[3] package hash     {b}:pk:<firmaId>
     KEYS[4] usage stream     {b}:ev   event "l" (EventValues.released in src/redis/fields.ts)
     KEYS[5] releases today   {b}:rl:<firmaId>:<UTC day>
-    KEYS[6], KEYS[7]         with an Idempotency-Key: the record hashes of the current window
-                             and the one before (includes/idempotency.lua)
+    KEYS[6..8]               with an Idempotency-Key: the record hashes of the current window,
+                             the one before and the one after (includes/idempotency.lua)
     KEYS[#KEYS-1]            the slot's epoch {b}:epoch (includes/epoch.lua)
     KEYS[#KEYS]              the slot's stamp {b}:node (includes/server.lua)
 
@@ -56,13 +56,13 @@ if tonumber(lic[10]) <= tonumber(ARGV[1]) then return {LICENSE_EXPIRED, 0, 0} en
 local marker = redis.call('HGET', markers, tokenId)
 if marker == 'r' then
   if idem then
-    local holder, used, remaining = keyHolder(idem, KEYS[6], KEYS[7], now)
+    local holder, used, remaining = keyHolder(idem, KEYS[6], KEYS[7], KEYS[8], now)
     if holder == tokenId then return {DONE, tonumber(used), tonumber(remaining)} end
     if holder then return {IDEMPOTENCY_KEY_REUSED, 0, 0} end
   end
   return {ALREADY_RELEASED, 0, 0}
 end
-if idem and keyHolder(idem, KEYS[6], KEYS[7], now) then return {IDEMPOTENCY_KEY_REUSED, 0, 0} end
+if idem and keyHolder(idem, KEYS[6], KEYS[7], KEYS[8], now) then return {IDEMPOTENCY_KEY_REUSED, 0, 0} end
 if not marker or string.sub(marker, 1, 1) ~= 'u' then return {NOT_REDEEMED, 0, 0} end
 local packageNo, redeemedAt, epoch = string.match(marker, '^u(%d+):(%d+)(.*)$')
 if not packageNo or tonumber(redeemedAt) + tonumber(ARGV[4]) < tonumber(now) then return {RELEASE_WINDOW_PASSED, 0, 0} end
@@ -93,7 +93,7 @@ local remaining = tonumber(lic[7]) - tonumber(lic[8] or '0') - used
 redis.call('HSET', markers, tokenId, 'r')
 redis.call('INCR', today)
 redis.call('PEXPIREAT', today, ARGV[7])
-if idem then claimKey(idem, KEYS[6], KEYS[7], tokenId, now, now, used, remaining, '') end
+if idem then claimKey(idem, KEYS[6], KEYS[7], KEYS[8], tokenId, now, now, used, remaining, '') end
 -- the release event: one field, its values tab-separated (EventValues.released)
 redis.call('XADD', stream, '*', 'l', tokenId .. '\t' .. firmaId .. '\t' .. packageNo .. '\t' .. now .. '\t' .. ARGV[5])
 return {DONE, used, remaining}

@@ -3,7 +3,7 @@
   (packages.lua), the Idempotency-Key records (idempotency.lua) and the constants SIGN_TOKEN_MS and IDEMPOTENCY_WINDOW_MS (src/redis/scriptSource.ts luaConstants).
 
   redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId,
-              imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
+              imzaTipi, iat, origin, issuedMark, idem, current, previous, later, prefix)
     -> code, a, b, left, reset, limit, receipt
     license  license hash        {b}:l:<firmaId>   fields q bought, f forfeited, u used, a active, x expiry ms,
                                  d domains, z fence, pn pe pl the packages (includes/packages.lua),
@@ -27,13 +27,14 @@
              receipt is kept in the key's record, sent with the usage event (field r) and
              returned: the route signs exactly these bytes, and a retry gets them back
     idem     the field of the token's Idempotency-Key, "<firmaId>:<key>" (nil = none), in the
-             record hashes current and previous: one hash per bucket and window {b}:ik:<window>
-             (IDEMPOTENCY_WINDOW_MS in src/redis/keys.ts) of the redemption and the one before.
+             record hashes current, previous and later: one hash per bucket and window {b}:ik:<window>
+             (IDEMPOTENCY_WINDOW_MS in src/redis/keys.ts) of the redemption, the one before and
+             the one after (another server's clock a little ahead: includes/idempotency.lua).
              A record "<token id>\t<token iat ms>\t<used>\t<remaining>", then "\t<receipt>"
              for a sign (JSON text holds no raw tab), names the token the key serves and
              what its redemption answered; it lives as long as its token
-             (iat + SIGN_TOKEN_MS), so a live record is in one of the two hashes. A first keyed
-             redemption claims the key in current (HGET previous, HSETNX current, PEXPIRE
+             (iat + SIGN_TOKEN_MS), so a live record is in one of the three hashes. A first keyed
+             redemption claims the key in current (HGET previous and later, HSETNX current, PEXPIRE
              current: a window's hash lives a window after its last claim); a retry of its
              token reads the figures (and receipt) back; the key with another token, or
              with its token on the other endpoint (a receipt on one side only) or with other
@@ -95,12 +96,12 @@ local function usedThisEpoch(marker, issuedMark)
 end
 
 -- A refusal of a token sent with a key that serves another token says so instead.
-local function refused(code, field, current, previous, now, left, reset, applied)
-  if field and keyHolder(field, current, previous, now) then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied end
+local function refused(code, field, current, previous, later, now, left, reset, applied)
+  if field and keyHolder(field, current, previous, later, now) then return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied end
   return code, 0, 0, left, reset, applied
 end
 
-local function redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, prefix)
+local function redeemToken(license, markers, rate, packages, stream, now, limit, windowMs, host, tokenId, firmaId, imzaTipi, iat, origin, issuedMark, idem, current, previous, later, prefix)
   -- the license first: a token of a company Redis does not hold is not "unknown" until
   -- Postgres has been asked about the company, and the copy holds the limit to count with
   -- (a request is counted by the call that finds the copy: the caller's retry after a repair)
@@ -126,7 +127,7 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
     -- sign for free). Both scripts run alone on this slot, so a release and a
     -- retry racing are answered in one order or the other, never both "spent" and released.
     if idem then
-      local holder, used, remaining, receipt = keyHolder(idem, current, previous, now)
+      local holder, used, remaining, receipt = keyHolder(idem, current, previous, later, now)
       if holder == tokenId and sameRequest(receipt, prefix) then
         if marker == 'r' or not usedThisEpoch(marker, issuedMark) then return TOKEN_SPENT, 0, 0, left, reset, applied end
         return DONE, tonumber(used), tonumber(remaining), left, reset, applied, receipt
@@ -135,21 +136,21 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
     end
     return TOKEN_SPENT, 0, 0, left, reset, applied
   end
-  if tonumber(lic[4]) <= tonumber(now) then return refused(LICENSE_EXPIRED, idem, current, previous, now, left, reset, applied) end
-  if lic[3] ~= '1' then return refused(LICENSE_INACTIVE, idem, current, previous, now, left, reset, applied) end
+  if tonumber(lic[4]) <= tonumber(now) then return refused(LICENSE_EXPIRED, idem, current, previous, later, now, left, reset, applied) end
+  if lic[3] ~= '1' then return refused(LICENSE_INACTIVE, idem, current, previous, later, now, left, reset, applied) end
 
   local domains = lic[5]
-  if domains and domains ~= '' and not originAllowed(domains, host) then return refused(ORIGIN_NOT_ALLOWED, idem, current, previous, now, left, reset, applied) end
+  if domains and domains ~= '' and not originAllowed(domains, host) then return refused(ORIGIN_NOT_ALLOWED, idem, current, previous, later, now, left, reset, applied) end
 
   local total = tonumber(lic[1]) - tonumber(lic[7] or '0')
   local used = tonumber(lic[2])
-  if used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset, applied) end
+  if used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, later, now, left, reset, applied) end
   local pn, pl = lic[8], tonumber(lic[10] or '0')
   if mustSettle(lic[9], lic[10], now) then
     local pe
     pn, pe, pl = settle(license, packages, stream, firmaId, now)
     total = tonumber(lic[1]) - tonumber(redis.call('HGET', license, 'f') or '0')
-    if pn == '' or used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, now, left, reset, applied) end
+    if pn == '' or used >= total then return refused(NO_QUOTA_LEFT, idem, current, previous, later, now, left, reset, applied) end
   end
 
   -- the script runs alone: the HSET below makes used + 1, the figures the record and receipt keep
@@ -159,7 +160,7 @@ local function redeemToken(license, markers, rate, packages, stream, now, limit,
     receipt = prefix .. string.format(',"iat":%d,"used_quota":%d,"remaining_quota":%d}',
       math.floor(tonumber(now) / 1000), used + 1, total - used - 1)
   end
-  if idem and not claimKey(idem, current, previous, tokenId, iat, now, used + 1, total - used - 1, receipt) then
+  if idem and not claimKey(idem, current, previous, later, tokenId, iat, now, used + 1, total - used - 1, receipt) then
     return IDEMPOTENCY_KEY_REUSED, 0, 0, left, reset, applied
   end
   used = used + 1

@@ -73,7 +73,7 @@ export const redeemLayout: BatchLayout<Redemption, Redeemed> = {
   width: 7,
   pushKeys: (into, r) => into.push(r.keys.license, r.markers, r.keys.rateValidate, r.keys.packages),
   pushExtraKeys: (into, r) => {
-    if (r.idempotency !== null) into.push(r.idempotency.current, r.idempotency.previous);
+    if (r.idempotency !== null) into.push(r.idempotency.current, r.idempotency.previous, r.idempotency.later);
   },
   pushArgs: (into, r) => into.push(r.limit, r.host, r.tokenId, r.firmaId, r.imzaTipi, r.iatMs, r.origin === null ? '' : `+${r.origin}`,
     r.idempotency === null ? '' : r.idempotency.field, r.receiptPrefix),

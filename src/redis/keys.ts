@@ -39,8 +39,9 @@ export const MARKER_SLACK_MS = 10_000;
  * time of the redemption that claimed the key), a field each, so a record costs a hash field
  * and no key or expiry of its own (a key each cost Redis more per keyed redemption: bench/README.md).
  * A record lives as long as its token; a window is a token's life and the clock slack
- * between servers, so a live record is in the current window's hash or the one before: a
- * call names both. A window's hash expires a window after its last claim.
+ * between servers, so a live record is in the current window's hash or the one before, or,
+ * claimed by a server whose clock is a little ahead, the one after: a call names all three.
+ * A window's hash expires a window after its last claim.
  */
 const DAY_MS = 86_400_000;
 
@@ -52,6 +53,8 @@ export interface IdempotencyRecord {
   current: string;
   /** the window before's, whose records may still be alive */
   previous: string;
+  /** the window after's: another server's clock a little ahead may have claimed the key there */
+  later: string;
   /** the key's field in them: keys are the license's own */
   field: string;
 }
@@ -221,7 +224,8 @@ class LicenseKeyRing implements LicenseKeys {
   idempotency(key: string, nowMs: number): IdempotencyRecord {
     const window = Math.floor(nowMs / IDEMPOTENCY_WINDOW_MS);
     // firma ids are base64url (LicenseStore.newFirmaId): no ':' in them
-    return { current: `${this.tag}:ik:${window}`, previous: `${this.tag}:ik:${window - 1}`, field: `${this.firmaId}:${key}` };
+    return { current: `${this.tag}:ik:${window}`, previous: `${this.tag}:ik:${window - 1}`,
+      later: `${this.tag}:ik:${window + 1}`, field: `${this.firmaId}:${key}` };
   }
 
   releaseIdempotency(key: string, nowMs: number): IdempotencyRecord {

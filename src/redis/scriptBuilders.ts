@@ -181,8 +181,8 @@ export const scripts = {
    */
   release: (keys: LicenseKeys, r: Release): ScriptCall<[Outcome, number, number]> => ({
     name: 'release',
-    args: [r.idempotency === null ? 7 : 9, keys.license, r.markers, keys.packages, keys.stream, r.today.key,
-      ...(r.idempotency === null ? [] : [r.idempotency.current, r.idempotency.previous]), keys.epoch, keys.stamp,
+    args: [r.idempotency === null ? 7 : 10, keys.license, r.markers, keys.packages, keys.stream, r.today.key,
+      ...(r.idempotency === null ? [] : [r.idempotency.current, r.idempotency.previous, r.idempotency.later]), keys.epoch, keys.stamp,
       r.nowMs, r.tokenId, r.firmaId, r.windowMs, r.reason, r.idempotency?.field ?? '', r.today.expiresAt],
     read: (reply) => [outcomeOf((reply as Reply)[0]), Number((reply as Reply)[1]), Number((reply as Reply)[2])],
   }),

@@ -1,4 +1,9 @@
 import t from 'tap';
+import { createRedis } from '../../src/redis/client.js';
+import { IDEMPOTENCY_WINDOW_MS } from '../../src/redis/keys.js';
+import { Outcome } from '../../src/redis/outcomes.js';
+import { runScript } from '../../src/redis/scriptCall.js';
+import { scripts } from '../../src/redis/scriptBuilders.js';
 import { LIVE_COUNTS, startHarness } from '../helpers/harness.js';
 import type { Answer } from '../helpers/http.js';
 import { claimsOf } from '../helpers/jwt.js';
@@ -104,4 +109,26 @@ t.test('a release racing keyed retries: a 200 only for a retry before it, the bo
   await expectExactBooks(t, h, lic, 0, TOKENS);
   const [rows] = await h.sql<{ n: number }[]>`select count(*)::int as n from token_redemptions where token_id = any(${ids}::uuid[])`;
   t.equal(rows?.n, TOKENS, 'one redemption row per token');
+});
+
+t.test('servers\' clocks a few ms apart across a window boundary: a keyed release retried through the one behind gets its answer again (release.lua called directly)', async (t) => {
+  const redis = createRedis(h.config, 'test-release-skew');
+  t.teardown(() => redis.quit());
+  const lic = await h.createLicense({ totalQuota: 10, releasesPerDay: 10 });
+  const [token, other] = (await mintTokens(h, lic, 2)).tokens as [string, string];
+  t.equal((await validate(token, 'r-skew')).status, 200, 'redeemed');
+  t.equal((await validate(other, 'r-other')).status, 200, 'another redeemed');
+  const releaseAt = (jwt: string, nowMs: number) => {
+    const c = claimsOf(jwt);
+    const k = h.keys.forLicense(c.firma_id);
+    return runScript(redis, scripts.release(k, {
+      markers: k.markers(c.exp * 1000).key, today: k.releasesToday(nowMs), nowMs, tokenId: c.token_id, firmaId: c.firma_id,
+      windowMs: 3_600_000, reason: '', idempotency: k.releaseIdempotency('rel-skew', nowMs),
+    }));
+  };
+  const boundary = (Math.floor(Date.now() / IDEMPOTENCY_WINDOW_MS) + 1) * IDEMPOTENCY_WINDOW_MS;
+  t.same(await releaseAt(token, boundary + 1), [Outcome.DONE, 1, 9], 'released by the server ahead, just past the boundary');
+  t.same(await releaseAt(token, boundary - 4), [Outcome.DONE, 1, 9], 'the retry through the server 5 ms behind: the same answer');
+  t.same(await releaseAt(other, boundary - 4), [Outcome.IDEMPOTENCY_KEY_REUSED, 0, 0], 'the key with another token there: refused');
+  t.same(await liveQuota(h, lic), [1, 9], 'one unit back');
 });

@@ -149,6 +149,21 @@ t.test('one batch holding one key twice (redeem.lua called directly)', async (t)
     t.equal(await usedOf(lic), 1, 'one unit spent');
   });
 
+  t.test('servers\' clocks a few ms apart across a window boundary: the one behind finds the record the one ahead claimed', async (t) => {
+    const lic = await h.createLicense({ totalQuota: 10 });
+    const [a, b] = (await mintTokens(h, lic, 2)).tokens as [string, string];
+    // A redeemed through a server whose clock has just passed a boundary; its retry, and B with
+    // the key, through one 5 ms behind, whose clock is still in the window before
+    const boundary = (Math.floor(claimsOf(a).iat * 1000 / IDEMPOTENCY_WINDOW_MS) + 1) * IDEMPOTENCY_WINDOW_MS;
+    const ahead = boundary + 1;
+    const behind = boundary - 4;
+    t.not(item(a, 'skew', ahead).idempotency?.current, item(a, 'skew', behind).idempotency?.current, 'two windows');
+    t.same(await run([item(a, 'skew', ahead)], ahead), [[Outcome.DONE, 1, 9, 0, 0, 0, '']], 'A redeemed by the server ahead');
+    t.same(await run([item(a, 'skew', behind)], behind), [[Outcome.DONE, 1, 9, 0, 0, 0, '']], 'A retried through the server behind: the first figures');
+    t.equal((await run([item(b, 'skew', behind)], behind))[0]?.[0], Outcome.IDEMPOTENCY_KEY_REUSED, 'B with the key through the server behind: refused');
+    t.equal(await usedOf(lic), 1, 'one unit spent');
+  });
+
   t.test('a record lives as long as its token: then the key is free, in its window and the next', async (t) => {
     const lic = await h.createLicense({ totalQuota: 10 });
     const [a, b, c] = (await mintTokens(h, lic, 3)).tokens as [string, string, string];
