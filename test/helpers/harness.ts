@@ -180,7 +180,11 @@ export class Harness implements Client {
     const redis = this.serviceRedis;
     const lag = worker ? () => worker.lag() : redis ? () => usageLag(redis, this.keys) : null;
     if (!lag) throw new Error('this service runs no worker');
-    await waitFor('the usage worker to drain', async () => (await lag()) === 0, timeoutMs, 20);
+    // asked again after a failed read: on a Redis Cluster a command caught by a failover's
+    // closing connection fails once (src/redis/client.ts, retryDelayOnFailover)
+    let failed = '';
+    await waitFor(() => `the usage worker to drain${failed}`,
+      async () => (await lag().catch((err: unknown) => { failed = ` (last read failed: ${String(err)})`; return -1; })) === 0, timeoutMs, 20);
   }
 
   /** The environment of a standalone usage worker (`npm run worker`, processes.spawnWorker) on this service's Redis and Postgres; overrides win. */

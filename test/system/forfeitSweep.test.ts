@@ -30,23 +30,26 @@ const liveTotal = async (lic: TestLicense): Promise<number> =>
   (await h.request('GET', `/admin/v1/licenses/${lic.licenseKey}`, undefined, { authorization: `Bearer ${ADMIN_TOKEN}` })).body.data.totalQuota as number;
 
 t.test('packages the sweep cannot forfeit do not hold back those after them', async (t) => {
-  const expiry = Date.now() + 3_000;
-  // three licenses whose expiring package Redis has spent (a unit each), Postgres not yet
-  const spent: TestLicense[] = [];
+  // the licenses and their sign tokens first (a login hashes a password: slow on a busy
+  // machine), so the short packages are bought and spent well before they expire
+  const spent: { lic: TestLicense; signToken: string }[] = [];
   for (let i = 0; i < 3; i++) {
     const lic = await h.createLicense({ totalQuota: 5 });
+    spent.push({ lic, signToken: (await getTokenPair(h, lic)).signToken });
+  }
+  const idle = await h.createLicense({ totalQuota: 5 });
+  const expiry = Date.now() + 5_000;
+  // three licenses whose expiring package Redis has spent (a unit each), Postgres not yet
+  for (const [i, { lic, signToken }] of spent.entries()) {
     t.equal((await addQuota(lic, 1, expiry + i)).status, 200);
-    const { signToken } = await getTokenPair(h, lic);
     t.equal((await h.validate(signToken)).status, 200, 'its package\'s one unit spent');
-    spent.push(lic);
   }
   // then one nobody uses, whose package expires after theirs with 4 units left
-  const idle = await h.createLicense({ totalQuota: 5 });
   t.equal((await addQuota(idle, 4, expiry + 10)).status, 200);
   t.equal(await liveTotal(idle), 9);
   await sleep(expiry + 10 - Date.now() + 100);
 
   for (let pass = 0; pass < 3; pass++) await sweep.pass();
   t.equal(await liveTotal(idle), 5, 'the idle license\'s package forfeited its 4 units');
-  for (const lic of spent) t.equal(await liveTotal(lic), 6, 'a spent package forfeits nothing');
+  for (const { lic } of spent) t.equal(await liveTotal(lic), 6, 'a spent package forfeits nothing');
 });

@@ -171,7 +171,8 @@ export class Stack {
 
   /** Waits until every usage stream is empty; false after timeoutMs. */
   async drained(timeoutMs = 30_000): Promise<boolean> {
-    return waitFor('the usage streams to empty', async () => (await this.lag()) === 0, timeoutMs).then(() => true, () => false);
+    // a read failed by a failover's closing connection is asked again
+    return waitFor('the usage streams to empty', async () => (await this.lag().catch(() => -1)) === 0, timeoutMs).then(() => true, () => false);
   }
 
   request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, slot = 0): Promise<Outcome> {
