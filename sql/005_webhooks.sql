@@ -11,9 +11,10 @@ alter table licenses
 -- (src/webhooks/detect.ts), then delivered by the worker (src/webhooks/delivery.ts).
 -- event_key names the event and its occasion, so "at most once per event and threshold
 -- crossing" is this primary key: inserts are "on conflict do nothing".
---   quota.low:<firma>:<total quota>        a license's total only grows (purchases), and at
---   quota.exhausted:<firma>:<total quota>  one total the remaining quota only falls, so it
---                                          crosses a threshold at most once per total
+--   quota.low:<firma>:p<packages made>        a purchase re-arms a threshold, so it is
+--   quota.exhausted:<firma>:p<packages made>  crossed at most once per package made (before
+--                                             packages expired: <total quota>, which a
+--                                             forfeit may bring back to an earlier value)
 --   license.expiring:<firma>:<expiry ms>   once per expiry date
 create table webhook_events (
   event_key       text primary key,

@@ -165,7 +165,9 @@ const STATEMENT = `
     where l.firma_id = n.firma_id
     returning l.firma_id, l.license_key, l.organization_name, l.total_quota, l.used_quota, l.released_quota, l.expiry_date, l.webhook_url,
               greatest(l.total_quota - l.used_quota, 0) as remaining,
+              -- as the license was before this batch (spent counts a release as -1)
               greatest(l.total_quota - l.used_quota + n.spent + n.forfeited, 0) as remaining_before,
+              l.total_quota + n.forfeited as total_before, l.packages_made,
               -- closed_day and closed_package_no are set by this update alone (null otherwise)
               l.closed_day, l.closed_day_redeemed, n.day is not null and n.day < l.usage_day as late, n.day, n.day_spent,
               l.closed_package_no, l.closed_package_used
@@ -193,14 +195,16 @@ const STATEMENT = `
     on conflict (firma_id, day) do update set redeemed = d.redeemed + excluded.redeemed
   ), crossings as (
     insert into webhook_events (event_key, firma_id, type, payload)
-    select e.type || ':' || c.firma_id || ':' || c.total_quota, c.firma_id, e.type,
+    -- once per purchase: a crossing re-armed by one is keyed by the packages made (a forfeit
+    -- lowers the total, so the total could come back to that of an earlier crossing)
+    select e.type || ':' || c.firma_id || ':p' || c.packages_made, c.firma_id, e.type,
            jsonb_build_object('licenseKey', c.license_key, 'organizationName', c.organization_name,
              'totalQuota', c.total_quota, 'usedQuota', c.used_quota, 'remainingQuota', c.remaining,
              'expiryDate', to_char(c.expiry_date at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
            || case when e.type = 'quota.low' then jsonb_build_object('thresholdPercent', $3::int) else '{}'::jsonb end
     from counted c
     cross join lateral (values
-      ('quota.low', $3::int > 0 and c.remaining_before * 100 > c.total_quota * $3::int and c.remaining * 100 <= c.total_quota * $3::int),
+      ('quota.low', $3::int > 0 and c.remaining_before * 100 > c.total_before * $3::int and c.remaining * 100 <= c.total_quota * $3::int),
       ('quota.exhausted', c.remaining_before > 0 and c.remaining = 0)
     ) as e(type, crossed)
     where c.webhook_url is not null and e.crossed

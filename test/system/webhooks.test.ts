@@ -1,6 +1,6 @@
 import t from 'tap';
 import { LIVE_COUNTS, startHarness, type Harness } from '../helpers/harness.js';
-import { TokenSource } from '../helpers/tokens.js';
+import { mintTokens, TokenSource } from '../helpers/tokens.js';
 import { pollUntil, waitFor } from '../helpers/wait.js';
 import { LOCAL_RECEIVERS, outboxOf, QUICK_WEBHOOKS, setWebhook, signatureValid, startReceiver, type Delivery } from '../helpers/webhooks.js';
 import type { Asserts } from '../helpers/shapes.js';
@@ -98,6 +98,39 @@ t.test('webhooks', async (t) => {
     t.same(last.map((r) => r.type), ['quota.low', 'quota.exhausted', 'quota.low', 'quota.exhausted', 'quota.exhausted']);
     t.same(receiver.to('/quota').map((d) => d.body.type), last.map((r) => r.type), 'each arrived once');
     t.match(receiver.to('/quota')[4]?.body.data, { totalQuota: 32, usedQuota: 32, remainingQuota: 0 });
+  });
+
+  t.test('an expiring package: its forfeit is a crossing when it takes the quota back down, none while already below', async (t) => {
+    // A: spent out, then a purchase re-arms both events, and its package expires unused: the
+    // forfeit brings the total back to the one of the first crossing and the remaining quota to 0
+    const a = await h.createLicense({ totalQuota: 10 });
+    // B: at 10 % when its short package forfeits a unit: still below, never above since
+    const b = await h.createLicense({ totalQuota: 1 });
+    await setWebhook(h, a.licenseKey, `${receiver.url}/forfeit-a`, SECRET);
+    await setWebhook(h, b.licenseKey, `${receiver.url}/forfeit-b`, SECRET);
+    await spend(h, new TokenSource(h, a), 10);
+    t.same((await settled(h, a.firmaId, 2)).map((r) => r.type).sort(), ['quota.exhausted', 'quota.low'], 'A: the first crossing');
+    const { tokens } = await mintTokens(h, b, 18);
+
+    const expiresAt = new Date(Date.now() + 5_000).toISOString();
+    t.equal((await h.admin('POST', `/admin/v1/licenses/${a.licenseKey}/quota`, { add: 5, expiresAt })).body.data?.remainingQuota, 5, 'A: 5 of 15 left');
+    t.equal((await h.admin('POST', `/admin/v1/licenses/${b.licenseKey}/quota`, { add: 19, expiresAt })).status, 200);
+    for (const token of tokens) t.equal((await h.validate(token)).status, 200, 'B spends its short package first');
+    await h.drainWorker();
+    t.same((await settled(h, b.firmaId, 1)).map((r) => r.type), ['quota.low'], 'B: 2 of 20 left, quota.low');
+    t.ok(Date.now() < Date.parse(expiresAt), 'all spent before the packages expired');
+
+    // the forfeit sweep (every 2 s) forfeits A's 5 units and B's last one
+    const totals = () => h.sql`select firma_id, total_quota::int as total, used_quota::int as used from licenses
+      where firma_id in (${a.firmaId}, ${b.firmaId}) order by firma_id = ${b.firmaId}`;
+    const after = await pollUntil(totals, (rows) => rows[0]?.total === 10 && rows[1]?.total === 19, { timeoutMs: 30_000, intervalMs: 200 });
+    t.same(after.map((r) => [r.total, r.used]), [[10, 10], [19, 18]], 'the forfeits reached Postgres');
+    const rowsA = await settled(h, a.firmaId, 4);
+    t.same(rowsA.slice(2).map((r) => r.type).sort(), ['quota.exhausted', 'quota.low'], 'A: the forfeit crossed both again, and both were written');
+    t.match(rowsA.slice(2).map((r) => r.payload), [{ totalQuota: 10, usedQuota: 10, remainingQuota: 0 }, { totalQuota: 10, usedQuota: 10, remainingQuota: 0 }]);
+    t.equal(receiver.to('/forfeit-a').length, 4, 'A: four deliveries');
+    t.same((await outboxOf(h, b.firmaId)).map((r) => r.type), ['quota.low'], 'B: no second quota.low');
+    t.equal(receiver.to('/forfeit-b').length, 1, 'B: told once');
   });
 
   t.test('500 twice, then 200: delivered on the third attempt, once', async (t) => {
