@@ -6,6 +6,7 @@ import { bearer, craftAccessToken, nowSeconds } from '../helpers/jwt.js';
 import { expectCodedError, expectRateLimited, RATE_MESSAGE, type Asserts } from '../helpers/shapes.js';
 import { oneRequestPerConnection } from '../helpers/sockets.js';
 import { getTokenPair, redeemMany } from '../helpers/tokens.js';
+import { sleep } from '../helpers/wait.js';
 
 // GET /api/License/history/{licenseKey} is for the access token of that license only: 401
 // INVALID_TOKEN for anything else that is not a valid access token, 403 for another
@@ -147,6 +148,25 @@ t.test('rate limit: RATE_HISTORY_PER_MIN per license, shared by every process', 
     expectCounted(t, first, LIMIT - 1, 'the holder\'s first counted request');
     const theirs = await h.history(other.licenseKey, otherAccess);
     expectCounted(t, theirs, LIMIT - 1, 'the other license\'s first counted request (its 403s spent nothing of its own either)');
+  });
+
+  t.test('a held 429 (history, ledger) counts Retry-After from its answer, not from before its hold', async (t) => {
+    const lic = await h.createLicense();
+    const { accessToken } = await getTokenPair(h, lic);
+    for (let i = 0; i < LIMIT; i++) t.equal((await h.history(lic.licenseKey, accessToken)).status, 200);
+    const counter = h.keys.forLicense(lic.firmaId).rateHistory;
+    for (const read of [() => h.history(lic.licenseKey, accessToken), () => h.ledger(lic.licenseKey, accessToken)]) {
+      // asked with N s and ~400 ms of the window left: held 0.75-1.25 s, answered with under N s left
+      const pttl = await h.redis.pttl(counter);
+      await sleep((pttl % 1000 + 600) % 1000);
+      const refused = await read();
+      const leftMs = await h.redis.pttl(counter);
+      expectRateLimited(t, refused, 'over the limit');
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      t.ok(retryAfter <= Math.ceil(leftMs / 1000), `Retry-After ${retryAfter} s: the window ends ${leftMs} ms after the answer`);
+      t.equal(expectCounted(t, refused, 0, 'held'), retryAfter, 'RateLimit t = Retry-After');
+      t.equal(refused.body.retryAfter, retryAfter, 'retryAfter = Retry-After');
+    }
   });
 
   t.test('an access token revoked by a password change reaches the count: 401 with the fields', async (t) => {
