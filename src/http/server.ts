@@ -148,10 +148,15 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const route = entry.routes.find((r) => r.method === method || (state.head && r.answersHead === true));
     if (!route) {
       state.meter = meters.otherMethod((entry.routes[0] as Route).path, method);
+      // a public path's answers carry the CORS fields, a 405 too: a page is shown it, not an opaque CORS failure
+      if (cors !== null && entry.cors) state.fixed = [NOSNIFF, VARY_ORIGIN];
       if (method === 'options' && entry.cors) {
-        if (cors !== null) state.fixed = [NOSNIFF, VARY_ORIGIN];
         answerOptions(res, state, entry, uReq.getHeader('origin'));
       } else {
+        if (state.fixed !== PLAIN) {
+          const origin = uReq.getHeader('origin');
+          if (origin !== '' && (cors as CorsPolicy).allows(origin)) state.cors = CorsPolicy.answerHeaders(origin);
+        }
         send(res, state, { ...entry.errors('METHOD_NOT_ALLOWED'), headers: [['Allow', entry.allow]] });
       }
       return;

@@ -146,6 +146,10 @@ async function realAnswers(on: Harness, lic: TestLicense, headers: Record<string
   add('check-quota bad key', await on.request('GET', '/api/License/check-quota/not-a-uuid', undefined, headers), 400);
   add('history', await on.request('GET', `/api/License/history/${lic.licenseKey}`, undefined, { ...headers, ...bearer(access) }), 200);
   add('history without a token', await on.request('GET', `/api/License/history/${lic.licenseKey}`, undefined, headers), 401);
+  // a method the path does not serve: a page reads the 405 like any other error
+  add('get-token by GET', await on.request('GET', '/api/v1/auth/get-token', undefined, headers), 405);
+  add('check-quota by a form POST', await on.request('POST', `/api/License/check-quota/${lic.licenseKey}`, 'x=1',
+    { ...headers, 'content-type': 'application/x-www-form-urlencoded' }), 405);
   return out;
 }
 
