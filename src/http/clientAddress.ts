@@ -81,5 +81,12 @@ export function addressBucket(address: string): string {
   const left = head === '' ? [] : head.split(':');
   const right = tail === '' ? [] : tail.split(':');
   const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  // IPv4-mapped written in hex (::ffff:c000:201): else every IPv4 client would share 0:0:0:0::/64
+  if (groups.length === 8 && groups.slice(0, 5).every((g) => /^0{1,4}$/.test(g)) && groups[5] === 'ffff'
+    && /^[0-9a-f]{1,4}$/.test(groups[6] as string) && /^[0-9a-f]{1,4}$/.test(groups[7] as string)) {
+    const high = parseInt(groups[6] as string, 16);
+    const low = parseInt(groups[7] as string, 16);
+    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  }
   return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }

@@ -76,3 +76,15 @@ t.test('the peer\'s address from uWebSockets.js\'s binary form: IPv4 dotted (als
   t.equal(peerAddressText(new Uint8Array([0x20, 1, 0xd, 0xb8, 0, 1, 0, 0, 0, 1, 0, 1, 0, 1, 0, 1]).buffer), '2001:db8:1:0:1:1:1:1', 'a lone zero group stays');
   t.equal(peerAddressText(new Uint8Array(0).buffer), '', 'no address (uWebSockets.js gives none for a socket gone): none');
 });
+
+t.test('a proxy\'s IPv4-mapped address counts as the IPv4 address in every spelling, not as the /64 all IPv4 clients share', async (t) => {
+  const spellings: [string, string][] = [
+    ['::ffff:192.0.2.1', '192.0.2.1'], ['0:0:0:0:0:FFFF:192.0.2.1', '192.0.2.1'], ['::ffff:c000:201', '192.0.2.1'],
+    ['::FFFF:C000:0201', '192.0.2.1'], ['0:0:0:0:0:ffff:c000:201', '192.0.2.1'], ['0000:0000:0000:0000:0000:ffff:0a00:0001', '10.0.0.1'],
+    ['::ffff:0:0', '0.0.0.0'], ['::ffff:ffff:ffff', '255.255.255.255'],
+  ];
+  for (const [written, ipv4] of spellings) t.equal(addressBucket(written), ipv4, written);
+  t.equal(addressBucket('::fffe:c000:201'), '0:0:0:0::/64', 'not mapped: its /64');
+  t.equal(addressBucket('2001:db8:1:2:3:4:5:6'), '2001:db8:1:2::/64', 'IPv6: its /64');
+  t.not(addressBucket('::ffff:c000:201'), addressBucket('::ffff:c000:202'), 'two IPv4 clients: two buckets');
+});
