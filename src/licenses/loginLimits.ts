@@ -127,9 +127,14 @@ export class LoginLimits {
     await runScript(this.redis, scripts.endFailure(this.keys, budget, op, this.keyBudget, this.window, attempt.id));
   }
 
-  /** The password checked out: the token is counted, the key's place given back, the address trusted (lua/loginGranted.lua). */
-  granted(licenseKey: string, attempt: LoginAttempt, trusted: boolean): Promise<LoginGranted> {
-    return runScript(this.redis, scripts.loginGranted(this.keys, licenseKey, attempt, trusted, MOST_TRUSTED_ADDRESSES));
+  /**
+   * The password checked out: the token is counted, the key's place given back when the
+   * attempt took one (keyTaken: not when its credentials were served ungated), the address trusted (lua/loginGranted.lua).
+   */
+  granted(licenseKey: string, attempt: LoginAttempt, trusted: boolean, keyTaken: boolean): Promise<LoginGranted> {
+    // keyBudget 0 tells the script no place was taken: giving one back would free a failure's
+    const sent = keyTaken || attempt.keyBudget === 0 ? attempt : { ...attempt, keyBudget: 0 };
+    return runScript(this.redis, scripts.loginGranted(this.keys, licenseKey, sent, trusted, MOST_TRUSTED_ADDRESSES));
   }
 
   /** Holds a refusal back for up to TARPIT_MS; resolves the ms left until the client may try again. */

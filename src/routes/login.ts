@@ -111,7 +111,7 @@ export class Login {
   async #credentialsAccepted(licenseKey: string, attempt: Attempt, cred: Credentials, accepted: Accepted): Promise<Reply> {
     const limits = this.#ctx.logins;
     const [granted] = await Promise.all([
-      limits.granted(licenseKey, attempt.login, attempt.trusted),
+      limits.granted(licenseKey, attempt.login, attempt.trusted, attempt.keyTaken),
       attempt.addressTaken ? limits.endAddress(attempt.login, 'give') : undefined,
     ]);
     attempt.keyTaken = attempt.addressTaken = false;

@@ -125,6 +125,18 @@ t.test('guessing is bounded per key and per address (GET_TOKEN_MAX_DELAY_MS=0: r
     t.ok(ttl > 0 && ttl <= 60_000, `the key's budget expires within the window (${ttl} ms)`);
   });
 
+  t.test('a login served while its key is fenced (an admin change in flight) took no place, and gives none back', async (t) => {
+    const lic = await h.createLicense();
+    const guesses = await Promise.all(Array.from({ length: 4 }, (_, i) => from(h, `198.51.100.${20 + i}`, lic.licenseKey, `guess ${i}`)));
+    t.same(statusCounts(guesses), { 401: 4 }, 'the key\'s 4 failures');
+    // fenced as an admin change does (lua/fence.lua) until its deadline: the login is served from Postgres, ungated
+    const credentials = h.keys.credentials(lic.licenseKey);
+    await h.redis.hset(credentials, 'z', '1', 'zd', String(Date.now() + 60_000));
+    expectIssued(t, await from(h, '192.0.2.200', lic.licenseKey, lic.password), 'the holder, while fenced');
+    await h.redis.hdel(credentials, 'z', 'zd');
+    expectHeldOff(t, await from(h, '198.51.100.30', lic.licenseKey, 'guess 5'), 'failed-logins-key', 'the 5th guess: still refused');
+  });
+
   t.test('a login that checks out gives its place back', async (t) => {
     const lic = await h.createLicense();
     for (let i = 0; i < 8; i++) expectIssued(t, await from(h, `192.0.2.${100 + i}`, lic.licenseKey, lic.password), `login ${i + 1} from a new address`);
