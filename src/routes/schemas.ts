@@ -44,8 +44,9 @@ export function isInstant(value: string): boolean {
 }
 
 /**
- * An absolute http(s) URL to send webhooks to: text without spaces, a host, and no user or
- * password in it (they would travel in every request and show in the admin view).
+ * An absolute http(s) URL to send webhooks to: text without spaces, a host, no port 0 (no
+ * delivery could reach it), and no user or password in it (they would travel in every
+ * request and show in the admin view).
  */
 export function isWebhookUrl(value: string): boolean {
   if (!isText(value) || /\s/.test(value)) return false;
@@ -55,7 +56,7 @@ export function isWebhookUrl(value: string): boolean {
   } catch {
     return false;
   }
-  return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && url.username === '' && url.password === '';
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '' && url.port !== '0' && url.username === '' && url.password === '';
 }
 
 // validateSchema off: checking the service's own schemas against JSON Schema's meta-schema

@@ -115,7 +115,7 @@ export class WebhookOutbox {
     const rows = await this.sql`
       update webhook_events set failed_at = null, attempts = 0, next_attempt_at = now()
       where failed_at is not null
-        and (${only.length === 0} or id::text = any(${only as string[]}::text[]) or event_key = any(${only as string[]}::text[]))
+        and (${only.length === 0} or id::text = any(${only.map((id) => id.toLowerCase())}::text[]) or event_key = any(${only as string[]}::text[]))
       returning 1`;
     return rows.length;
   }

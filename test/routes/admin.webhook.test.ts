@@ -113,6 +113,7 @@ t.test('admin webhook fields', async (t) => {
     const badUrls: unknown[] = [
       '', 'not a url', 'ftp://example.com/x', 'file:///etc/passwd', 'javascript:alert(1)', '//example.com/x', 'https://',
       'https://user:pw@example.com/x', 'https://user@example.com/x', 'https://exa mple.com/', ' https://example.com/',
+      'https://example.com:0/x', 'https://example.com:000/x',
       'https://example.com/\u0000', 'https://example.com/a\nb', 'https://example.com/\ud800', `https://example.com/${'x'.repeat(2100)}`,
       42, true, ['https://example.com/'], { url: 'https://example.com/' },
     ];
