@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { redisAuth, redisConfigCheck, redisSentinel, redisWait, type RedisConfigCheck, type RedisSentinel } from './config/redis.js';
 import { adminTokens, jwtKeys, type AdminToken, type JwtKey } from './config/secrets.js';
-import { ConfigError, intVar, ownSecret, parseNodes, urlWithOwnPassword, type Env } from './config/vars.js';
+import { ConfigError, flagVar, intVar, ownSecret, parseNodes, urlWithOwnPassword, type Env } from './config/vars.js';
 import { webhookConfig, type WebhookConfig } from './config/webhooks.js';
 import { parseCorsOrigins } from './http/cors.js';
 import { signingKeysOf, type SigningKey } from './tokens/signingKeys.js';
@@ -146,7 +146,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     port: intVar(env, 'PORT', 8080, 0, 65535),
     workers: intVar(env, 'WORKERS', availableParallelism(), 1, 1024),
     host: env.HOST || '127.0.0.1',
-    redisUrl: urlWithOwnPassword('REDIS_URL', env.REDIS_URL || 'redis://127.0.0.1:6379'),
+    redisUrl: urlWithOwnPassword('REDIS_URL', redisUrlOf(env)),
     redisClusterNodes: parseNodes('REDIS_CLUSTER_NODES', env.REDIS_CLUSTER_NODES),
     redisSentinel: redisSentinel(env),
     redisAuth: redisAuth(env),
@@ -181,8 +181,9 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     trustProxy: intVar(env, 'TRUST_PROXY', 0, 0, 16),
     unknownKeySeconds: intVar(env, 'UNKNOWN_KEY_CACHE_SECONDS', 60, 0, 86400),
     passwordQueue: intVar(env, 'PASSWORD_QUEUE_MAX', 64, 1, 100000),
-    logLevel: env.LOG_LEVEL || 'info',
-    runWorker: env.RUN_WORKER !== '0',
+    logLevel: logLevelOf(env),
+    // unset: on, as it always was
+    runWorker: env.RUN_WORKER === undefined || env.RUN_WORKER === '' || flagVar(env, 'RUN_WORKER', 'run the usage worker here', 'serve only'),
     bodyLimitBytes: intVar(env, 'BODY_LIMIT_BYTES', 8192, 256, 1 << 20),
     adminBodyLimitBytes: 65536,
     shutdownTimeoutMs: intVar(env, 'SHUTDOWN_TIMEOUT_MS', 15000, 0, 600000),
@@ -200,4 +201,29 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
     retentionDays: env.RETENTION_DAYS ? intVar(env, 'RETENTION_DAYS', 0, 1, 36_500) : null,
     releaseWindowMs: intVar(env, 'RELEASE_WINDOW_SECONDS', 300, 1, 86_400) * 1000,
   };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** LOG_LEVEL, one of pino's (an unknown one would stop the logger's creation with a stack trace). */
+function logLevelOf(env: Env): string {
+  const level = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(level)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  return level;
+}
+
+/** REDIS_URL: a redis:// or rediss:// URL, or a Unix socket's path (ioredis reads any other text as one, and waits for it in vain). */
+function redisUrlOf(env: Env): string {
+  const url = env.REDIS_URL || 'redis://127.0.0.1:6379';
+  if (url.startsWith('/')) return url;
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(url);
+  } catch {
+    // refused below
+  }
+  if (parsed === null || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')) {
+    throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL (redis://host:6379) or a Unix socket\'s path');
+  }
+  return url;
 }

@@ -59,7 +59,10 @@ export function adminTokens(env: Env): AdminToken[] {
   }
   if (list === '') {
     if (single === '') return [];
-    if (single.length < 16) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
+    // a request can only send visible ASCII (src/routes/schemas.ts bearer): another token could never be used
+    if (!/^[\x21-\x7e]{16,4096}$/.test(single)) {
+      throw new ConfigError('ADMIN_TOKEN must be 16 to 4096 printable ASCII characters without spaces');
+    }
     return [{ name: DEFAULT_ADMIN, token: ownSecret('ADMIN_TOKEN', single, 'openssl rand -base64 33') }];
   }
   const admins: AdminToken[] = [];

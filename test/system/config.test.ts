@@ -172,6 +172,17 @@ t.test('loadConfig: JWT_SECRET is measured in bytes', async (t) => {
   t.equal(loadConfig({ SIGNING_KEYS: TEST_SIGNING_KEY, JWT_SECRET: 'abcdefghijklmnopqrstuvwxyz012345', ALLOW_HTTP: '1' }).jwtKeys[0]!.secret.length, 32, '32 ASCII bytes accepted');
 });
 
+t.test('loadConfig: RUN_WORKER, LOG_LEVEL and REDIS_URL as they may be written', async (t) => {
+  const ok = { JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1' };
+  t.same([undefined, '', '1', '0'].map((v) => loadConfig(v === undefined ? ok : { ...ok, RUN_WORKER: v }).runWorker), [true, true, true, false],
+    'RUN_WORKER unset or empty: on; 1 on; 0 off');
+  t.equal(loadConfig({ ...ok, LOG_LEVEL: 'warn' }).logLevel, 'warn');
+  t.equal(loadConfig(ok).logLevel, 'info', 'LOG_LEVEL unset: info');
+  for (const url of ['redis://127.0.0.1:6379', 'rediss://cache.example:6380/2', 'redis://:pw-that-is-long-enough-0123@10.0.0.5', '/run/redis/redis.sock']) {
+    t.equal(loadConfig({ ...ok, REDIS_URL: url }).redisUrl, url, url);
+  }
+});
+
 t.test('loadConfig: refusals name the variable', async (t) => {
   const ok = { JWT_SECRET: SECRET, SIGNING_KEYS: TEST_SIGNING_KEY, ALLOW_HTTP: '1' };
   const cases: [Record<string, string>, RegExp][] = [
@@ -203,6 +214,12 @@ t.test('loadConfig: refusals name the variable', async (t) => {
     [{ ...ok, REDIS_USERNAME: 'svc\0' }, /^REDIS_USERNAME must be/],
     [{ ...ok, REDIS_PASSWORD: 'p'.repeat(4097) }, /^REDIS_PASSWORD must be at most 4096 bytes/],
     [{ ...ok, REDIS_SENTINELS: '10.0.0.1:26379', REDIS_SENTINEL_MASTER: 'm', REDIS_SENTINEL_PASSWORD: 'sentinel\tsecret' }, /^REDIS_SENTINEL_PASSWORD must be/],
+    [{ ...ok, LOG_LEVEL: 'bogus' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "bogus"$/],
+    [{ ...ok, RUN_WORKER: 'false' }, /^RUN_WORKER must be 1 \(run the usage worker here\) or 0 \(serve only\), got "false"$/],
+    [{ ...ok, RUN_WORKER: 'no' }, /^RUN_WORKER must be 1/],
+    [{ ...ok, REDIS_URL: 'garbage' }, /^REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/],
+    [{ ...ok, REDIS_URL: 'rediss//127.0.0.1:6379' }, /^REDIS_URL must be/],
+    [{ ...ok, REDIS_URL: 'http://127.0.0.1:6379' }, /^REDIS_URL must be/],
     [{ ...ok, REDIS_WAIT_REPLICAS: '17' }, /REDIS_WAIT_REPLICAS/],
     [{ ...ok, REDIS_WAIT_REPLICAS: 'one' }, /REDIS_WAIT_REPLICAS/],
     [{ ...ok, REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT_MS: '1000' }, /REDIS_WAIT_TIMEOUT_MS \(1000\) must be below REDIS_COMMAND_TIMEOUT_MS \(1000\)/],
@@ -265,7 +282,10 @@ t.test('ADMIN_TOKENS: named admins, each with its own token', async (t) => {
   }
   t.throws(() => loadConfig(testEnv('admintokens2', { ADMIN_TOKEN: 'a-long-enough-admin-token', ADMIN_TOKENS: 'alice:alice-token-0123456789' })),
     /^set ADMIN_TOKENS or ADMIN_TOKEN, not both/, 'both set: refused, as JWT_SECRETS and JWT_SECRET');
-  t.throws(() => loadConfig(testEnv('admintokens3', { ADMIN_TOKEN: 'short' })), /^ADMIN_TOKEN must be at least 16 characters$/);
+  t.throws(() => loadConfig(testEnv('admintokens3', { ADMIN_TOKEN: 'short' })), /^ADMIN_TOKEN must be 16 to 4096 printable ASCII characters without spaces$/);
+  // a request sends visible ASCII only: such a token could never be used
+  t.throws(() => loadConfig(testEnv('admintokens3', { ADMIN_TOKEN: 'our admin passphrase 2026 q7zX' })), /^ADMIN_TOKEN must be 16 to 4096/, 'spaces');
+  t.throws(() => loadConfig(testEnv('admintokens3', { ADMIN_TOKEN: 'şifreğüöçıİşifreğüöçıİ' })), /^ADMIN_TOKEN must be 16 to 4096/, 'non-ASCII');
 });
 
 t.test('the server process refuses bad ADMIN_TOKENS with one line', async (t) => {
