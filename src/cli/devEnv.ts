@@ -22,8 +22,9 @@ export class DevEnvError extends Error {}
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** What bash leaves as it is: no quote, space, $, `, \, or other shell syntax. */
 const BARE = /^[A-Za-z0-9_@%+=:,./^*-]*$/;
-const SINGLE = /^'([^']*)'$/;
-const DOUBLE = /^"([^"$`\\]*)"$/;
+// no NUL: bash drops it from a value, where we would keep it
+const SINGLE = /^'([^'\0]*)'$/;
+const DOUBLE = /^"([^"$`\\\0]*)"$/;
 
 /** The value of one assignment's right-hand side, or null when bash would read it otherwise. */
 function valueOf(text: string): string | null {

@@ -52,7 +52,7 @@ t.test('licensectl audit', async (t) => {
     t.equal(jsonOf(await runCli(h, ['audit', '--since', '2020-01-01T00:00:00Z', '--json'])).items.length, 5);
     const first = await runCli(h, ['audit', '--limit', '2', '--license', key]);
     const next = jsonOf(await runCli(h, ['audit', '--limit', '2', '--license', key, '--json'])).nextCursor as string;
-    t.equal(first.stdout.trimEnd().split('\n').at(-1), `(2 changes; next page: licensectl audit --license ${key} --cursor ${next})`);
+    t.equal(first.stdout.trimEnd().split('\n').at(-1), `(2 changes; next page: licensectl audit --license ${key} --limit 2 --cursor ${next})`);
     const everything = jsonOf(await runCli(h, ['audit', '--all', '--limit', '2', '--json']));
     t.same(everything, { items: all.items, nextCursor: null }, '--all: every page');
   });

@@ -140,6 +140,17 @@ t.test('licensectl import', async (t) => {
     const missing = await runCli(h, ['import', join(dir, 'nope.csv')]);
     t.equal(missing.code, 2);
     t.match(missing.stderr, /cannot read .*nope\.csv: ENOENT/);
+    const folder = await runCli(h, ['import', dir]);
+    t.equal(folder.code, 2, 'a directory: exit 2, not an unexpected failure');
+    t.match(folder.stderr, new RegExp(`^licensectl: cannot read ${dir}: EISDIR\n`));
+    const own = join(dir, 'own.csv');
+    await writeFile(own, 'organizationName,password,totalQuota,expiryDate\nA,pw,1,2030-01-01\n');
+    for (const rejects of [own, join(dir, '.', 'own.csv')]) {
+      const same = await runCli(h, ['import', own, '--rejects', rejects]);
+      t.equal(same.code, 2, `--rejects ${rejects}: exit 2`);
+      t.match(same.stderr, /--rejects names the file being imported/);
+    }
+    t.match(await readFile(own, 'utf8'), /^organizationName,/, 'the file to import is still there, untouched');
     await writeFile(join(dir, 'empty.csv'), '');
     t.match((await runCli(h, ['import', join(dir, 'empty.csv')])).stderr, /empty \(no header row\)/);
     t.match((await runCli(h, ['import', file, '--concurrency', '0'])).stderr, /--concurrency must be a whole number from 1 to 64/);

@@ -45,7 +45,7 @@ t.test('licensectl list and tokens', async (t) => {
     t.match(lines[1], new RegExp(`^${keys[0]}  Liste 0\\s+0\\s+10\\s+10\\s+\\d{4}-\\d\\d-\\d\\d\\s+yes\\s+\\(any origin\\)$`));
     t.equal(lines[1]?.indexOf('Liste'), lines[0]?.indexOf('ORGANIZATION'), 'columns aligned');
     const next = jsonOf(await runCli(h, ['list', '--limit', '2', '--json'])).nextCursor as string;
-    t.equal(lines[3], `(2 licenses; next page: licensectl list --cursor ${next})`);
+    t.equal(lines[3], `(2 licenses; next page: licensectl list --limit 2 --cursor ${next})`, 'the next page\'s command keeps --limit');
     const everything = await runCli(h, ['list', '--all']);
     t.equal(everything.stdout.trimEnd().split('\n').length, 1 + 5 + 1);
     t.match(everything.stdout, /\(5 licenses\)\n$/);
@@ -80,5 +80,13 @@ t.test('licensectl list and tokens', async (t) => {
 
     const paged = await runCli(h, ['tokens', lic.licenseKey, '--limit', '3', '--all', '--json']);
     t.same(jsonOf(paged), jsonOf(all), '--all follows the cursors to the same list');
+
+    // the next page's command, run as printed, goes on with the same filter
+    const firstUsed = await runCli(h, ['tokens', lic.licenseKey, '--status', 'used', '--limit', '1']);
+    const footer = firstUsed.stdout.trimEnd().split('\n').at(-1) as string;
+    t.match(footer, /^\(1 token; next page: licensectl tokens \S+ --status used --limit 1 --cursor \S+\)$/, footer);
+    const printed = (/next page: licensectl (.*)\)$/.exec(footer)?.[1] ?? '').split(' ');
+    const nextUsed = jsonOf(await runCli(h, [...printed, '--json']));
+    t.same(nextUsed.items.map((i: { status: string }) => i.status), ['used'], 'the printed next page: the other used token only');
   });
 });

@@ -39,6 +39,9 @@ t.test('a malformed or unreadable .env.dev: one line naming it, exit 1', async (
     ['expansion.env', ['REDIS_PREFIX="$HOME"'], /expansion\.env line 2 is not NAME=value/],
     ['noequals.env', ['REDIS_PREFIX'], /noequals\.env line 2 is not NAME=value/],
     ['badname.env', ['1PREFIX=x'], /badname\.env line 2 is not NAME=value/],
+    // bash drops a NUL from a value: read as the server would not
+    ['nul.env', ["REDIS_PREFIX='a\u0000b'"], /nul\.env line 2 is not NAME=value/],
+    ['nul2.env', ['REDIS_PREFIX="a\u0000b"'], /nul2\.env line 2 is not NAME=value/],
   ];
   for (const [name, lines, message] of cases) {
     const r = await runScript(DEAD_LETTERS, ['count'], { env: { DEV_ENV_FILE: devEnv(name, lines), REDIS_URL } });

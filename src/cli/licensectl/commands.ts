@@ -70,9 +70,12 @@ async function pages<T, P extends Page<T> = Page<T>>(run: Run, path: string, ext
   }
 }
 
-function pageFooter(page: Page<unknown>, what: string, next: string): string {
+/** How many were listed, and the command of the next page: `next` with its filters, then the --limit given and the cursor. */
+function pageFooter(run: Run, page: Page<unknown>, what: string, next: string): string {
   const count = `${page.items.length} ${what}${page.items.length === 1 ? '' : 's'}`;
-  return page.nextCursor === null ? `(${count})\n` : `(${count}; next page: ${next} --cursor ${page.nextCursor})\n`;
+  const limit = str(run, 'limit');
+  return page.nextCursor === null ? `(${count})\n`
+    : `(${count}; next page: ${next}${limit === undefined ? '' : ` --limit ${limit}`} --cursor ${page.nextCursor})\n`;
 }
 
 /** set-limits' options and the limits they set (the License's rateLimits). */
@@ -106,7 +109,7 @@ export const commands: Record<string, Command> = {
 
   async list(run) {
     const page = await pages<License>(run, '/admin/v1/licenses');
-    return { data: page, human: licenseTable(page.items) + pageFooter(page, 'license', 'licensectl list') };
+    return { data: page, human: licenseTable(page.items) + pageFooter(run, page, 'license', 'licensectl list') };
   },
 
   async 'add-quota'(run) {
@@ -178,13 +181,13 @@ export const commands: Record<string, Command> = {
     if (status !== undefined && !['issued', 'used', 'expired'].includes(status)) throw new UsageError('--status must be issued, used or expired');
     const key = run.args.key as string;
     const page = await pages<IssuedToken>(run, licensePath(key, '/tokens'), status === undefined ? {} : { status });
-    return { data: page, human: tokenTable(page.items) + pageFooter(page, 'token', `licensectl tokens ${key}`) };
+    return { data: page, human: tokenTable(page.items) + pageFooter(run, page, 'token', `licensectl tokens ${key}${status === undefined ? '' : ` --status ${status}`}`) };
   },
 
   async ledger(run) {
     const key = run.args.key as string;
     const page = await pages<LedgerLine, LedgerPage>(run, licensePath(key, '/ledger'));
-    return { data: page, human: ledgerTable(page) + pageFooter(page, 'line', `licensectl ledger ${key}`) };
+    return { data: page, human: ledgerTable(page) + pageFooter(run, page, 'line', `licensectl ledger ${key}`) };
   },
 
   async audit(run) {
@@ -200,6 +203,6 @@ export const commands: Record<string, Command> = {
     const page = await pages<AuditRecord>(run, '/admin/v1/audit', filter);
     // the next page's command repeats the filters
     const again = ['licensectl audit', ...(license === undefined ? [] : [`--license ${license}`]), ...(since === undefined ? [] : [`--since ${since}`])];
-    return { data: page, human: auditTable(page.items) + pageFooter(page, 'change', again.join(' ')) };
+    return { data: page, human: auditTable(page.items) + pageFooter(run, page, 'change', again.join(' ')) };
   },
 };

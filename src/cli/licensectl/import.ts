@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
+import { open, rm, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { ApiError, type AdminApi, type Warning } from './api.js';
 import { UsageError } from './args.js';
 import { csvLine, CsvParser, type CsvRecord } from './csv.js';
@@ -72,6 +73,13 @@ async function createOne(api: AdminApi, body: Record<string, unknown>, keyIsOurs
   }
 }
 
+/** Whether two paths name one file: the same path, or (the second existing) the same device and inode (a link, another spelling). */
+async function sameFile(a: string, b: string): Promise<boolean> {
+  if (resolve(a) === resolve(b)) return true;
+  const [x, y] = await Promise.all([stat(a).catch(() => null), stat(b).catch(() => null)]);
+  return x !== null && y !== null && x.dev === y.dev && x.ino === y.ino;
+}
+
 /**
  * Creates the licenses of the file. `warn` gets each of the first rows created with a
  * warning (after the progress bar has gone), and how many more there were.
@@ -81,10 +89,16 @@ export async function importFile(
 ): Promise<ImportSummary> {
   let size: number;
   try {
-    size = (await stat(file)).size;
+    const found = await stat(file);
+    if (!found.isFile()) throw Object.assign(new Error('not a file'), { code: found.isDirectory() ? 'EISDIR' : 'not a file' });
+    // opened once here, so a file that cannot be read is this usage error, not a failure halfway
+    await (await open(file, 'r')).close();
+    size = found.size;
   } catch (err) {
     throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'import');
   }
+  // the rejects file is emptied first: naming the file being imported would delete it
+  if (await sameFile(file, rejectsPath)) throw new UsageError(`--rejects names the file being imported (${file}): name another`, 'import');
   await rm(rejectsPath, { force: true });
   const started = Date.now();
   const counts: Counts = { created: 0, rejected: 0, read: 0, bytes: 0, size };
