@@ -27,8 +27,14 @@ async function main(config: Config, command: string, ids: string[]): Promise<num
   // answer: say which prefix (and Redis) was read, beside the answer
   process.stderr.write(`dead-letters: Redis prefix "${config.redisPrefix}" at ${redisShown(config)}\n`);
   const redis = createRedis(config, 'license-dead-letters');
+  // why a connection failed (ECONNREFUSED, a refused password), for the one line below
+  let connectionError = '';
+  redis.on('error', (err: Error) => { connectionError = err.message; });
   const letters = new DeadLetters(redis, new KeySpace(config.redisPrefix).deadLetters);
   try {
+    await redis.ping().catch((err: unknown) => {
+      throw new Error(`cannot reach Redis at ${redisShown(config)} (${connectionError || (err as Error).message}): check REDIS_URL`);
+    });
     if (command === 'count') {
       process.stdout.write(`${await letters.count()}\n`);
     } else if (command === 'list') {

@@ -106,3 +106,11 @@ t.test('dead-letters reads Redis only: any prefix answers, and stderr names the 
   t.notOk(await databaseExists(missingDb), 'no database created');
   t.notOk(await schemaExists('no_such_schema'), 'no schema created');
 });
+
+t.test('dead-letters with Redis not answering: one line naming where it looked and why, exit 1', async (t) => {
+  const r = await runScript(DEAD_LETTERS, ['count'], { env: { REDIS_URL: 'redis://127.0.0.1:1' } });
+  t.equal(r.code, 1);
+  t.equal(r.stdout, '');
+  t.match(r.stderr, /\ndead-letters: cannot reach Redis at redis:\/\/127\.0\.0\.1:1 \(.*ECONNREFUSED.*\): check REDIS_URL\n$/);
+  t.notMatch(r.stderr, /maxRetriesPerRequest/, 'not ioredis\'s retry counter');
+});
