@@ -102,8 +102,9 @@ async function main(): Promise<void> {
     if (err instanceof ConfigError || err instanceof DevEnvError) fail(err.message);
     throw err;
   }
-  const host = process.env.HOST ?? '127.0.0.1';
-  const port = Number(process.env.PORT ?? 8080);
+  // where `make run` listens, read as the server reads it (PORT= is 8080, not 0)
+  const { host, port } = config;
+  if (port === 0) fail('PORT is 0 (a port chosen at each start): whether `make run` still runs cannot be seen; stop it, then run this with PORT set to a port');
   if (await answering(host, port)) fail(`a service answers on ${host}:${port}: stop \`make run\` first (Ctrl-C), then run this again`);
   // refused before anything is dropped
   if (config.redisClusterNodes.length > 0 || config.redisSentinel !== null) {

@@ -40,6 +40,11 @@ t.test('reset-dev: refuses while the service answers, then empties its prefix an
   t.ok(await keysOf() > 0, 'its keys are still there');
   t.ok(await schemaThere(), 'its schema too');
 
+  const anyPort = await runScript(RESET_DEV, [], { env: { DEV_ENV_FILE: file, PORT: '0' } });
+  t.same([anyPort.code, anyPort.stdout], [1, ''], 'PORT=0: whether the service runs cannot be seen: refused');
+  t.match(anyPort.stderr, /^reset-dev: PORT is 0 \(a port chosen at each start\)/);
+  t.ok(await schemaThere(), 'the schema is still there');
+
   await h.deployment?.stop();
   const reset = await runScript(RESET_DEV, [], { env: { DEV_ENV_FILE: file } });
   t.equal(reset.code, 0, reset.stderr);
