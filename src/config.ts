@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { redisAuth, redisConfigCheck, redisSentinel, redisWait, type RedisConfigCheck, type RedisSentinel } from './config/redis.js';
-import { adminTokens, jwtKeys, type AdminToken, type JwtKey } from './config/secrets.js';
+import { adminTokens, BEARER_SECRET, jwtKeys, type AdminToken, type JwtKey } from './config/secrets.js';
 import { ConfigError, flagVar, intVar, ownSecret, parseNodes, urlWithOwnPassword, type Env } from './config/vars.js';
 import { webhookConfig, type WebhookConfig } from './config/webhooks.js';
 import { parseCorsOrigins } from './http/cors.js';
@@ -137,7 +137,7 @@ export function loadConfig(env: Env = process.env, role: 'server' | 'worker' = '
   const metrics = env.METRICS || '1';
   if (metrics !== '0' && metrics !== '1') throw new ConfigError(`METRICS must be 1 (record and serve /metrics) or 0 (off), got "${metrics}"`);
   const metricsToken = env.METRICS_TOKEN ? env.METRICS_TOKEN : null;
-  if (metricsToken !== null && !/^[\x21-\x7e]{16,4096}$/.test(metricsToken)) {
+  if (metricsToken !== null && !BEARER_SECRET.test(metricsToken)) {
     throw new ConfigError('METRICS_TOKEN must be 16 to 4096 printable ASCII characters without spaces');
   }
   if (metricsToken !== null) ownSecret('METRICS_TOKEN', metricsToken, 'openssl rand -base64 33');
@@ -216,13 +216,8 @@ function logLevelOf(env: Env): string {
 function redisUrlOf(env: Env): string {
   const url = env.REDIS_URL || 'redis://127.0.0.1:6379';
   if (url.startsWith('/')) return url;
-  let parsed: URL | null = null;
-  try {
-    parsed = new URL(url);
-  } catch {
-    // refused below
-  }
-  if (parsed === null || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:')) {
+  const scheme = URL.canParse(url) ? new URL(url).protocol : '';
+  if (scheme !== 'redis:' && scheme !== 'rediss:') {
     throw new ConfigError('REDIS_URL must be a redis:// or rediss:// URL (redis://host:6379) or a Unix socket\'s path');
   }
   return url;

@@ -47,7 +47,12 @@ export interface AdminToken {
 /** The name of ADMIN_TOKEN when it is the only admin token (ADMIN_TOKENS=admin:t is the same). */
 export const DEFAULT_ADMIN = 'admin';
 const ADMIN_NAME = /^[a-z0-9._-]{1,32}$/;
-/** Visible ASCII (a bearer token has no spaces, src/routes/schemas.ts bearer), no comma (the list's separator). */
+/**
+ * A secret a client sends as a bearer token (ADMIN_TOKEN, METRICS_TOKEN): a request can only
+ * send visible ASCII (src/routes/schemas.ts bearer), so another one could never be used.
+ */
+export const BEARER_SECRET = /^[\x21-\x7e]{16,4096}$/;
+/** As BEARER_SECRET, and no comma (the list's separator). */
 const ADMIN_TOKEN_TEXT = /^[\x21-\x2b\x2d-\x7e]{16,4096}$/;
 
 /** ADMIN_TOKENS (name:token,...) or ADMIN_TOKEN, validated; none set: []. */
@@ -59,8 +64,7 @@ export function adminTokens(env: Env): AdminToken[] {
   }
   if (list === '') {
     if (single === '') return [];
-    // a request can only send visible ASCII (src/routes/schemas.ts bearer): another token could never be used
-    if (!/^[\x21-\x7e]{16,4096}$/.test(single)) {
+    if (!BEARER_SECRET.test(single)) {
       throw new ConfigError('ADMIN_TOKEN must be 16 to 4096 printable ASCII characters without spaces');
     }
     return [{ name: DEFAULT_ADMIN, token: ownSecret('ADMIN_TOKEN', single, 'openssl rand -base64 33') }];

@@ -14,6 +14,11 @@ export class HoldBack {
 
   constructor(private readonly perSecond: number, private readonly holdMs: number, private readonly maxHeld = 10_000) {}
 
+  /** The longest a held answer waits: holdMs and its spread of +25 % (wait). */
+  get longestMs(): number {
+    return this.holdMs * 1.25;
+  }
+
   /** null: answer now (no allocation on that path); else a promise resolved after holdMs. */
   wait(): Promise<void> | null {
     const now = performance.now();

@@ -120,6 +120,13 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     }
   }
 
+  /** A public path's answer to an allowed Origin: its CORS headers (null: CORS off, no Origin, or not allowed). */
+  const corsAnswer = (uReq: uWS.HttpRequest): Headers | null => {
+    if (cors === null) return null;
+    const origin = uReq.getHeader('origin');
+    return origin !== '' && cors.allows(origin) ? CorsPolicy.answerHeaders(origin) : null;
+  };
+
   const onRequest = (res: uWS.HttpResponse, uReq: uWS.HttpRequest): void => {
     inFlight++;
     const state: RequestState = {
@@ -153,20 +160,14 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       if (method === 'options' && entry.cors) {
         answerOptions(res, state, entry, uReq.getHeader('origin'));
       } else {
-        if (state.fixed !== PLAIN) {
-          const origin = uReq.getHeader('origin');
-          if (origin !== '' && (cors as CorsPolicy).allows(origin)) state.cors = CorsPolicy.answerHeaders(origin);
-        }
+        if (entry.cors) state.cors = corsAnswer(uReq);
         send(res, state, { ...entry.errors('METHOD_NOT_ALLOWED'), headers: [['Allow', entry.allow]] });
       }
       return;
     }
     state.fixed = fixedHeaders.get(route) as Headers;
     state.meter = meters.of(route);
-    if (cors !== null && route.cors) {
-      const origin = uReq.getHeader('origin');
-      if (origin !== '' && cors.allows(origin)) state.cors = CorsPolicy.answerHeaders(origin);
-    }
+    if (route.cors) state.cors = corsAnswer(uReq);
     const req: Request = {
       method,
       path,

@@ -113,7 +113,7 @@ export class HolderReads {
       // held back before it is answered (HoldBack): a client paging in a loop slows itself down;
       // not when the window ends within the longest hold (the answer would come after it)
       const until = Date.now() + counted.rate.resetMs;
-      const held = counted.rate.resetMs > REFUSAL_HOLD_MS * 1.25 ? this.refusals.wait() : null;
+      const held = counted.rate.resetMs > this.refusals.longestMs ? this.refusals.wait() : null;
       if (held === null) return fields.on(rateLimited(counted.rate.resetMs), rate);
       await held;
       // what is left of the window when the answer goes, as docs/api.md promises, not before the hold

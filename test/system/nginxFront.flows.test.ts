@@ -12,12 +12,13 @@ import { mintTokens } from '../helpers/tokens.js';
 // HTTP/2: the service's own JSON reaches the client unchanged (the front replaces only the
 // answers it makes itself), never nginx's page for a 503.
 
+const APP = 'https://app.ornek.com.tr';
 const MESSAGE = 'İmzalama anahtarı yapılandırılmamış (SIGNING_KEYS_FILE veya SIGNING_KEYS)';
 
-interface Answer { status: number; body: unknown; retryAfter: string | undefined }
+interface Answer { status: number; body: unknown; retryAfter: string | undefined; allowOrigin?: string; vary?: string }
 
 t.test('through the nginx front, over HTTP/1.1 and HTTP/2', async (t) => {
-  const h = await startHarness(t, 'nginx-flows', { TRUST_PROXY: '1', SIGNING_KEYS: '' });
+  const h = await startHarness(t, 'nginx-flows', { TRUST_PROXY: '1', SIGNING_KEYS: '', CORS_ORIGINS: APP });
   const front = await startNginxFront(t, h.service.port);
   const session = http2.connect(`https://127.0.0.1:${front.tlsPort}`, { rejectUnauthorized: false, servername: 'localhost' });
   t.teardown(() => session.close());
@@ -26,7 +27,7 @@ t.test('through the nginx front, over HTTP/1.1 and HTTP/2', async (t) => {
     const got = await rawExchange(front.tlsPort, rawRequest(method, path, body, headers), { tls: true, answers: 1 });
     const a = got.answers[0];
     if (a === undefined) throw new Error(`no answer to ${method} ${path}`);
-    return { status: a.status, body: a.body, retryAfter: a.headers['retry-after'] };
+    return { status: a.status, body: a.body, retryAfter: a.headers['retry-after'], allowOrigin: a.headers['access-control-allow-origin'], vary: a.headers.vary };
   }
   function viaHttp2(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
     return new Promise((resolve, reject) => {
@@ -35,13 +36,17 @@ t.test('through the nginx front, over HTTP/1.1 and HTTP/2', async (t) => {
       });
       let status = 0;
       let retryAfter: string | undefined;
+      let allowOrigin: string | undefined;
+      let vary: string | undefined;
       const chunks: Buffer[] = [];
       req.on('response', (head) => {
         status = Number(head[':status']);
         retryAfter = head['retry-after'] as string | undefined;
+        allowOrigin = head['access-control-allow-origin'] as string | undefined;
+        vary = head.vary as string | undefined;
       });
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => resolve({ status, retryAfter, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown }));
+      req.on('end', () => resolve({ status, retryAfter, allowOrigin, vary, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown }));
       req.on('error', reject);
       req.end(body === undefined ? undefined : JSON.stringify(body));
     });
@@ -61,6 +66,8 @@ t.test('through the nginx front, over HTTP/1.1 and HTTP/2', async (t) => {
       t.match((await send('GET', '/readyz')).body, { success: true, signingKeys: 'missing' }, 'ready, saying what is missing');
       const origin = await send('POST', '/api/license/validate', { token: tokens[0], origin: 'https://*.corp.ornek.com.tr' });
       t.same([origin.status, origin.body], [401, { success: false, message: 'Bu domain için yetki yok' }], 'a malformed origin: 401');
+      const wrongMethod = await send('GET', '/api/v1/auth/get-token', undefined, { origin: APP });
+      t.same([wrongMethod.status, wrongMethod.allowOrigin, wrongMethod.vary], [405, APP, 'Origin'], 'a 405 to an allowed page: its CORS fields reach it');
     });
   }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, type Stats, type WriteStream } from 'node:fs';
 import { open, rm, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ApiError, type AdminApi, type Warning } from './api.js';
@@ -73,11 +73,11 @@ async function createOne(api: AdminApi, body: Record<string, unknown>, keyIsOurs
   }
 }
 
-/** Whether two paths name one file: the same path, or (the second existing) the same device and inode (a link, another spelling). */
-async function sameFile(a: string, b: string): Promise<boolean> {
-  if (resolve(a) === resolve(b)) return true;
-  const [x, y] = await Promise.all([stat(a).catch(() => null), stat(b).catch(() => null)]);
-  return x !== null && y !== null && x.dev === y.dev && x.ino === y.ino;
+/** Whether `other` names the file at `path` (found): the same path, or the same device and inode (a link, another spelling). */
+async function sameFile(path: string, found: Stats, other: string): Promise<boolean> {
+  if (resolve(path) === resolve(other)) return true;
+  const theirs = await stat(other).catch(() => null);
+  return theirs !== null && theirs.dev === found.dev && theirs.ino === found.ino;
 }
 
 /**
@@ -87,18 +87,18 @@ async function sameFile(a: string, b: string): Promise<boolean> {
 export async function importFile(
   api: AdminApi, file: string, rejectsPath: string, concurrency: number, warn: (line: string) => void = () => {},
 ): Promise<ImportSummary> {
-  let size: number;
+  let found: Stats;
   try {
-    const found = await stat(file);
-    if (!found.isFile()) throw Object.assign(new Error('not a file'), { code: found.isDirectory() ? 'EISDIR' : 'not a file' });
+    found = await stat(file);
     // opened once here, so a file that cannot be read is this usage error, not a failure halfway
     await (await open(file, 'r')).close();
-    size = found.size;
   } catch (err) {
     throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'import');
   }
+  if (!found.isFile()) throw new UsageError(`cannot read ${file}: ${found.isDirectory() ? 'EISDIR' : 'not a regular file'}`, 'import');
+  const size = found.size;
   // the rejects file is emptied first: naming the file being imported would delete it
-  if (await sameFile(file, rejectsPath)) throw new UsageError(`--rejects names the file being imported (${file}): name another`, 'import');
+  if (await sameFile(file, found, rejectsPath)) throw new UsageError(`--rejects names the file being imported (${file}): name another`, 'import');
   await rm(rejectsPath, { force: true });
   const started = Date.now();
   const counts: Counts = { created: 0, rejected: 0, read: 0, bytes: 0, size };
